@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Configuration: every GNIC_EMU_* environment knob lives in the one table
+ * below (name, type, default, limits, help). This is the only file that calls
+ * getenv(); the rest of the emulator reads emu_cfg.
+ *
+ * A knob that does not parse, or lies outside its limits, is reported and
+ * left at its default: a typo must not silently change the NIC's behaviour.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu.h"
+
+enum knob_type { KNOB_INT, KNOB_IPV4 };
+
+struct knob {
+	const char *name;
+	enum knob_type type;
+	size_t offset; /* into struct emu_config */
+	const char *def;
+	long min, max; /* KNOB_INT only */
+	const char *help;
+};
+
+#define CFG(field) offsetof(struct emu_config, field)
+
+static const struct knob knobs[] = {
+    {"GNIC_EMU_DEVICES", KNOB_INT, CFG(num_devices), "1", 1, EMU_MAX_DEVICES,
+     "number of emulated devices (gnic_emu0, gnic_emu1, ...)"},
+    {"GNIC_EMU_ADDR", KNOB_IPV4, CFG(bind_addr), "127.0.0.1", 0, 0,
+     "IPv4 address the fabric listeners bind to; it is part of every GID"},
+    {"GNIC_EMU_PORT", KNOB_INT, CFG(base_port), "0", 0, 65536 - EMU_MAX_DEVICES,
+     "TCP port of device 0 (device i listens on PORT+i); 0 = ephemeral ports"},
+    {"GNIC_EMU_LOG", KNOB_INT, CFG(log_level), "1", EMU_LOG_ERR, EMU_LOG_DEBUG,
+     "log level on stderr: 0 error, 1 warn, 2 info, 3 debug"},
+    {"GNIC_EMU_SPIN_US", KNOB_INT, CFG(spin_us), "200", 0, 10000000,
+     "engine busy-polls this long (us) after its last work before it sleeps"},
+    {"GNIC_EMU_SLEEP_US", KNOB_INT, CFG(sleep_us), "1000", 1, 1000000,
+     "longest engine sleep (us) when idle; software doorbells wake it sooner"},
+    {"GNIC_EMU_TIMEOUT_MS", KNOB_INT, CFG(default_timeout_ms), "4000", 1, 3600000,
+     "retransmission timeout (ms) for QPs whose timeout attribute is 0"},
+};
+
+#define NUM_KNOBS (sizeof(knobs) / sizeof(knobs[0]))
+
+struct emu_config emu_cfg = {.log_level = EMU_LOG_WARN};
+
+static void *knob_field(const struct knob *k)
+{
+	return (char *)&emu_cfg + k->offset;
+}
+
+/* 0 and the value in *out, or -EINVAL. */
+static int parse_int(const struct knob *k, const char *s, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 0);
+	if (errno || end == s || *end || v < k->min || v > k->max)
+		return -EINVAL;
+	*out = (int)v;
+	return 0;
+}
+
+/* Only dotted IPv4: the GID format carries an IPv4 address. */
+static int parse_ipv4(const char *s, char *out)
+{
+	struct in_addr a;
+
+	if (strlen(s) >= sizeof(emu_cfg.bind_addr) || inet_pton(AF_INET, s, &a) != 1)
+		return -EINVAL;
+	strcpy(out, s);
+	return 0;
+}
+
+static int knob_set(const struct knob *k, const char *s)
+{
+	if (k->type == KNOB_IPV4)
+		return parse_ipv4(s, knob_field(k));
+	return parse_int(k, s, knob_field(k));
+}
+
+static void knob_load(const struct knob *k)
+{
+	const char *s = getenv(k->name);
+	int ret;
+
+	ret = knob_set(k, k->def);
+	if (ret)
+		emu_err("config: bad built-in default %s=%s", k->name, k->def);
+	if (!s)
+		return;
+	if (!knob_set(k, s))
+		return;
+	if (k->type == KNOB_INT)
+		emu_warn("config: ignoring %s=\"%s\" (want an integer in [%ld, %ld]); using %s",
+		         k->name, s, k->min, k->max, k->def);
+	else
+		emu_warn("config: ignoring %s=\"%s\" (want a dotted IPv4 address); using %s",
+		         k->name, s, k->def);
+	knob_set(k, k->def);
+}
+
+void emu_config_load(void)
+{
+	for (size_t i = 0; i < NUM_KNOBS; i++)
+		knob_load(&knobs[i]);
+}
+
+static void knob_value(const struct knob *k, char *buf, size_t size)
+{
+	if (k->type == KNOB_IPV4)
+		snprintf(buf, size, "%s", (const char *)knob_field(k));
+	else
+		snprintf(buf, size, "%d", *(const int *)knob_field(k));
+}
+
+void emu_config_print(void *file)
+{
+	FILE *f = file;
+
+	for (size_t i = 0; i < NUM_KNOBS; i++) {
+		const struct knob *k = &knobs[i];
+		char val[64];
+
+		knob_value(k, val, sizeof(val));
+		fprintf(f, "%-20s = %-10s (default %s%s)\n    %s\n", k->name, val, k->def,
+		        getenv(k->name) ? ", set in the environment" : "", k->help);
+	}
+}

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The engine's CQE writer: the only place that produces CQE bytes.
+ *
+ * A CQE becomes visible to software when its op_own byte carries a valid
+ * opcode and the owner bit of the current pass over the ring, so the body is
+ * written first and op_own last, with release ordering.
+ */
+#include <string.h>
+
+#include "emu.h"
+
+static bool cq_has_room(struct emu_cq *cq)
+{
+	uint32_t ci;
+
+	if (cq->ignore_overrun)
+		return true;
+	ci = gnic_be32(atomic_load_explicit((_Atomic uint32_t *)&cq->dbrec[0],
+					    memory_order_acquire)) &
+	     0xffffff;
+	return ((cq->pi - ci) & 0xffffff) < cq->cqe_cnt;
+}
+
+static bool is_error(uint8_t opcode)
+{
+	return opcode == GNIC_MLX5_CQE_REQ_ERR || opcode == GNIC_MLX5_CQE_RESP_ERR;
+}
+
+static void fill_ok(struct gnic_mlx5_cqe64 *cqe, const struct emu_cqe_info *in)
+{
+	uint32_t sop = in->qpn & 0xffffff;
+
+	if (in->opcode == GNIC_MLX5_CQE_REQ)
+		sop |= (uint32_t)in->wqe_opcode << 24;
+	cqe->imm_inval_pkey = in->imm;
+	cqe->byte_cnt = gnic_be32(in->byte_cnt);
+	cqe->sop_drop_qpn = gnic_be32(sop);
+	cqe->wqe_counter = gnic_be16(in->wqe_counter);
+}
+
+static void fill_err(struct gnic_mlx5_err_cqe *cqe, const struct emu_cqe_info *in)
+{
+	uint32_t sop = in->qpn & 0xffffff;
+
+	if (in->opcode == GNIC_MLX5_CQE_REQ_ERR)
+		sop |= (uint32_t)in->wqe_opcode << 24;
+	cqe->syndrome = in->syndrome;
+	cqe->vendor_err_synd = in->vendor_syndrome;
+	cqe->s_wqe_opcode_qpn = gnic_be32(sop);
+	cqe->wqe_counter = gnic_be16(in->wqe_counter);
+}
+
+static void maybe_notify(struct emu_cq *cq, const struct emu_cqe_info *in)
+{
+	int armed = atomic_load(&cq->armed);
+
+	if (!armed)
+		return;
+	if (armed == 2 && !in->solicited && !is_error(in->opcode))
+		return;
+	/* exactly one event per arm, even if req_notify races with us */
+	if (atomic_compare_exchange_strong(&cq->armed, &armed, 0))
+		emu_channel_notify(cq);
+}
+
+bool emu_cqe_write(struct emu_cq *cq, const struct emu_cqe_info *in)
+{
+	struct gnic_mlx5_cqe64 *cqe;
+	uint8_t op_own;
+
+	if (cq->overrun)
+		return false;
+	if (!cq_has_room(cq)) {
+		cq->overrun = true;
+		emu_err("CQ 0x%x overrun: %u CQEs not consumed (CQ holds %u); no more CQEs "
+			"will be written to it",
+			cq->cqn, cq->cqe_cnt, cq->cqe_cnt);
+		return false;
+	}
+	cqe = &cq->buf[cq->pi & (cq->cqe_cnt - 1)];
+	memset(cqe, 0, sizeof(*cqe) - 1);
+	if (is_error(in->opcode))
+		fill_err((struct gnic_mlx5_err_cqe *)cqe, in);
+	else
+		fill_ok(cqe, in);
+	op_own = (uint8_t)(in->opcode << 4) | (in->solicited ? 2 : 0) | !!(cq->pi & cq->cqe_cnt);
+	/* seq_cst, not release: the load of cq->armed that follows must not pass
+	 * it, or an arm racing this CQE could miss its event */
+	atomic_store((_Atomic uint8_t *)&cqe->op_own, op_own);
+	cq->pi++;
+	maybe_notify(cq, in);
+	return true;
+}

@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * CUDA device memory behind MRs, through the CUDA driver API.
+ *
+ * The emulator never links or requires CUDA. A process can only hold device
+ * memory after it loaded libcuda.so.1 itself, so we look for the library
+ * with RTLD_NOLOAD when an MR is registered: a CPU-only program never pays
+ * for loading the driver, and a program that starts CUDA later is found at
+ * its first GPU registration. The few types and constants we need are
+ * defined here from the driver API's documented values.
+ *
+ * Copies run on a private non-blocking stream per CUDA context. A plain
+ * cuMemcpyDtoH uses the legacy default stream, which waits for every kernel
+ * on blocking streams: a persistent kernel that waits for its RDMA to finish
+ * would then deadlock the engine that performs that RDMA.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "emu.h"
+
+typedef int CUresult;
+typedef void *CUcontext;
+typedef void *CUstream;
+typedef unsigned long long CUdeviceptr;
+
+enum {
+	CUDA_SUCCESS = 0,
+	CU_POINTER_ATTRIBUTE_CONTEXT = 1,
+	CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
+	CU_POINTER_ATTRIBUTE_IS_MANAGED = 8,
+	CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11,
+	CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12,
+	CU_MEMORYTYPE_DEVICE = 2,
+	CU_STREAM_NON_BLOCKING = 1,
+};
+
+#define EMU_CUDA_MAX_CTX 64
+
+struct cuda_api {
+	CUresult (*pointer_get_attribute)(void *data, int attribute, CUdeviceptr ptr);
+	CUresult (*ctx_get_current)(CUcontext *ctx);
+	CUresult (*ctx_set_current)(CUcontext ctx);
+	CUresult (*stream_create)(CUstream *stream, unsigned int flags);
+	CUresult (*stream_synchronize)(CUstream stream);
+	CUresult (*memcpy_htod_async)(CUdeviceptr dst, const void *src, size_t n, CUstream s);
+	CUresult (*memcpy_dtoh_async)(void *dst, CUdeviceptr src, size_t n, CUstream s);
+};
+
+static pthread_mutex_t cuda_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cuda_api cu;
+static bool cu_loaded, cu_broken;
+static struct {
+	CUcontext ctx;
+	CUstream stream;
+} streams[EMU_CUDA_MAX_CTX];
+static int nstreams;
+
+static bool cuda_sym(void *lib, const char *name, void *fn)
+{
+	void *p = dlsym(lib, name);
+
+	memcpy(fn, &p, sizeof(p));
+	return p != NULL;
+}
+
+static bool cuda_resolve(void *lib)
+{
+	return cuda_sym(lib, "cuPointerGetAttribute", &cu.pointer_get_attribute) &&
+	       cuda_sym(lib, "cuCtxGetCurrent", &cu.ctx_get_current) &&
+	       cuda_sym(lib, "cuCtxSetCurrent", &cu.ctx_set_current) &&
+	       cuda_sym(lib, "cuStreamCreate", &cu.stream_create) &&
+	       cuda_sym(lib, "cuStreamSynchronize", &cu.stream_synchronize) &&
+	       cuda_sym(lib, "cuMemcpyHtoDAsync_v2", &cu.memcpy_htod_async) &&
+	       cuda_sym(lib, "cuMemcpyDtoHAsync_v2", &cu.memcpy_dtoh_async);
+}
+
+/* Is the driver API usable? Loads nothing: only finds a loaded libcuda. */
+static bool cuda_available(void)
+{
+	void *lib;
+	bool ok;
+
+	pthread_mutex_lock(&cuda_lock);
+	if (!cu_loaded && !cu_broken) {
+		lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+		if (lib && cuda_resolve(lib)) {
+			cu_loaded = true; /* keep our reference: the library stays */
+		} else if (lib) {
+			emu_warn("libcuda.so.1 lacks a driver call we need; treating all memory "
+			         "as host memory");
+			cu_broken = true;
+			dlclose(lib);
+		}
+	}
+	ok = cu_loaded;
+	pthread_mutex_unlock(&cuda_lock);
+	return ok;
+}
+
+int emu_cuda_lookup(uint64_t va, uint64_t len, void **cu_ctx)
+{
+	unsigned int mem_type = 0;
+	uint64_t managed = 0; /* the driver writes a bool-sized flag */
+	CUdeviceptr start = 0;
+	size_t size = 0;
+	CUcontext ctx = NULL;
+
+	if (!va || !cuda_available())
+		return 0;
+	/* any failure here (not a CUDA pointer, CUDA not initialised) means
+	 * the driver does not know this address: it is host memory */
+	if (cu.pointer_get_attribute(&mem_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, va) ||
+	    mem_type != CU_MEMORYTYPE_DEVICE)
+		return 0;
+	/* managed memory is directly addressable by the CPU */
+	if (!cu.pointer_get_attribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, va) && managed)
+		return 0;
+	if (cu.pointer_get_attribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, va))
+		return -EFAULT;
+	/* like pinning on a real NIC: the range must lie in one allocation */
+	if (!cu.pointer_get_attribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, va) &&
+	    !cu.pointer_get_attribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, va) &&
+	    (va - start > size || len > size - (va - start)))
+		return -EFAULT;
+	*cu_ctx = ctx;
+	return 1;
+}
+
+/* The private stream for ctx; ctx must be current. NULL if none can be made. */
+static CUstream stream_for(CUcontext ctx)
+{
+	CUstream s = NULL;
+
+	pthread_mutex_lock(&cuda_lock);
+	for (int i = 0; i < nstreams; i++)
+		if (streams[i].ctx == ctx)
+			s = streams[i].stream;
+	if (!s && nstreams < EMU_CUDA_MAX_CTX && !cu.stream_create(&s, CU_STREAM_NON_BLOCKING)) {
+		streams[nstreams].ctx = ctx;
+		streams[nstreams++].stream = s;
+	}
+	pthread_mutex_unlock(&cuda_lock);
+	return s;
+}
+
+static int cuda_copy(CUcontext ctx, CUdeviceptr dev, void *host, uint64_t len, bool to_dev)
+{
+	CUcontext prev = NULL;
+	CUstream s;
+	CUresult r;
+
+	if (!len)
+		return 0;
+	if (!cu_loaded || cu.ctx_get_current(&prev))
+		return -EIO;
+	if (prev != ctx && cu.ctx_set_current(ctx))
+		return -EIO;
+	s = stream_for(ctx);
+	if (!s)
+		r = -1;
+	else if (to_dev)
+		r = cu.memcpy_htod_async(dev, host, len, s);
+	else
+		r = cu.memcpy_dtoh_async(host, dev, len, s);
+	if (s && !r)
+		r = cu.stream_synchronize(s);
+	if (prev != ctx)
+		cu.ctx_set_current(prev);
+	if (r) {
+		emu_warn("CUDA copy of %llu bytes %s device address 0x%llx failed (error %d)",
+		         (unsigned long long)len, to_dev ? "to" : "from", dev, r);
+		return -EIO;
+	}
+	return 0;
+}
+
+int emu_cuda_read(void *cu_ctx, uint64_t dev_va, void *dst, uint64_t len)
+{
+	return cuda_copy(cu_ctx, dev_va, dst, len, false);
+}
+
+int emu_cuda_write(void *cu_ctx, uint64_t dev_va, const void *src, uint64_t len)
+{
+	return cuda_copy(cu_ctx, dev_va, (void *)src, len, true);
+}

@@ -1,0 +1,389 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Devices and contexts: the device list, open/close, and the query verbs.
+ *
+ * An emulated device looks like a single-port ConnectX in RoCE v2 mode whose
+ * only GID encodes where its fabric listener is (see emu_gid_make()), so a
+ * peer that learns our GID through any out-of-band exchange can reach us.
+ */
+#define _GNU_SOURCE /* pipe2 */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "emu.h"
+
+#define EMU_FW_VER       "gnic-emu 0.1.0"
+#define EMU_VENDOR_ID    0x02c9 /* Mellanox: software keyed on it takes the mlx5 path */
+#define EMU_MAX_MR_SIZE  (1ull << 40)
+#define EMU_MAX_PD       65535
+#define EMU_CA_ACK_DELAY 16
+#define EMU_PKEY_DEFAULT 0xffff
+
+/* Port speed encodings of struct ibv_port_attr (IBTA PortInfo):
+ * 4X lanes of 25 Gb/s (EDR) = 100 Gb/s. */
+#define EMU_PORT_WIDTH_4X     2
+#define EMU_PORT_SPEED_EDR    32
+#define EMU_PORT_PHYS_LINK_UP 5
+#define EMU_PORT_MAX_VL       4 /* VL0-7 */
+
+/* Serialises open/close so the engine starts with the first context and
+ * stops with the last. Separate from nic.lock: the engine takes nic.lock. */
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static int open_contexts;
+
+/* ---- GIDs ----------------------------------------------------------------- */
+
+void emu_gid_make(union ibv_gid *gid, const struct sockaddr_in *addr)
+{
+	memset(gid, 0, sizeof(*gid));
+	memcpy(&gid->raw[8], &addr->sin_port, 2); /* already big-endian */
+	gid->raw[10] = 0xff;
+	gid->raw[11] = 0xff;
+	memcpy(&gid->raw[12], &addr->sin_addr.s_addr, 4);
+}
+
+int emu_gid_to_addr(const union ibv_gid *gid, struct sockaddr_in *addr)
+{
+	static const uint8_t zero[8];
+	uint16_t port;
+
+	memcpy(&port, &gid->raw[8], 2);
+	if (memcmp(gid->raw, zero, sizeof(zero)) || gid->raw[10] != 0xff || gid->raw[11] != 0xff ||
+	    !port)
+		return -EINVAL;
+	memset(addr, 0, sizeof(*addr));
+	addr->sin_family = AF_INET;
+	addr->sin_port = port;
+	memcpy(&addr->sin_addr.s_addr, &gid->raw[12], 4);
+	return 0;
+}
+
+struct emu_device *emu_device_by_gid(const union ibv_gid *gid)
+{
+	for (int i = 0; i < emu_nic.num_devices; i++)
+		if (!memcmp(emu_nic.devices[i].gid.raw, gid->raw, sizeof(gid->raw)))
+			return &emu_nic.devices[i];
+	return NULL;
+}
+
+/* ---- device list ---------------------------------------------------------- */
+
+/* The emu_device behind an ibv_device, or NULL if it is not one of ours. */
+static struct emu_device *to_edev(struct ibv_device *device)
+{
+	for (int i = 0; i < emu_nic.num_devices; i++)
+		if (device == &emu_nic.devices[i].ibdev)
+			return &emu_nic.devices[i];
+	return NULL;
+}
+
+EMU_EXPORT struct ibv_device **gemu_get_device_list(int *num_devices)
+{
+	struct ibv_device **list;
+	int ret = emu_nic_init();
+
+	if (num_devices)
+		*num_devices = 0;
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+	/* a fresh array per call, as libibverbs does: callers free it */
+	list = calloc((size_t)emu_nic.num_devices + 1, sizeof(*list));
+	if (!list) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	memcpy(list, emu_nic.dev_list, (size_t)emu_nic.num_devices * sizeof(*list));
+	if (num_devices)
+		*num_devices = emu_nic.num_devices;
+	return list;
+}
+
+EMU_EXPORT void gemu_free_device_list(struct ibv_device **list)
+{
+	free(list);
+}
+
+EMU_EXPORT const char *gemu_get_device_name(struct ibv_device *device)
+{
+	struct emu_device *dev = to_edev(device);
+
+	if (!dev) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return dev->ibdev.name;
+}
+
+EMU_EXPORT __be64 gemu_get_device_guid(struct ibv_device *device)
+{
+	struct emu_device *dev = to_edev(device);
+
+	if (!dev) {
+		errno = EINVAL;
+		return 0;
+	}
+	return dev->guid;
+}
+
+EMU_EXPORT int gemu_get_device_index(struct ibv_device *device)
+{
+	struct emu_device *dev = to_edev(device);
+
+	return dev ? dev->index : -1;
+}
+
+/* ---- contexts ------------------------------------------------------------- */
+
+EMU_EXPORT bool gemu_is_emu_context(struct ibv_context *context)
+{
+	/* any context's device and ops may be read; only ours have both */
+	return context && to_edev(context->device) &&
+	       context->abi_compat == __VERBS_ABI_IS_EXTENDED &&
+	       context->ops.poll_cq == gemu_poll_cq;
+}
+
+static void context_fill_ops(struct emu_context *ctx)
+{
+	struct verbs_context *vctx = &ctx->vctx;
+	struct ibv_context_ops *ops = &vctx->context.ops;
+
+	ops->poll_cq = gemu_poll_cq;
+	ops->req_notify_cq = gemu_req_notify_cq;
+	ops->post_send = gemu_post_send;
+	ops->post_recv = gemu_post_recv;
+	/* the alloc_mw/bind_mw/dealloc_mw and post_srq_recv slots stay NULL:
+	 * no memory windows and no SRQs (verbs.h then reports EOPNOTSUPP) */
+	vctx->query_port = gemu_query_port;
+	vctx->query_device_ex = gemu_query_device_ex;
+	vctx->create_qp_ex = gemu_create_qp_ex;
+	vctx->sz = sizeof(struct verbs_context);
+	vctx->context.abi_compat = __VERBS_ABI_IS_EXTENDED;
+}
+
+static void context_close_fds(struct emu_context *ctx)
+{
+	if (ctx->vctx.context.cmd_fd >= 0)
+		close(ctx->vctx.context.cmd_fd);
+	for (int i = 0; i < 2; i++)
+		if (ctx->async_pipe[i] >= 0)
+			close(ctx->async_pipe[i]);
+}
+
+/* cmd_fd must be a real descriptor (programs poll or dup it); async events
+ * travel through a pipe whose write end never blocks the engine. */
+static int context_open_fds(struct emu_context *ctx)
+{
+	struct ibv_context *c = &ctx->vctx.context;
+
+	c->cmd_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (c->cmd_fd < 0)
+		return errno;
+	if (pipe2(ctx->async_pipe, O_CLOEXEC))
+		return errno;
+	if (fcntl(ctx->async_pipe[1], F_SETFL, O_NONBLOCK))
+		return errno;
+	c->async_fd = ctx->async_pipe[0];
+	return 0;
+}
+
+static int engine_get(struct emu_device *dev)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&open_lock);
+	if (open_contexts == 0)
+		ret = emu_engine_start();
+	if (!ret) {
+		open_contexts++;
+		dev->open_count++;
+	}
+	pthread_mutex_unlock(&open_lock);
+	return ret < 0 ? -ret : ret;
+}
+
+static void engine_put(struct emu_device *dev)
+{
+	pthread_mutex_lock(&open_lock);
+	dev->open_count--;
+	if (--open_contexts == 0)
+		emu_engine_stop();
+	pthread_mutex_unlock(&open_lock);
+}
+
+EMU_EXPORT struct ibv_context *gemu_open_device(struct ibv_device *device)
+{
+	struct emu_device *dev = to_edev(device);
+	struct emu_context *ctx;
+	int ret;
+
+	if (!dev) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ctx->dev = dev;
+	ctx->vctx.context.device = device;
+	ctx->vctx.context.cmd_fd = -1;
+	ctx->async_pipe[0] = ctx->async_pipe[1] = -1;
+	ctx->vctx.context.num_comp_vectors = 1;
+	ret = context_open_fds(ctx);
+	if (!ret)
+		ret = engine_get(dev);
+	if (ret) {
+		context_close_fds(ctx);
+		free(ctx);
+		errno = ret;
+		return NULL;
+	}
+	pthread_mutex_init(&ctx->vctx.context.mutex, NULL);
+	context_fill_ops(ctx);
+	return &ctx->vctx.context;
+}
+
+EMU_EXPORT int gemu_close_device(struct ibv_context *context)
+{
+	struct emu_context *ctx;
+
+	if (!gemu_is_emu_context(context))
+		return EINVAL;
+	ctx = to_ectx(context);
+	engine_put(ctx->dev);
+	context_close_fds(ctx);
+	pthread_mutex_destroy(&context->mutex);
+	free(ctx);
+	return 0;
+}
+
+/* ---- queries -------------------------------------------------------------- */
+
+static void device_attr_fill(struct emu_device *dev, struct ibv_device_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	strncpy(a->fw_ver, EMU_FW_VER, sizeof(a->fw_ver) - 1);
+	a->node_guid = dev->guid;
+	a->sys_image_guid = dev->guid;
+	a->max_mr_size = EMU_MAX_MR_SIZE;
+	a->page_size_cap = EMU_PAGE;
+	a->vendor_id = EMU_VENDOR_ID;
+	a->vendor_part_id = 0; /* not a real ConnectX part */
+	a->hw_ver = 0;
+	a->max_qp = EMU_MAX_QP - 1;
+	a->max_qp_wr = EMU_MAX_QP_WR;
+	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT;
+	a->max_sge = EMU_MAX_SGE;
+	a->max_sge_rd = EMU_MAX_SGE;
+	a->max_cq = EMU_MAX_CQ - 1;
+	a->max_cqe = EMU_MAX_CQE;
+	a->max_mr = EMU_MAX_MR - 2; /* indices 0 and 1 are never used: see mr.c */
+	a->max_pd = EMU_MAX_PD;
+	a->max_qp_rd_atom = EMU_MAX_RD_ATOMIC;
+	a->max_qp_init_rd_atom = EMU_MAX_RD_ATOMIC;
+	a->max_res_rd_atom = EMU_MAX_RD_ATOMIC * (int)(EMU_MAX_QP - 1);
+	a->atomic_cap = IBV_ATOMIC_HCA;
+	a->max_srq = 0; /* SRQs are not emulated */
+	a->max_pkeys = 1;
+	a->local_ca_ack_delay = EMU_CA_ACK_DELAY;
+	a->phys_port_cnt = 1;
+}
+
+EMU_EXPORT int gemu_query_device(struct ibv_context *context, struct ibv_device_attr *attr)
+{
+	if (!gemu_is_emu_context(context) || !attr)
+		return EINVAL;
+	device_attr_fill(to_ectx(context)->dev, attr);
+	return 0;
+}
+
+EMU_EXPORT int gemu_query_device_ex(struct ibv_context *context,
+                                    const struct ibv_query_device_ex_input *input,
+                                    struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	if (!gemu_is_emu_context(context) || !attr || (input && input->comp_mask) ||
+	    attr_size < sizeof(attr->orig_attr))
+		return EINVAL;
+	/* an application built against newer headers may pass a larger struct:
+	 * everything we do not know about reads as "not supported" (zero) */
+	memset(attr, 0, attr_size);
+	device_attr_fill(to_ectx(context)->dev, &attr->orig_attr);
+	if (vext_field_avail(struct ibv_device_attr_ex, phys_port_cnt_ex, attr_size))
+		attr->phys_port_cnt_ex = 1;
+	return 0;
+}
+
+static void port_attr_fill(struct ibv_port_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->state = IBV_PORT_ACTIVE;
+	a->max_mtu = IBV_MTU_4096;
+	a->active_mtu = IBV_MTU_4096;
+	a->gid_tbl_len = 1;
+	a->port_cap_flags = IBV_PORT_IP_BASED_GIDS;
+	a->max_msg_sz = EMU_MAX_MSG_SIZE;
+	a->pkey_tbl_len = 1;
+	a->lid = 0; /* Ethernet: no LIDs */
+	a->max_vl_num = EMU_PORT_MAX_VL;
+	a->active_width = EMU_PORT_WIDTH_4X;
+	a->active_speed = EMU_PORT_SPEED_EDR;
+	a->phys_state = EMU_PORT_PHYS_LINK_UP;
+	a->link_layer = IBV_LINK_LAYER_ETHERNET;
+}
+
+/* attr_len is the caller's idea of sizeof(struct ibv_port_attr): older
+ * binaries pass the shorter legacy struct, newer ones a longer one. */
+EMU_EXPORT int gemu_query_port(struct ibv_context *context, uint8_t port_num,
+                               struct ibv_port_attr *attr, size_t attr_len)
+{
+	struct ibv_port_attr a;
+
+	if (!gemu_is_emu_context(context) || !attr || port_num != 1)
+		return EINVAL;
+	port_attr_fill(&a);
+	if (attr_len > sizeof(a)) {
+		memset((char *)attr + sizeof(a), 0, attr_len - sizeof(a));
+		attr_len = sizeof(a);
+	}
+	memcpy(attr, &a, attr_len);
+	return 0;
+}
+
+EMU_EXPORT int gemu_query_gid(struct ibv_context *context, uint8_t port_num, int index,
+                              union ibv_gid *gid)
+{
+	if (!gemu_is_emu_context(context) || !gid || port_num != 1 || index != 0)
+		return EINVAL;
+	*gid = to_ectx(context)->dev->gid;
+	return 0;
+}
+
+EMU_EXPORT int gemu_query_gid_ex(struct ibv_context *context, uint32_t port_num, uint32_t gid_index,
+                                 struct ibv_gid_entry *entry, uint32_t flags, size_t entry_size)
+{
+	if (!gemu_is_emu_context(context) || !entry || flags || entry_size < sizeof(*entry) ||
+	    port_num != 1 || gid_index != 0)
+		return EINVAL;
+	memset(entry, 0, entry_size);
+	entry->gid = to_ectx(context)->dev->gid;
+	entry->gid_index = 0;
+	entry->port_num = 1;
+	entry->gid_type = IBV_GID_TYPE_ROCE_V2;
+	entry->ndev_ifindex = 0; /* no kernel netdev behind it */
+	return 0;
+}
+
+EMU_EXPORT int gemu_query_pkey(struct ibv_context *context, uint8_t port_num, int index,
+                               __be16 *pkey)
+{
+	if (!gemu_is_emu_context(context) || !pkey || port_num != 1 || index != 0)
+		return EINVAL;
+	*pkey = gnic_be16(EMU_PKEY_DEFAULT);
+	return 0;
+}

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mlx5 direct verbs: hand the hardware view of QPs and CQs to the user.
+ *
+ * After mlx5dv_init_obj the caller (typically a GPU thread) writes WQEs,
+ * rings doorbells and polls CQEs itself; the engine cannot tell those bytes
+ * from ours. The CQ's consumer index then belongs to the caller.
+ */
+#include <errno.h>
+#include <infiniband/mlx5dv.h>
+
+#include "emu.h"
+
+#define DV_OBJ_SUPPORTED (MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ)
+
+static bool emu_obj(struct ibv_context *context)
+{
+	return context && gemu_is_emu_context(context);
+}
+
+static void fill_qp(struct emu_qp *qp, struct mlx5dv_qp *out)
+{
+	out->dbrec = qp->dbrec;
+	out->sq.buf = qp->sq_buf;
+	out->sq.wqe_cnt = qp->sq_wqe_cnt;
+	out->sq.stride = GNIC_MLX5_SEND_WQE_BB;
+	out->rq.buf = qp->rq_buf;
+	out->rq.wqe_cnt = qp->rq_wqe_cnt;
+	out->rq.stride = qp->rq_stride;
+	out->bf.reg = (void *)qp->bf_reg;
+	out->bf.size = GNIC_MLX5_BF_SIZE;
+	/* no UAR mmap offset, raw-packet handles or TIR address to offer */
+	out->comp_mask = 0;
+	out->sqn = qp->ibqp.qp_num;
+	out->rqn = qp->ibqp.qp_num;
+	qp->dv_owned = true;
+}
+
+/* cq_uar stays NULL: arming goes through ibv_req_notify_cq (it reads the
+ * caller's consumer index from dbrec[0]), there is no CQ doorbell register. */
+static void fill_cq(struct emu_cq *cq, struct mlx5dv_cq *out)
+{
+	out->buf = cq->buf;
+	out->dbrec = cq->dbrec;
+	out->cqe_cnt = cq->cqe_cnt;
+	out->cqe_size = sizeof(struct gnic_mlx5_cqe64);
+	out->cq_uar = NULL;
+	out->cqn = cq->cqn;
+	out->comp_mask = 0;
+	cq->dv_owned = true;
+}
+
+/* Checks every requested object before filling any, so an error changes
+ * nothing. */
+EMU_EXPORT int gemu_mlx5dv_init_obj(struct mlx5dv_obj *obj, uint64_t obj_type)
+{
+	bool want_qp = obj_type & MLX5DV_OBJ_QP, want_cq = obj_type & MLX5DV_OBJ_CQ;
+
+	if (!obj || !obj_type)
+		return EINVAL;
+	if (obj_type & ~(uint64_t)DV_OBJ_SUPPORTED)
+		return EOPNOTSUPP; /* SRQ, RWQ, DM, AH, PD */
+	if (want_qp && (!obj->qp.in || !obj->qp.out || !emu_obj(obj->qp.in->context)))
+		return EINVAL;
+	if (want_cq && (!obj->cq.in || !obj->cq.out || !emu_obj(obj->cq.in->context)))
+		return EINVAL;
+	if (want_qp)
+		fill_qp(to_eqp(obj->qp.in), obj->qp.out);
+	if (want_cq)
+		fill_cq(to_ecq(obj->cq.in), obj->cq.out);
+	return 0;
+}
+
+/* Only the fields this build of mlx5dv.h guarantees are written: a caller
+ * built against older headers has a shorter struct, and says through
+ * comp_mask which optional fields it has room for. */
+EMU_EXPORT int gemu_mlx5dv_query_device(struct ibv_context *context, struct mlx5dv_context *attr)
+{
+	uint64_t want;
+
+	if (!emu_obj(context))
+		return EOPNOTSUPP;
+	if (!attr)
+		return EINVAL;
+	want = attr->comp_mask;
+	attr->version = 1;
+	attr->flags = MLX5DV_CONTEXT_FLAGS_CQE_V1;
+	attr->comp_mask = 0;
+	if (want & MLX5DV_CONTEXT_MASK_DYN_BFREGS) {
+		attr->max_dynamic_bfregs = 0;
+		attr->comp_mask |= MLX5DV_CONTEXT_MASK_DYN_BFREGS;
+	}
+	return 0;
+}
+
+EMU_EXPORT bool gemu_mlx5dv_is_supported(struct ibv_device *device)
+{
+	for (int i = 0; i < emu_nic.num_devices; i++)
+		if (device == &emu_nic.devices[i].ibdev)
+			return true;
+	return false;
+}

@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The engine: the emulated NIC's processor, one thread per process.
+ *
+ * Hardware notices doorbells by bus writes; we cannot trap a GPU's store into
+ * host memory, so the engine polls every active QP's doorbell record and
+ * register. To keep CI's two cores usable it busy-polls only for
+ * emu_cfg.spin_us after the last work, then sleeps with a doubling timeout (up
+ * to emu_cfg.sleep_us) on the fabric's epoll set, which also holds an eventfd
+ * that software doorbells (post_send/post_recv) write to wake it at once.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "emu.h"
+#include "fabric.h"
+
+static pthread_mutex_t engine_ctl = PTHREAD_MUTEX_INITIALIZER;
+static int engine_users;
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield");
+#endif
+}
+
+/* One sweep over every QP and socket. Runs with nic.lock held. */
+static int engine_pass(void)
+{
+	uint64_t now = emu_now_ns();
+	int work = 0;
+
+	for (uint32_t i = 0; i < emu_nic.nactive; i++) {
+		struct emu_qp *qp = emu_nic.active[i];
+		int state = atomic_load_explicit(&qp->state, memory_order_relaxed);
+
+		if (state == IBV_QPS_RTS || state == IBV_QPS_ERR)
+			work += emu_requester_progress(qp, now);
+		if (state == IBV_QPS_ERR)
+			work += emu_responder_progress(qp);
+	}
+	work += emu_fabric_poll();
+	if (emu_fabric_flush() > 0)
+		work++;
+	emu_nic.engine_passes++;
+	return work;
+}
+
+static int locked_pass(void)
+{
+	int work;
+
+	pthread_mutex_lock(&emu_nic.lock);
+	work = engine_pass();
+	pthread_mutex_unlock(&emu_nic.lock);
+	/* the control path is waiting for the lock: let it in */
+	if (atomic_load_explicit(&emu_nic.lock_waiters, memory_order_relaxed))
+		sched_yield();
+	return work;
+}
+
+/* Sleep unless a doorbell rang between our last pass and now. Pairs with the
+ * read-modify-write in emu_engine_kick() (RMWs rather than fences: TSan
+ * does not model fences): either the poster sees sleeping == 1 and kicks, or
+ * our re-check pass sees its doorbell. */
+static void idle_sleep(uint64_t timeout_ns)
+{
+	atomic_exchange(&emu_nic.engine_sleeping, 1); /* a full barrier */
+	if (!locked_pass())
+		emu_fabric_wait(timeout_ns);
+	atomic_store(&emu_nic.engine_sleeping, 0);
+}
+
+static void *engine_main(void *arg)
+{
+	const uint64_t min_sleep = 10000;
+	uint64_t spin_ns = (uint64_t)emu_cfg.spin_us * 1000;
+	uint64_t max_sleep = (uint64_t)emu_cfg.sleep_us * 1000;
+	uint64_t last_work = emu_now_ns(), sleep_ns = min_sleep;
+
+	(void)arg;
+	while (!atomic_load(&emu_nic.engine_stop)) {
+		uint64_t now;
+
+		if (locked_pass()) {
+			last_work = emu_now_ns();
+			sleep_ns = min_sleep;
+			continue;
+		}
+		now = emu_now_ns();
+		if (now - last_work < spin_ns || emu_fabric_pending()) {
+			cpu_relax();
+			continue;
+		}
+		idle_sleep(sleep_ns);
+		sleep_ns = sleep_ns * 2 < max_sleep ? sleep_ns * 2 : max_sleep;
+		if (sleep_ns < min_sleep)
+			sleep_ns = min_sleep;
+	}
+	return NULL;
+}
+
+int emu_engine_start(void)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&engine_ctl);
+	if (engine_users++ == 0) {
+		atomic_store(&emu_nic.engine_stop, false);
+		ret = pthread_create(&emu_nic.engine, NULL, engine_main, NULL);
+		if (ret) {
+			engine_users--;
+			emu_err("cannot start the engine thread: %s", strerror(ret));
+		} else {
+			emu_nic.engine_running = true;
+		}
+	}
+	pthread_mutex_unlock(&engine_ctl);
+	return ret;
+}
+
+void emu_engine_stop(void)
+{
+	pthread_mutex_lock(&engine_ctl);
+	if (engine_users > 0 && --engine_users == 0 && emu_nic.engine_running) {
+		atomic_store(&emu_nic.engine_stop, true);
+		emu_engine_kick();
+		pthread_join(emu_nic.engine, NULL);
+		emu_nic.engine_running = false;
+	}
+	pthread_mutex_unlock(&engine_ctl);
+}
+
+void emu_engine_kick(void)
+{
+	uint64_t one = 1;
+
+	if (atomic_fetch_add(&emu_nic.engine_sleeping, 0) &&
+	    write(emu_nic.kick_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		emu_dbg("engine kick failed: %s", strerror(errno));
+}
+
+int emu_engine_qp_add(struct emu_qp *qp)
+{
+	qp->ost = calloc(qp->sq_wqe_cnt, sizeof(*qp->ost));
+	if (!qp->ost)
+		return -ENOMEM;
+	emu_requester_reset(qp);
+	emu_responder_reset(qp);
+	return 0;
+}
+
+void emu_engine_qp_remove(struct emu_qp *qp)
+{
+	emu_fabric_detach(qp);
+	free(qp->ost);
+	qp->ost = NULL;
+}
+
+void emu_engine_qp_state(struct emu_qp *qp, enum ibv_qp_state old_state)
+{
+	int state = atomic_load(&qp->state);
+
+	switch (state) {
+	case IBV_QPS_RESET:
+		emu_fabric_detach(qp);
+		emu_requester_reset(qp);
+		emu_responder_reset(qp);
+		break;
+	case IBV_QPS_RTR:
+		if (old_state != IBV_QPS_INIT)
+			break;
+		qp->psn_expected = qp->attr.rq_psn & 0xffffff;
+		if (emu_fabric_attach(qp))
+			emu_warn("QP 0x%x: destination GID is not a gnic-emu address; requests "
+				 "to QP 0x%x will time out",
+				 qp->ibqp.qp_num, qp->dest_qpn);
+		break;
+	case IBV_QPS_RTS:
+		if (old_state != IBV_QPS_RTR)
+			break;
+		qp->psn_next = qp->attr.sq_psn & 0xffffff;
+		qp->retries_left = qp->attr.retry_cnt;
+		qp->rnr_retries_left = qp->attr.rnr_retry;
+		break;
+	default:
+		break;
+	}
+}

@@ -1,0 +1,1087 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fabric: carries requests and responses between QPs.
+ *
+ * In-process peers get a direct call. Everything else travels over TCP: each
+ * device listens on one socket, and this process opens one connection per
+ * (local device, remote listener) pair, shared by every QP of that device
+ * whose destination GID names that listener. The hello that opens a
+ * connection names the local device's GID, which is why connections are not
+ * shared across local devices.
+ *
+ * Every socket is non-blocking and sits in emu_nic.epoll_fd (level-triggered)
+ * next to the engine's kick eventfd. Output is appended to a per-connection
+ * buffer and written once per engine pass (emu_fabric_flush); input is read in
+ * big chunks into a compacting buffer and dispatched in place, so a message
+ * costs a memcpy, not a syscall or a malloc.
+ *
+ * All state here belongs to the engine and is guarded by nic.lock, except the
+ * epoll set itself, which emu_fabric_wait() sleeps on without the lock.
+ * Connection memory is only freed between dispatches (reap()), so callbacks
+ * may fail or detach any connection without pulling memory from under the
+ * parser.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "emu.h"
+#include "fabric.h"
+
+_Static_assert(sizeof(struct emu_hello) == 24, "emu_hello is a wire format");
+
+enum {
+	FAB_READ_CHUNK = 256 * 1024,       /* one recv() */
+	FAB_READ_BUDGET = 4 * 1024 * 1024, /* per connection and poll: fairness */
+	FAB_IN_MIN = 2 * FAB_READ_CHUNK,   /* so a chunk fits after a partial message */
+	FAB_OUT_MIN = 64 * 1024,
+	FAB_KEEP_MAX = 4 * 1024 * 1024, /* idle buffers above this are released */
+	FAB_POLL_EVENTS = 64,
+	FAB_ACCEPT_BATCH = 16,
+};
+#define FAB_OUT_HIGH_WATER ((size_t)64 << 20)
+#define FAB_RECONNECT_NS   5000000ull /* at most one connect() per 5 ms per peer */
+#define FAB_IDLE_POLL_NS   20000ull   /* epoll period while no connection exists */
+
+/* What an epoll event's data.ptr points at: the first member of each. */
+enum fab_kind { FAB_KICK, FAB_LISTENER, FAB_CONN };
+struct fab_handle {
+	enum fab_kind kind;
+};
+
+struct emu_listener {
+	struct fab_handle h;
+	int fd;
+	struct emu_device *dev;
+};
+
+enum conn_state {
+	CONN_CONNECTING, /* outbound: connect() in progress, hello queued */
+	CONN_HELLO,      /* inbound: waiting for the peer's hello */
+	CONN_UP,
+	CONN_DEAD, /* socket closed; outbound ones reconnect on the next send */
+};
+
+struct fab_buf {
+	uint8_t *data;
+	size_t head, tail, cap; /* bytes [head, tail) are queued */
+};
+
+struct emu_conn {
+	struct fab_handle h;
+	int fd;
+	enum conn_state state;
+	bool outbound;
+	bool in_blocked;         /* requests held back: our output is over the mark */
+	bool wrote_this_pass;    /* one direct write per pass, the rest is batched */
+	bool sock_full;          /* last write hit EAGAIN: EPOLLOUT will tell */
+	bool doomed;             /* unlinked and freed by the next reap() */
+	uint32_t events;         /* epoll interest registered now */
+	int refs;                /* attached QPs (outbound) */
+	unsigned int fails;      /* failed connects in a row: quiets the log */
+	uint64_t retry_ns;       /* no new connect() before this */
+	struct emu_device *dev;  /* outbound: hello source; inbound: listener's */
+	struct sockaddr_in addr; /* remote listener (outbound) or peer (inbound) */
+	union ibv_gid peer_gid;
+	struct fab_buf in, out;
+	struct emu_conn *next;
+};
+
+static struct fab_handle kick_handle = {FAB_KICK};
+static int kick_registered = -1;
+static struct emu_conn *conns;
+static bool dispatching; /* inside emu_fabric_poll(): frees wait for reap() */
+static bool reap_due;    /* some connection died or was retired */
+static _Atomic bool no_pwait2;
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static const char *addr_str(const struct sockaddr_in *a, char *buf, size_t size)
+{
+	char ip[INET_ADDRSTRLEN];
+
+	if (!inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip)))
+		strcpy(ip, "?");
+	snprintf(buf, size, "%s:%u", ip, ntohs(a->sin_port));
+	return buf;
+}
+
+static int epoll_set(int op, int fd, struct fab_handle *h, uint32_t events)
+{
+	struct epoll_event ev = {.events = events, .data.ptr = h};
+
+	return epoll_ctl(emu_nic.epoll_fd, op, fd, &ev) ? -errno : 0;
+}
+
+static void epoll_forget(int fd)
+{
+	epoll_ctl(emu_nic.epoll_fd, EPOLL_CTL_DEL, fd, NULL);
+}
+
+/* The engine sleeps in emu_fabric_wait(); the kick eventfd must be in the set
+ * to cut that sleep short. MOD also covers a registration made by someone else
+ * with other event data. */
+static void register_kick(void)
+{
+	int fd = emu_nic.kick_fd;
+
+	if (fd <= 0 || fd == kick_registered)
+		return;
+	if (epoll_set(EPOLL_CTL_ADD, fd, &kick_handle, EPOLLIN) == -EEXIST &&
+	    epoll_set(EPOLL_CTL_MOD, fd, &kick_handle, EPOLLIN))
+		return;
+	kick_registered = fd;
+}
+
+static void drain_kick(void)
+{
+	uint64_t v;
+
+	/* Level-triggered and we are the only reader: this never blocks. */
+	if (read(emu_nic.kick_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		emu_dbg("fabric: kick eventfd read: %s", strerror(errno));
+}
+
+static void set_nodelay(int fd)
+{
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+/* ---- messages ------------------------------------------------------------- */
+
+static bool is_request(uint8_t type)
+{
+	return type < EMU_MSG_ACK;
+}
+
+/* Bytes that follow the header on the wire. A READ request carries its length
+ * elsewhere and no data; atomics and acknowledgements carry none either. */
+static uint32_t payload_len(const struct emu_msg *m)
+{
+	switch (m->type) {
+	case EMU_MSG_WRITE:
+	case EMU_MSG_WRITE_IMM:
+	case EMU_MSG_SEND:
+	case EMU_MSG_SEND_IMM:
+	case EMU_MSG_READ_RESP:
+		return m->len;
+	default:
+		return 0;
+	}
+}
+
+static bool msg_valid(const struct emu_msg *m)
+{
+	if (m->len > EMU_MAX_MSG_SIZE)
+		return false;
+	return (m->type >= EMU_MSG_WRITE && m->type <= EMU_MSG_ATOMIC_FA) ||
+	       (m->type >= EMU_MSG_ACK && m->type <= EMU_MSG_ATOMIC_RESP);
+}
+
+/* ---- buffers -------------------------------------------------------------- */
+
+static size_t buf_used(const struct fab_buf *b)
+{
+	return b->tail - b->head;
+}
+
+static void buf_free(struct fab_buf *b)
+{
+	free(b->data);
+	memset(b, 0, sizeof(*b));
+}
+
+/* Make room for n more bytes at the tail: slide the queued bytes to the front
+ * first, grow only if that is not enough. */
+static int buf_reserve(struct fab_buf *b, size_t n, size_t min_cap)
+{
+	size_t used = buf_used(b), cap;
+	uint8_t *data;
+
+	if (b->cap - b->tail >= n)
+		return 0;
+	if (b->head) {
+		memmove(b->data, b->data + b->head, used);
+		b->head = 0;
+		b->tail = used;
+		if (b->cap - used >= n)
+			return 0;
+	}
+	cap = b->cap * 2 > min_cap ? b->cap * 2 : min_cap;
+	if (cap < used + n)
+		cap = used + n;
+	data = realloc(b->data, cap);
+	if (!data)
+		return -ENOMEM;
+	b->data = data;
+	b->cap = cap;
+	return 0;
+}
+
+/* An empty buffer rewinds; a big one (after a large message) is released. */
+static void buf_settle(struct fab_buf *b)
+{
+	if (b->head != b->tail)
+		return;
+	b->head = b->tail = 0;
+	if (b->cap > FAB_KEEP_MAX)
+		buf_free(b);
+}
+
+/* ---- connections: life cycle ---------------------------------------------- */
+
+static const char *conn_name(const struct emu_conn *c, char *buf, size_t size)
+{
+	char a[48];
+
+	snprintf(buf, size, "%s %s", c->outbound ? "to" : "from", addr_str(&c->addr, a, sizeof(a)));
+	return buf;
+}
+
+static uint32_t conn_want_events(const struct emu_conn *c)
+{
+	uint32_t ev;
+
+	if (c->state == CONN_CONNECTING)
+		return EPOLLOUT;
+	ev = c->in_blocked ? 0 : EPOLLIN;
+	if (buf_used(&c->out))
+		ev |= EPOLLOUT;
+	return ev;
+}
+
+static void conn_update_events(struct emu_conn *c)
+{
+	uint32_t want;
+
+	if (c->fd < 0)
+		return;
+	want = conn_want_events(c);
+	if (want != c->events && !epoll_set(EPOLL_CTL_MOD, c->fd, &c->h, want))
+		c->events = want;
+}
+
+static void conn_close_fd(struct emu_conn *c)
+{
+	if (c->fd < 0)
+		return;
+	epoll_forget(c->fd);
+	close(c->fd);
+	c->fd = -1;
+	c->events = 0;
+}
+
+/* The connection is gone: whatever was queued either way is lost, like
+ * packets on a cut wire (requesters retransmit). Memory goes in reap(). */
+static void conn_down(struct emu_conn *c)
+{
+	conn_close_fd(c);
+	c->state = CONN_DEAD;
+	c->in_blocked = false;
+	c->in.head = c->in.tail = 0;
+	c->out.head = c->out.tail = 0;
+	if (!c->outbound)
+		c->doomed = true;
+	reap_due = true;
+}
+
+static void conn_fail(struct emu_conn *c, const char *why, int err)
+{
+	char name[64];
+
+	if (c->state == CONN_DEAD)
+		return;
+	emu_info("fabric: connection %s: %s%s%s", conn_name(c, name, sizeof(name)), why,
+	         err ? ": " : "", err ? strerror(err) : "");
+	conn_down(c);
+}
+
+static void conn_connect_failed(struct emu_conn *c, int err)
+{
+	char name[64];
+
+	/* A peer that is not up yet is retried every few ms: log it once. */
+	if (c->fails++ == 0)
+		emu_info("fabric: cannot connect %s: %s", conn_name(c, name, sizeof(name)),
+		         strerror(err));
+	else
+		emu_dbg("fabric: cannot connect %s: %s", conn_name(c, name, sizeof(name)),
+		        strerror(err));
+	conn_down(c);
+}
+
+static int queue_hello(struct emu_conn *c)
+{
+	struct emu_hello h = {
+	    .magic = EMU_FABRIC_MAGIC,
+	    .version = EMU_FABRIC_VERSION,
+	    .src_gid = c->dev->gid,
+	};
+
+	if (buf_reserve(&c->out, sizeof(h), FAB_OUT_MIN))
+		return -ENOMEM;
+	memcpy(c->out.data + c->out.tail, &h, sizeof(h));
+	c->out.tail += sizeof(h);
+	return 0;
+}
+
+/* Start a non-blocking connect; the hello goes first in the output. On
+ * failure the connection stays DEAD until retry_ns. */
+static void conn_connect(struct emu_conn *c)
+{
+	int fd, err;
+
+	c->retry_ns = emu_now_ns() + FAB_RECONNECT_NS;
+	c->in.head = c->in.tail = c->out.head = c->out.tail = 0;
+	c->sock_full = false;
+	if (queue_hello(c)) {
+		conn_connect_failed(c, ENOMEM);
+		return;
+	}
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		conn_connect_failed(c, errno);
+		return;
+	}
+	set_nodelay(fd);
+	c->fd = fd;
+	if (!connect(fd, (const struct sockaddr *)&c->addr, sizeof(c->addr)))
+		c->state = CONN_UP;
+	else if (errno == EINPROGRESS)
+		c->state = CONN_CONNECTING;
+	else
+		goto fail;
+	c->events = conn_want_events(c);
+	if (epoll_set(EPOLL_CTL_ADD, fd, &c->h, c->events))
+		goto fail;
+	if (c->state == CONN_UP)
+		c->fails = 0;
+	return;
+fail:
+	err = errno;
+	conn_connect_failed(c, err);
+}
+
+/* A stale readiness event can reach a socket that is still connecting:
+ * SO_ERROR is 0 then too, but it has no peer yet. */
+static bool still_connecting(int fd)
+{
+	struct sockaddr_in peer;
+	socklen_t len = sizeof(peer);
+
+	return getpeername(fd, (struct sockaddr *)&peer, &len) && errno == ENOTCONN;
+}
+
+/* connect() finished, one way or the other. */
+static int conn_connected(struct emu_conn *c)
+{
+	char name[64];
+	socklen_t len = sizeof(int);
+	int err = 0;
+
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len))
+		err = errno;
+	if (err == EINPROGRESS || err == EALREADY)
+		return 0;
+	if (!err && still_connecting(c->fd))
+		return 0;
+	if (err) {
+		conn_connect_failed(c, err);
+		return 1;
+	}
+	c->state = CONN_UP;
+	c->fails = 0;
+	emu_dbg("fabric: connected %s", conn_name(c, name, sizeof(name)));
+	conn_update_events(c);
+	return 1;
+}
+
+static struct emu_conn *conn_alloc(struct emu_device *dev, const struct sockaddr_in *addr,
+                                   bool outbound)
+{
+	struct emu_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->h.kind = FAB_CONN;
+	c->fd = -1;
+	c->state = CONN_DEAD;
+	c->outbound = outbound;
+	c->dev = dev;
+	c->addr = *addr;
+	c->next = conns;
+	conns = c;
+	return c;
+}
+
+static struct emu_conn *conn_find(const struct emu_device *dev, const struct sockaddr_in *addr)
+{
+	for (struct emu_conn *c = conns; c; c = c->next)
+		if (c->outbound && !c->doomed && c->dev == dev &&
+		    c->addr.sin_addr.s_addr == addr->sin_addr.s_addr &&
+		    c->addr.sin_port == addr->sin_port)
+			return c;
+	return NULL;
+}
+
+/* Free what dead connections hold and unlink the doomed ones. Never called
+ * while a message is being dispatched. */
+static void reap(void)
+{
+	struct emu_conn **pp = &conns;
+
+	if (!reap_due)
+		return;
+	reap_due = false;
+	while (*pp) {
+		struct emu_conn *c = *pp;
+
+		if (c->state == CONN_DEAD || c->doomed) {
+			buf_free(&c->in);
+			buf_free(&c->out);
+		}
+		if (c->doomed) {
+			conn_close_fd(c);
+			*pp = c->next;
+			free(c);
+			continue;
+		}
+		pp = &c->next;
+	}
+}
+
+static void conn_retire(struct emu_conn *c)
+{
+	conn_close_fd(c);
+	c->state = CONN_DEAD;
+	c->doomed = true;
+	reap_due = true;
+	if (!dispatching)
+		reap();
+}
+
+/* ---- output --------------------------------------------------------------- */
+
+/* Append header + payload, skipping the first skip bytes already written. */
+static int out_append(struct emu_conn *c, const struct emu_msg *m, const void *payload,
+                      uint32_t plen, size_t skip)
+{
+	size_t hlen = sizeof(*m), n = hlen + plen - skip;
+	uint8_t *p;
+
+	if (buf_reserve(&c->out, n, FAB_OUT_MIN))
+		return -ENOMEM;
+	p = c->out.data + c->out.tail;
+	if (skip < hlen) {
+		memcpy(p, (const uint8_t *)m + skip, hlen - skip);
+		p += hlen - skip;
+		skip = 0;
+	} else {
+		skip -= hlen;
+	}
+	if (plen > skip)
+		memcpy(p, (const uint8_t *)payload + skip, plen - skip);
+	c->out.tail += n;
+	return 0;
+}
+
+/* An idle connection sends its first message of the pass right away (one
+ * latency hop less); later ones wait for emu_fabric_flush(). Returns bytes
+ * written, or -errno when the socket is broken. */
+static ssize_t out_direct(struct emu_conn *c, const struct emu_msg *m, const void *payload,
+                          uint32_t plen)
+{
+	struct iovec iov[2] = {{(void *)m, sizeof(*m)}, {(void *)payload, plen}};
+	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = plen ? 2 : 1};
+	ssize_t n;
+
+	if (c->state != CONN_UP || buf_used(&c->out) || c->wrote_this_pass)
+		return 0;
+	c->wrote_this_pass = true;
+	do
+		n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n >= 0)
+		return n;
+	return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+}
+
+static int conn_post(struct emu_conn *c, const struct emu_msg *m, const void *payload)
+{
+	uint32_t plen = payload_len(m);
+	ssize_t sent = out_direct(c, m, payload, plen);
+
+	if (sent < 0) {
+		conn_fail(c, "send failed", (int)-sent);
+		return -ENOTCONN;
+	}
+	if ((size_t)sent == sizeof(*m) + plen)
+		return 0;
+	/* out of memory: like a full queue, the requester tries again later */
+	return out_append(c, m, payload, plen, (size_t)sent) ? -EAGAIN : 0;
+}
+
+/* Write what is queued until the socket is full. Returns bytes written. */
+static size_t conn_write(struct emu_conn *c)
+{
+	size_t total = 0;
+
+	while (c->state == CONN_UP && buf_used(&c->out)) {
+		ssize_t n = send(c->fd, c->out.data + c->out.head, buf_used(&c->out),
+		                 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n > 0) {
+			c->out.head += (size_t)n;
+			total += (size_t)n;
+			c->sock_full = false;
+		} else if (n < 0 && errno == EINTR) {
+			continue;
+		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			c->sock_full = true;
+			break;
+		} else {
+			conn_fail(c, "send failed", n < 0 ? errno : EPIPE);
+			return total;
+		}
+	}
+	buf_settle(&c->out);
+	return total;
+}
+
+/* ---- input ---------------------------------------------------------------- */
+
+/* Bytes the next frame needs in the input buffer, counted from its head. */
+static size_t in_need(const struct emu_conn *c)
+{
+	struct emu_msg m;
+
+	if (c->state == CONN_HELLO)
+		return sizeof(struct emu_hello);
+	if (buf_used(&c->in) < sizeof(m))
+		return sizeof(m);
+	memcpy(&m, c->in.data + c->in.head, sizeof(m));
+	return sizeof(m) + (msg_valid(&m) ? payload_len(&m) : 0);
+}
+
+/* Room for one recv(): a full chunk, or the rest of a large message. */
+static size_t in_room(struct emu_conn *c)
+{
+	size_t used = buf_used(&c->in), need = in_need(c), want;
+
+	buf_settle(&c->in);
+	want = need > used ? need - used : 0;
+	if (want < FAB_READ_CHUNK)
+		want = FAB_READ_CHUNK;
+	if (buf_reserve(&c->in, want, FAB_IN_MIN))
+		return 0;
+	return c->in.cap - c->in.tail;
+}
+
+/* The one place a peer is admitted. A challenge step (issue #5) goes here: send
+ * a nonce, move to a CONN_CHALLENGE state, and move to CONN_UP only when the
+ * peer's answer, parsed in conn_take_hello()'s place, checks out. */
+static int hello_accept(struct emu_conn *c, const struct emu_hello *h)
+{
+	char name[64];
+
+	if (h->magic != EMU_FABRIC_MAGIC || h->version != EMU_FABRIC_VERSION) {
+		emu_warn("fabric: connection %s: bad hello (magic 0x%x version %u), closing",
+		         conn_name(c, name, sizeof(name)), h->magic, h->version);
+		return -EPROTO;
+	}
+	c->peer_gid = h->src_gid;
+	c->state = CONN_UP;
+	emu_dbg("fabric: peer connected %s", conn_name(c, name, sizeof(name)));
+	return 0;
+}
+
+static void conn_take_hello(struct emu_conn *c)
+{
+	struct emu_hello h;
+
+	if (buf_used(&c->in) < sizeof(h))
+		return;
+	memcpy(&h, c->in.data + c->in.head, sizeof(h));
+	c->in.head += sizeof(h);
+	if (hello_accept(c, &h))
+		conn_down(c);
+}
+
+static void dispatch(struct emu_conn *c, const struct emu_msg *m, const void *payload)
+{
+	struct emu_reply_path path = {.conn = c, .peer_gid = &c->peer_gid};
+	struct emu_qp *qp;
+
+	if (is_request(m->type)) {
+		emu_responder_on_request(&path, m, payload);
+		return;
+	}
+	/* A response for a QP that is gone, or that talks to someone else now,
+	 * is dropped like a stray packet. */
+	qp = emu_qp_lookup(m->dst_qpn);
+	if (qp && qp->conn == c)
+		emu_requester_on_response(qp, m, payload);
+}
+
+/* Dispatch every complete message in the input buffer. Requests wait while
+ * this connection's output is over the high-water mark: their replies would
+ * grow it without bound. Responses always go through, so two processes that
+ * both hold back requests still drain each other. */
+static int conn_parse(struct emu_conn *c)
+{
+	char name[64];
+	int msgs = 0;
+
+	if (c->state == CONN_HELLO)
+		conn_take_hello(c);
+	while (c->state == CONN_UP && buf_used(&c->in) >= sizeof(struct emu_msg)) {
+		const uint8_t *p = c->in.data + c->in.head;
+		struct emu_msg m;
+		size_t total;
+
+		memcpy(&m, p, sizeof(m));
+		if (!msg_valid(&m)) {
+			emu_warn("fabric: connection %s: malformed message (type %u len %u), "
+			         "closing",
+			         conn_name(c, name, sizeof(name)), m.type, m.len);
+			conn_down(c);
+			break;
+		}
+		total = sizeof(m) + payload_len(&m);
+		if (buf_used(&c->in) < total)
+			break;
+		if (is_request(m.type) && buf_used(&c->out) >= FAB_OUT_HIGH_WATER) {
+			emu_dbg("fabric: connection %s: output full, holding requests",
+			        conn_name(c, name, sizeof(name)));
+			c->in_blocked = true;
+			break;
+		}
+		c->in.head += total;
+		dispatch(c, &m, p + sizeof(m));
+		msgs++;
+	}
+	return msgs;
+}
+
+/* Read and dispatch until the socket is empty or the budget is spent. */
+static int conn_read(struct emu_conn *c)
+{
+	size_t budget = FAB_READ_BUDGET;
+	int work = 0;
+
+	while (budget && c->fd >= 0 && !c->in_blocked) {
+		size_t room = in_room(c);
+		ssize_t n;
+
+		if (!room) {
+			conn_fail(c, "input buffer", ENOMEM);
+			break;
+		}
+		n = recv(c->fd, c->in.data + c->in.tail, room, MSG_DONTWAIT);
+		if (n > 0) {
+			c->in.tail += (size_t)n;
+			budget -= (size_t)n < budget ? (size_t)n : budget;
+			work += 1 + conn_parse(c);
+			if ((size_t)n < room) /* short read: the socket is drained */
+				break;
+		} else if (n == 0) {
+			conn_fail(c, "closed by peer", 0);
+		} else if (errno != EINTR) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				conn_fail(c, "receive failed", errno);
+			break;
+		}
+	}
+	conn_update_events(c);
+	return work;
+}
+
+static int conn_event(struct emu_conn *c, uint32_t events)
+{
+	if (c->fd < 0 || c->doomed)
+		return 0;
+	if (c->state == CONN_CONNECTING)
+		return conn_connected(c);
+	if (c->in_blocked && (events & (EPOLLHUP | EPOLLERR))) {
+		conn_fail(c, "hung up", 0);
+		return 1;
+	}
+	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+		return conn_read(c);
+	return 0;
+}
+
+/* Connections whose output fell below the mark take requests again. */
+static int resume_blocked(void)
+{
+	int work = 0;
+
+	for (struct emu_conn *c = conns; c; c = c->next) {
+		if (!c->in_blocked || buf_used(&c->out) >= FAB_OUT_HIGH_WATER)
+			continue;
+		c->in_blocked = false;
+		work += conn_parse(c);
+		conn_update_events(c);
+	}
+	return work;
+}
+
+/* ---- listeners ------------------------------------------------------------ */
+
+static void conn_accepted(struct emu_listener *l, int fd, const struct sockaddr_in *peer)
+{
+	struct emu_conn *c = conn_alloc(l->dev, peer, false);
+	char name[64];
+
+	if (!c) {
+		emu_warn("fabric: no memory for a new connection");
+		close(fd);
+		return;
+	}
+	set_nodelay(fd);
+	c->fd = fd;
+	c->state = CONN_HELLO;
+	c->events = EPOLLIN;
+	if (epoll_set(EPOLL_CTL_ADD, fd, &c->h, c->events)) {
+		emu_warn("fabric: connection %s: epoll: %s", conn_name(c, name, sizeof(name)),
+		         strerror(errno));
+		conn_down(c);
+	}
+}
+
+static int listener_accept(struct emu_listener *l)
+{
+	int n;
+
+	for (n = 0; n < FAB_ACCEPT_BATCH; n++) {
+		struct sockaddr_in peer;
+		socklen_t len = sizeof(peer);
+		int fd =
+		    accept4(l->fd, (struct sockaddr *)&peer, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+			    errno != ECONNABORTED)
+				emu_warn("fabric: device %d: accept: %s", l->dev->index,
+				         strerror(errno));
+			break;
+		}
+		conn_accepted(l, fd, &peer);
+	}
+	return n;
+}
+
+static int listen_addr(const struct emu_device *dev, struct sockaddr_in *addr)
+{
+	const char *ip = emu_cfg.bind_addr[0] ? emu_cfg.bind_addr : "127.0.0.1";
+	long port = emu_cfg.base_port ? (long)emu_cfg.base_port + dev->index : 0;
+
+	memset(addr, 0, sizeof(*addr));
+	addr->sin_family = AF_INET;
+	if (inet_pton(AF_INET, ip, &addr->sin_addr) != 1) {
+		emu_err("fabric: GNIC_EMU_ADDR '%s' is not an IPv4 address", ip);
+		return -EINVAL;
+	}
+	if (port < 0 || port > 65535) {
+		emu_err("fabric: GNIC_EMU_PORT %d + device %d is not a TCP port", emu_cfg.base_port,
+		        dev->index);
+		return -EINVAL;
+	}
+	addr->sin_port = htons((uint16_t)port);
+	return 0;
+}
+
+static int listen_socket(const struct sockaddr_in *addr, struct sockaddr_in *bound)
+{
+	socklen_t len = sizeof(*bound);
+	int one = 1, fd, ret;
+
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, (const struct sockaddr *)addr, sizeof(*addr)) || listen(fd, SOMAXCONN) ||
+	    getsockname(fd, (struct sockaddr *)bound, &len)) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+int emu_fabric_listen(struct emu_device *dev)
+{
+	struct sockaddr_in addr, bound;
+	struct emu_listener *l;
+	char name[48];
+	int fd, ret;
+
+	if (!dev)
+		return -EINVAL;
+	if (dev->listener)
+		return 0;
+	ret = listen_addr(dev, &addr);
+	if (ret)
+		return ret;
+	fd = listen_socket(&addr, &bound);
+	if (fd < 0) {
+		/* the caller (nic.c) reports the failure; this adds the address */
+		emu_dbg("fabric: device %d: cannot listen on %s: %s", dev->index,
+		        addr_str(&addr, name, sizeof(name)), strerror(-fd));
+		return fd;
+	}
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		close(fd);
+		return -ENOMEM;
+	}
+	l->h.kind = FAB_LISTENER;
+	l->fd = fd;
+	l->dev = dev;
+	ret = epoll_set(EPOLL_CTL_ADD, fd, &l->h, EPOLLIN);
+	if (ret) {
+		emu_err("fabric: device %d: epoll: %s", dev->index, strerror(-ret));
+		close(fd);
+		free(l);
+		return ret;
+	}
+	dev->listener = l;
+	dev->addr = bound;
+	emu_gid_make(&dev->gid, &dev->addr);
+	register_kick();
+	emu_dbg("fabric: device %d listens on %s", dev->index,
+	        addr_str(&bound, name, sizeof(name)));
+	return 0;
+}
+
+void emu_fabric_close_listener(struct emu_device *dev)
+{
+	struct emu_listener *l = dev ? dev->listener : NULL;
+
+	if (!l)
+		return;
+	epoll_forget(l->fd);
+	close(l->fd);
+	free(l);
+	dev->listener = NULL;
+	/* the device's port goes down: so do the connections it accepted */
+	for (struct emu_conn *c = conns; c; c = c->next)
+		if (!c->outbound && c->dev == dev)
+			conn_down(c);
+	if (!dispatching)
+		reap();
+}
+
+/* ---- attach / send / reply ------------------------------------------------ */
+
+int emu_fabric_attach(struct emu_qp *qp)
+{
+	struct sockaddr_in addr;
+	struct emu_conn *c;
+	int ret;
+
+	if (!qp || !qp->ctx || !qp->ctx->dev)
+		return -EINVAL;
+	if (emu_device_by_gid(&qp->dgid)) {
+		emu_fabric_detach(qp); /* in-process: the peer is looked up per send */
+		return 0;
+	}
+	ret = emu_gid_to_addr(&qp->dgid, &addr);
+	if (ret)
+		return ret < 0 ? ret : -EINVAL;
+	c = conn_find(qp->ctx->dev, &addr);
+	if (c && c == qp->conn)
+		return 0;
+	if (!c) {
+		c = conn_alloc(qp->ctx->dev, &addr, true);
+		if (!c)
+			return -ENOMEM;
+		c->peer_gid = qp->dgid;
+		conn_connect(c);
+	}
+	c->refs++;
+	emu_fabric_detach(qp);
+	qp->conn = c;
+	return 0;
+}
+
+void emu_fabric_detach(struct emu_qp *qp)
+{
+	struct emu_conn *c;
+
+	if (!qp)
+		return;
+	c = qp->conn;
+	qp->conn = NULL;
+	qp->local_peer = NULL;
+	if (c && --c->refs == 0)
+		conn_retire(c);
+}
+
+static int send_local(struct emu_qp *qp, const struct emu_msg *m, const void *payload)
+{
+	struct emu_reply_path path = {.local = qp, .peer_gid = &qp->ctx->dev->gid};
+	struct emu_device *dev = emu_device_by_gid(&qp->dgid);
+	struct emu_qp *peer;
+
+	if (!dev)
+		return -ENOTCONN; /* attach found no emulator at that GID */
+	/* No such QP on that device: lost on the wire, the timer decides. */
+	peer = emu_qp_lookup(qp->dest_qpn);
+	if (!peer || !peer->ctx || peer->ctx->dev != dev)
+		return 0;
+	emu_responder_on_request(&path, m, payload);
+	return 0;
+}
+
+/* A dead connection is retried at most once per FAB_RECONNECT_NS. */
+static bool conn_revive(struct emu_conn *c)
+{
+	if (c->state != CONN_DEAD)
+		return true;
+	if (emu_now_ns() < c->retry_ns)
+		return false;
+	conn_connect(c);
+	return c->state != CONN_DEAD;
+}
+
+int emu_fabric_send(struct emu_qp *qp, const struct emu_msg *m, const void *payload)
+{
+	struct emu_conn *c;
+
+	if (!qp || !qp->ctx || !m || !msg_valid(m) || !is_request(m->type) ||
+	    (payload_len(m) && !payload))
+		return -EINVAL;
+	c = qp->conn;
+	if (!c)
+		return send_local(qp, m, payload);
+	if (!conn_revive(c))
+		return -ENOTCONN;
+	if (buf_used(&c->out) >= FAB_OUT_HIGH_WATER)
+		return -EAGAIN;
+	return conn_post(c, m, payload);
+}
+
+int emu_fabric_reply(struct emu_reply_path *path, const struct emu_msg *m, const void *payload)
+{
+	if (!path || !m || !msg_valid(m) || is_request(m->type) || (payload_len(m) && !payload))
+		return -EINVAL;
+	if (path->local) {
+		emu_requester_on_response(path->local, m, payload);
+		return 0;
+	}
+	if (!path->conn)
+		return -EINVAL;
+	if (path->conn->state != CONN_UP)
+		return -ENOTCONN; /* dropped: the requester retransmits */
+	/* No high-water check: requests stop being parsed above the mark. */
+	return conn_post(path->conn, m, payload);
+}
+
+/* ---- engine entry points -------------------------------------------------- */
+
+static int handle_event(const struct epoll_event *ev)
+{
+	struct fab_handle *h = ev->data.ptr;
+
+	switch (h->kind) {
+	case FAB_KICK:
+		drain_kick();
+		return 0;
+	case FAB_LISTENER:
+		return listener_accept(container_of(h, struct emu_listener, h));
+	case FAB_CONN:
+		return conn_event(container_of(h, struct emu_conn, h), ev->events);
+	}
+	return 0;
+}
+
+/* Without connections the sockets only matter for accepting one, and an
+ * epoll_wait() per pass would double the cost of an in-process engine pass. */
+static bool idle_skip(void)
+{
+	static uint64_t next_ns;
+	uint64_t now;
+
+	if (conns)
+		return false;
+	now = emu_now_ns();
+	if (now < next_ns)
+		return true;
+	next_ns = now + FAB_IDLE_POLL_NS;
+	return false;
+}
+
+int emu_fabric_poll(void)
+{
+	struct epoll_event ev[FAB_POLL_EVENTS];
+	int n, work;
+
+	if (idle_skip())
+		return 0;
+	register_kick();
+	dispatching = true;
+	work = resume_blocked();
+	n = epoll_wait(emu_nic.epoll_fd, ev, FAB_POLL_EVENTS, 0);
+	for (int i = 0; i < n; i++)
+		work += handle_event(&ev[i]);
+	dispatching = false;
+	reap();
+	return work;
+}
+
+int emu_fabric_flush(void)
+{
+	size_t total = 0;
+
+	for (struct emu_conn *c = conns; c; c = c->next) {
+		c->wrote_this_pass = false;
+		if (c->state != CONN_UP)
+			continue;
+		if (buf_used(&c->out))
+			total += conn_write(c);
+		conn_update_events(c);
+	}
+	reap();
+	return total > INT_MAX ? INT_MAX : (int)total;
+}
+
+/* Output the next flush can write. Output stuck behind a full socket does not
+ * count: EPOLLOUT is armed for it and ends emu_fabric_wait() as soon as the
+ * peer reads, so the engine need not spin (and steal the peer's CPU). */
+bool emu_fabric_pending(void)
+{
+	for (struct emu_conn *c = conns; c; c = c->next)
+		if (c->state == CONN_UP && buf_used(&c->out) && !c->sock_full)
+			return true;
+	return false;
+}
+
+void emu_fabric_wait(uint64_t timeout_ns)
+{
+	struct timespec ts = {.tv_sec = (time_t)(timeout_ns / 1000000000u),
+	                      .tv_nsec = (long)(timeout_ns % 1000000000u)};
+	struct epoll_event ev;
+	uint64_t ms;
+
+	/* Level-triggered readiness only: whatever is ready stays for poll. */
+	if (!atomic_load_explicit(&no_pwait2, memory_order_relaxed)) {
+		if (epoll_pwait2(emu_nic.epoll_fd, &ev, 1, &ts, NULL) >= 0 || errno != ENOSYS)
+			return;
+		atomic_store_explicit(&no_pwait2, true, memory_order_relaxed);
+	}
+	ms = (timeout_ns + 999999) / 1000000;
+	epoll_wait(emu_nic.epoll_fd, &ev, 1, ms > INT_MAX ? INT_MAX : (int)ms);
+}

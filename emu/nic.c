@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The process-wide NIC: configuration, devices, the engine's lock and the
+ * object tables the engine looks things up in.
+ *
+ * Initialisation runs once per process (first ibv_get_device_list): it
+ * creates GNIC_EMU_DEVICES devices and binds each device's fabric listener,
+ * since a device's GID is the address of that listener.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "emu.h"
+#include "fabric.h"
+
+/* Node GUIDs start with a fixed, locally administered OUI-like prefix (0x02
+ * "GN") so gnic-emu devices are recognisable, then 24 bits that are random
+ * per process (two processes never show the same GUID), then the index. */
+#define EMU_GUID_PREFIX 0x02474eull
+
+struct emu_nic emu_nic = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .kick_fd = -1,
+    .epoll_fd = -1,
+    .next_pdn = 1,
+};
+
+static pthread_once_t nic_once = PTHREAD_ONCE_INIT;
+static int nic_init_err;
+
+uint64_t emu_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t process_random24(void)
+{
+	uint32_t r = 0;
+
+	/* no entropy yet (early boot) is no reason to fail: time and pid differ */
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
+		r = (uint32_t)emu_now_ns() ^ ((uint32_t)getpid() << 8);
+	return r & 0xffffff;
+}
+
+static void device_init(struct emu_device *dev, int index, uint32_t rnd)
+{
+	struct ibv_device *ib = &dev->ibdev;
+
+	memset(dev, 0, sizeof(*dev));
+	dev->index = index;
+	dev->guid = gnic_be64(EMU_GUID_PREFIX << 40 | (uint64_t)rnd << 16 | (uint64_t)index);
+	ib->node_type = IBV_NODE_CA;
+	ib->transport_type = IBV_TRANSPORT_IB;
+	snprintf(ib->name, sizeof(ib->name), "gnic_emu%d", index);
+	snprintf(ib->dev_name, sizeof(ib->dev_name), "uverbs%d", index);
+	snprintf(ib->dev_path, sizeof(ib->dev_path), "/sys/class/infiniband_verbs/uverbs%d", index);
+	snprintf(ib->ibdev_path, sizeof(ib->ibdev_path), "/sys/class/infiniband/gnic_emu%d", index);
+}
+
+static int devices_create(void)
+{
+	uint32_t rnd = process_random24();
+	int i, ret;
+
+	for (i = 0; i < emu_cfg.num_devices; i++) {
+		struct emu_device *dev = &emu_nic.devices[i];
+
+		device_init(dev, i, rnd);
+		ret = emu_fabric_listen(dev);
+		if (ret) {
+			emu_err("%s: cannot listen on %s port %d: %s", dev->ibdev.name,
+			        emu_cfg.bind_addr, emu_cfg.base_port ? emu_cfg.base_port + i : 0,
+			        strerror(-ret));
+			goto undo;
+		}
+		emu_nic.dev_list[i] = &dev->ibdev;
+	}
+	emu_nic.num_devices = emu_cfg.num_devices;
+	return 0;
+undo:
+	while (i-- > 0) {
+		emu_fabric_close_listener(&emu_nic.devices[i]);
+		emu_nic.dev_list[i] = NULL;
+	}
+	return ret;
+}
+
+/* The kick eventfd wakes the sleeping engine; fabric.c adds it to epoll_fd
+ * with its own sockets, since fabric.c owns the epoll event data format. */
+static int fds_create(void)
+{
+	emu_nic.kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (emu_nic.kick_fd < 0)
+		return -errno;
+	emu_nic.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (emu_nic.epoll_fd < 0) {
+		int ret = -errno;
+
+		close(emu_nic.kick_fd);
+		emu_nic.kick_fd = -1;
+		return ret;
+	}
+	return 0;
+}
+
+static void nic_init_once(void)
+{
+	int ret;
+
+	emu_config_load();
+	ret = fds_create();
+	if (ret) {
+		emu_err("cannot create the engine's eventfd/epoll: %s", strerror(-ret));
+		nic_init_err = ret;
+		return;
+	}
+	ret = devices_create();
+	if (ret) {
+		close(emu_nic.epoll_fd);
+		close(emu_nic.kick_fd);
+		emu_nic.epoll_fd = emu_nic.kick_fd = -1;
+		nic_init_err = ret;
+		return;
+	}
+	emu_info("%d device(s) ready", emu_nic.num_devices);
+}
+
+/* 0, or -errno of the first initialisation, which is final for the process
+ * (a failure is a configuration problem: port in use, bad address). */
+int emu_nic_init(void)
+{
+	pthread_once(&nic_once, nic_init_once);
+	return nic_init_err;
+}
+
+void emu_nic_lock(void)
+{
+	/* announce ourselves first: the engine yields between passes while
+	 * anybody waits, so the control path cannot be starved */
+	atomic_fetch_add(&emu_nic.lock_waiters, 1);
+	pthread_mutex_lock(&emu_nic.lock);
+	atomic_fetch_sub(&emu_nic.lock_waiters, 1);
+}
+
+void emu_nic_unlock(void)
+{
+	pthread_mutex_unlock(&emu_nic.lock);
+}
+
+struct emu_qp *emu_qp_lookup(uint32_t qpn)
+{
+	if (qpn < EMU_QPN_BASE || qpn - EMU_QPN_BASE >= EMU_MAX_QP)
+		return NULL;
+	return emu_nic.qps[qpn - EMU_QPN_BASE];
+}
+
+/* Lock-free: mr.c publishes with a release store under nic.lock, and frees
+ * only after unpublishing under nic.lock, which the engine holds per pass. */
+struct emu_mr *emu_mr_lookup(uint32_t key)
+{
+	struct emu_mr *mr;
+
+	if ((key >> 8) >= EMU_MAX_MR)
+		return NULL;
+	mr = atomic_load_explicit(&emu_nic.mrs[key >> 8], memory_order_acquire);
+	return mr && mr->ibmr.lkey == key ? mr : NULL;
+}

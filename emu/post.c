@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * post_send / post_recv: the WQE encoder.
+ *
+ * Exactly what mlx5 software writes for an RC QP: send WQEs of 16-byte
+ * segments in 64-byte basic blocks (BBs), a doorbell record update, then the
+ * 8-byte doorbell register write; receive WQEs of data segments, published
+ * through the doorbell record only. The engine reads nothing else, so a GPU
+ * thread writing the same bytes through mlx5dv drives the NIC identically.
+ *
+ * Ordering contract with the engine (the "device"): WQE bytes, then the
+ * doorbell record (release store), then the doorbell register (release
+ * store). Whichever of the two the engine reads with acquire, the WQE bytes
+ * before it are visible.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "emu.h"
+
+#define SEND_FLAGS_OK (IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE)
+#define WQE_MAX_BYTES (GNIC_MLX5_MAX_WQE_BB * GNIC_MLX5_SEND_WQE_BB)
+
+/* What one verbs opcode becomes on the wire. */
+struct wqe_kind {
+	uint8_t opcode; /* GNIC_MLX5_OPCODE_* */
+	uint8_t wc_op;  /* enum ibv_wc_opcode reported at completion */
+	bool raddr;     /* has a remote address segment */
+	bool atomic;    /* has an atomic segment */
+	bool imm;       /* carries immediate data */
+	bool inline_ok; /* may carry its payload inline */
+};
+
+static int wqe_kind(enum ibv_wr_opcode op, struct wqe_kind *k)
+{
+	static const struct wqe_kind kinds[] = {
+	    [IBV_WR_SEND] = {GNIC_MLX5_OPCODE_SEND, IBV_WC_SEND, false, false, false, true},
+	    [IBV_WR_SEND_WITH_IMM] = {GNIC_MLX5_OPCODE_SEND_IMM, IBV_WC_SEND, false, false, true,
+	                              true},
+	    [IBV_WR_RDMA_WRITE] = {GNIC_MLX5_OPCODE_RDMA_WRITE, IBV_WC_RDMA_WRITE, true, false,
+	                           false, true},
+	    [IBV_WR_RDMA_WRITE_WITH_IMM] = {GNIC_MLX5_OPCODE_RDMA_WRITE_IMM, IBV_WC_RDMA_WRITE,
+	                                    true, false, true, true},
+	    [IBV_WR_RDMA_READ] = {GNIC_MLX5_OPCODE_RDMA_READ, IBV_WC_RDMA_READ, true, false, false,
+	                          false},
+	    [IBV_WR_ATOMIC_CMP_AND_SWP] = {GNIC_MLX5_OPCODE_ATOMIC_CS, IBV_WC_COMP_SWAP, true, true,
+	                                   false, false},
+	    [IBV_WR_ATOMIC_FETCH_AND_ADD] = {GNIC_MLX5_OPCODE_ATOMIC_FA, IBV_WC_FETCH_ADD, true,
+	                                     true, false, false},
+	};
+
+	switch (op) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_RDMA_READ:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		*k = kinds[op];
+		return 0;
+	default:
+		return EINVAL; /* SEND_WITH_INV, LOCAL_INV, BIND_MW, TSO, ... */
+	}
+}
+
+/* ---- send validation ----------------------------------------------------- */
+
+static int check_send_wr(const struct emu_qp *qp, const struct ibv_send_wr *wr,
+                         const struct wqe_kind *k, uint32_t *inline_len)
+{
+	uint64_t total = 0;
+
+	if ((wr->send_flags & ~SEND_FLAGS_OK) || wr->num_sge < 0 ||
+	    wr->num_sge > qp->max_send_sge || (wr->num_sge && !wr->sg_list))
+		return EINVAL;
+	/* the responder returns the old 8-byte value into exactly one SGE */
+	if (k->atomic && (wr->num_sge != 1 || wr->sg_list[0].length != 8))
+		return EINVAL;
+	*inline_len = 0;
+	if (!(wr->send_flags & IBV_SEND_INLINE))
+		return 0;
+	if (!k->inline_ok)
+		return EINVAL;
+	for (int i = 0; i < wr->num_sge; i++)
+		total += wr->sg_list[i].length;
+	if (total > (uint64_t)qp->max_inline)
+		return EINVAL;
+	*inline_len = (uint32_t)total;
+	return 0;
+}
+
+static uint32_t inline_ds(uint32_t len)
+{
+	/* a zero-length inline payload gets no segment at all */
+	return len ? (len + 4 + GNIC_MLX5_SEG_SIZE - 1) / GNIC_MLX5_SEG_SIZE : 0;
+}
+
+/* mlx5 skips zero-length SGEs: byte_count 0 would mean 2 GiB to hardware. */
+static uint32_t data_ds(const struct ibv_send_wr *wr)
+{
+	uint32_t n = 0;
+
+	for (int i = 0; i < wr->num_sge; i++)
+		n += wr->sg_list[i].length != 0;
+	return n;
+}
+
+static uint32_t send_ds(const struct ibv_send_wr *wr, const struct wqe_kind *k, uint32_t inline_len)
+{
+	uint32_t ds = 1 + k->raddr + k->atomic;
+
+	if (wr->send_flags & IBV_SEND_INLINE)
+		return ds + inline_ds(inline_len);
+	return ds + data_ds(wr);
+}
+
+/* ---- send segments -------------------------------------------------------- */
+
+static uint8_t ctrl_flags(const struct emu_qp *qp, const struct ibv_send_wr *wr)
+{
+	uint8_t f = 0;
+
+	if ((wr->send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all)
+		f |= GNIC_MLX5_CTRL_CQ_UPDATE;
+	if (wr->send_flags & IBV_SEND_SOLICITED)
+		f |= GNIC_MLX5_CTRL_SOLICITED;
+	if (wr->send_flags & IBV_SEND_FENCE)
+		f |= GNIC_MLX5_FM_SMALL_AND_FENCE;
+	return f;
+}
+
+static void set_ctrl_seg(struct gnic_mlx5_ctrl_seg *c, const struct emu_qp *qp,
+                         const struct ibv_send_wr *wr, const struct wqe_kind *k, uint32_t ds)
+{
+	c->opmod_idx_opcode =
+	    gnic_be32(gnic_mlx5_ctrl_word0(0, (uint16_t)(qp->sq_head & 0xffff), k->opcode));
+	c->qpn_ds = gnic_be32(gnic_mlx5_ctrl_word1(qp->ibqp.qp_num, ds));
+	c->fm_ce_se = ctrl_flags(qp, wr);
+	c->imm = k->imm ? wr->imm_data : 0; /* already big-endian, as verbs defines it */
+}
+
+static void set_raddr_seg(struct gnic_mlx5_raddr_seg *r, uint64_t raddr, uint32_t rkey)
+{
+	r->raddr = gnic_be64(raddr);
+	r->rkey = gnic_be32(rkey);
+	r->reserved = 0;
+}
+
+static void set_atomic_seg(struct gnic_mlx5_atomic_seg *a, const struct ibv_send_wr *wr)
+{
+	if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
+		a->swap_add = gnic_be64(wr->wr.atomic.swap);
+		a->compare = gnic_be64(wr->wr.atomic.compare_add);
+	} else {
+		a->swap_add = gnic_be64(wr->wr.atomic.compare_add);
+		a->compare = 0;
+	}
+}
+
+static void set_data_seg(struct gnic_mlx5_data_seg *d, const struct ibv_sge *sge)
+{
+	d->byte_count = gnic_be32(sge->length);
+	d->lkey = gnic_be32(sge->lkey);
+	d->addr = gnic_be64(sge->addr);
+}
+
+static uint8_t *set_data_segs(uint8_t *p, const struct ibv_send_wr *wr)
+{
+	for (int i = 0; i < wr->num_sge; i++) {
+		if (!wr->sg_list[i].length)
+			continue;
+		set_data_seg((struct gnic_mlx5_data_seg *)p, &wr->sg_list[i]);
+		p += GNIC_MLX5_SEG_SIZE;
+	}
+	return p;
+}
+
+static void set_inline_seg(uint8_t *p, const struct ibv_send_wr *wr, uint32_t len)
+{
+	struct gnic_mlx5_inl_seg *h = (struct gnic_mlx5_inl_seg *)p;
+
+	if (!len)
+		return;
+	h->byte_count = gnic_be32(len | GNIC_MLX5_INLINE_SEG);
+	p += sizeof(*h);
+	for (int i = 0; i < wr->num_sge; i++) {
+		memcpy(p, (const void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
+		p += wr->sg_list[i].length;
+	}
+}
+
+/* Build the whole WQE in wqe[] (zero padded to its last basic block). */
+static void build_send_wqe(uint8_t *wqe, const struct emu_qp *qp, const struct ibv_send_wr *wr,
+                           const struct wqe_kind *k, uint32_t ds, uint32_t inline_len)
+{
+	uint8_t *p = wqe + GNIC_MLX5_SEG_SIZE;
+
+	set_ctrl_seg((struct gnic_mlx5_ctrl_seg *)wqe, qp, wr, k, ds);
+	if (k->atomic)
+		set_raddr_seg((struct gnic_mlx5_raddr_seg *)p, wr->wr.atomic.remote_addr,
+		              wr->wr.atomic.rkey);
+	else if (k->raddr)
+		set_raddr_seg((struct gnic_mlx5_raddr_seg *)p, wr->wr.rdma.remote_addr,
+		              wr->wr.rdma.rkey);
+	p += k->raddr * GNIC_MLX5_SEG_SIZE;
+	if (k->atomic) {
+		set_atomic_seg((struct gnic_mlx5_atomic_seg *)p, wr);
+		p += GNIC_MLX5_SEG_SIZE;
+	}
+	if (wr->send_flags & IBV_SEND_INLINE)
+		set_inline_seg(p, wr, inline_len);
+	else
+		set_data_segs(p, wr);
+}
+
+/* Copy a WQE to its basic blocks; they are consecutive modulo the ring, so
+ * a WQE near the end continues at the start of the SQ buffer. */
+static void copy_to_sq(struct emu_qp *qp, const uint8_t *wqe, uint32_t bb)
+{
+	uint32_t first = qp->sq_head & (qp->sq_wqe_cnt - 1);
+	uint32_t n = qp->sq_wqe_cnt - first < bb ? qp->sq_wqe_cnt - first : bb;
+
+	memcpy(qp->sq_buf + (size_t)first * GNIC_MLX5_SEND_WQE_BB, wqe,
+	       (size_t)n * GNIC_MLX5_SEND_WQE_BB);
+	if (n < bb)
+		memcpy(qp->sq_buf, wqe + (size_t)n * GNIC_MLX5_SEND_WQE_BB,
+		       (size_t)(bb - n) * GNIC_MLX5_SEND_WQE_BB);
+}
+
+static void record_wqe(struct emu_qp *qp, const struct ibv_send_wr *wr, const struct wqe_kind *k,
+                       uint32_t bb)
+{
+	uint32_t slot = qp->sq_head & (qp->sq_wqe_cnt - 1);
+
+	qp->sq_wrid[slot] = wr->wr_id;
+	qp->sq_wqe_end[slot] = qp->sq_head + bb;
+	qp->sq_opcode[slot] = k->wc_op;
+	qp->sq_head += bb;
+}
+
+/* Encode one work request. On error nothing is written. */
+static int post_one(struct emu_qp *qp, const struct ibv_send_wr *wr, uint64_t *ctrl8)
+{
+	_Alignas(64) uint8_t wqe[WQE_MAX_BYTES];
+	struct wqe_kind k;
+	uint32_t inline_len, ds, bb, used;
+	int err = wqe_kind(wr->opcode, &k);
+
+	if (!err)
+		err = check_send_wr(qp, wr, &k, &inline_len);
+	if (err)
+		return err;
+	ds = send_ds(wr, &k, inline_len);
+	bb = (ds + 3) / 4;
+	if (ds > GNIC_MLX5_MAX_DS || bb > GNIC_MLX5_MAX_WQE_BB)
+		return EINVAL;
+	/* the tail moves when poll_cq retires WQEs, outside sq_lock */
+	used = qp->sq_head - __atomic_load_n(&qp->sq_tail, __ATOMIC_ACQUIRE);
+	if (used + bb > qp->sq_wqe_cnt)
+		return ENOMEM;
+	memset(wqe, 0, (size_t)bb * GNIC_MLX5_SEND_WQE_BB);
+	build_send_wqe(wqe, qp, wr, &k, ds, inline_len);
+	copy_to_sq(qp, wqe, bb);
+	memcpy(ctrl8, wqe, sizeof(*ctrl8));
+	record_wqe(qp, wr, &k, bb);
+	return 0;
+}
+
+/* Record, then register: the 8-byte register write carries the first 8
+ * bytes of the newest WQE's ctrl segment, into the BlueFlame half in turn. */
+static void ring_send_doorbell(struct emu_qp *qp, uint64_t ctrl8)
+{
+	volatile uint64_t *reg = qp->bf_reg + qp->bf_offset / sizeof(uint64_t);
+
+	/* WQEs before the record, the record before the register */
+	__atomic_store_n(&qp->dbrec[GNIC_MLX5_SND_DBR], gnic_be32(qp->sq_head & 0xffff),
+	                 __ATOMIC_RELEASE);
+	__atomic_store_n(reg, ctrl8, __ATOMIC_RELEASE);
+	qp->bf_offset ^= GNIC_MLX5_BF_SIZE;
+}
+
+static bool send_allowed(int state)
+{
+	/* in ERR the engine completes new WQEs with WR_FLUSH_ERR */
+	return state == IBV_QPS_RTS || state == IBV_QPS_ERR;
+}
+
+/* WRs before a failing one stay posted and are rung; *bad names the failing
+ * one and nothing of it is written. */
+EMU_EXPORT int gemu_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	struct emu_qp *qp = to_eqp(ibqp);
+	uint64_t ctrl8 = 0;
+	int posted = 0, err = 0;
+
+	pthread_spin_lock(&qp->sq_lock);
+	if (!send_allowed(atomic_load_explicit(&qp->state, memory_order_acquire)))
+		err = EINVAL;
+	while (wr && !err) {
+		err = post_one(qp, wr, &ctrl8);
+		if (err)
+			break;
+		posted++;
+		wr = wr->next;
+	}
+	if (posted)
+		ring_send_doorbell(qp, ctrl8);
+	pthread_spin_unlock(&qp->sq_lock);
+	if (posted)
+		emu_engine_kick();
+	if (err && bad)
+		*bad = wr;
+	return err;
+}
+
+/* ---- receive ---------------------------------------------------------------- */
+
+static int check_recv_wr(const struct emu_qp *qp, const struct ibv_recv_wr *wr)
+{
+	if (wr->num_sge < 0 || wr->num_sge > qp->max_recv_sge || (wr->num_sge && !wr->sg_list))
+		return EINVAL;
+	if (qp->rq_head - __atomic_load_n(&qp->rq_tail, __ATOMIC_ACQUIRE) >= qp->rq_wqe_cnt)
+		return ENOMEM;
+	return 0;
+}
+
+/* A list shorter than the stride ends with an INVALID_LKEY segment. */
+static void write_recv_wqe(struct emu_qp *qp, const struct ibv_recv_wr *wr)
+{
+	uint32_t slot = qp->rq_head & (qp->rq_wqe_cnt - 1);
+	struct gnic_mlx5_data_seg *seg =
+	    (struct gnic_mlx5_data_seg *)(qp->rq_buf + (size_t)slot * qp->rq_stride);
+	uint32_t nseg = qp->rq_stride / GNIC_MLX5_SEG_SIZE, j = 0;
+
+	for (int i = 0; i < wr->num_sge; i++)
+		if (wr->sg_list[i].length)
+			set_data_seg(&seg[j++], &wr->sg_list[i]);
+	if (j < nseg) {
+		seg[j].byte_count = 0;
+		seg[j].lkey = gnic_be32(GNIC_MLX5_INVALID_LKEY);
+		seg[j].addr = 0;
+	}
+	qp->rq_wrid[slot] = wr->wr_id;
+	qp->rq_head++;
+}
+
+EMU_EXPORT int gemu_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct emu_qp *qp = to_eqp(ibqp);
+	uint32_t start;
+	bool rung;
+	int err = 0;
+
+	pthread_spin_lock(&qp->rq_lock);
+	start = qp->rq_head;
+	if (atomic_load_explicit(&qp->state, memory_order_acquire) == IBV_QPS_RESET)
+		err = EINVAL;
+	while (wr && !err) {
+		err = check_recv_wr(qp, wr);
+		if (err)
+			break;
+		write_recv_wqe(qp, wr);
+		wr = wr->next;
+	}
+	rung = qp->rq_head != start;
+	if (rung) {
+		/* release: the WQEs before the record */
+		__atomic_store_n(&qp->dbrec[GNIC_MLX5_RCV_DBR], gnic_be32(qp->rq_head & 0xffff),
+		                 __ATOMIC_RELEASE);
+	}
+	pthread_spin_unlock(&qp->rq_lock);
+	if (rung)
+		emu_engine_kick();
+	if (err && bad)
+		*bad = wr;
+	return err;
+}

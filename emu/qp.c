@@ -1,0 +1,591 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * RC queue pairs: creation with mlx5 queue sizing, the IB state machine, and
+ * teardown.
+ *
+ * A QP's hardware view is what mlx5dv_init_obj hands out: one page-aligned
+ * buffer with the RQ at offset 0 and the SQ on the next page boundary, a
+ * doorbell record page and a UAR page whose doorbell register is at +0x800.
+ * The engine sees a QP once it is in emu_nic.active; every change of what it
+ * sees happens under nic.lock.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu.h"
+
+#define QP_ACCESS_OK                                                                               \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |               \
+	 IBV_ACCESS_REMOTE_ATOMIC)
+#define QP_INIT_ATTR_KNOWN                                                                         \
+	(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_CREATE_FLAGS |             \
+	 IBV_QP_INIT_ATTR_MAX_TSO_HEADER | IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH | \
+	 IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+#define PSN_MASK 0xffffffu
+
+static uint32_t roundup_pow2(uint32_t v)
+{
+	uint32_t p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+static uint32_t align_up(uint32_t v, uint32_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
+
+static uint32_t max3(uint32_t a, uint32_t b, uint32_t c)
+{
+	uint32_t m = a > b ? a : b;
+
+	return m > c ? m : c;
+}
+
+static uint32_t min_u32(uint32_t a, uint32_t b)
+{
+	return a < b ? a : b;
+}
+
+static void *alloc_pages(size_t size)
+{
+	void *p;
+
+	if (posix_memalign(&p, EMU_PAGE, size))
+		return NULL;
+	memset(p, 0, size);
+	return p;
+}
+
+/* ---- create ---------------------------------------------------------------- */
+
+static bool cq_of(struct ibv_cq *cq, struct ibv_context *context)
+{
+	return cq && cq->context == context;
+}
+
+static int check_caps(const struct ibv_qp_cap *cap)
+{
+	if (cap->max_send_wr < 1 || cap->max_send_wr > EMU_MAX_QP_WR ||
+	    cap->max_recv_wr > EMU_MAX_QP_WR || cap->max_send_sge > EMU_MAX_SGE ||
+	    cap->max_recv_sge > EMU_MAX_SGE || cap->max_inline_data > EMU_MAX_INLINE)
+		return EINVAL;
+	return 0;
+}
+
+static int check_init_attr(struct ibv_context *context, const struct ibv_qp_init_attr_ex *a)
+{
+	if (!context || !a || (a->comp_mask & ~QP_INIT_ATTR_KNOWN) ||
+	    !(a->comp_mask & IBV_QP_INIT_ATTR_PD))
+		return EINVAL;
+	if (a->comp_mask & ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS))
+		return EOPNOTSUPP; /* XRC, RSS, TSO and the ibv_wr_* API */
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags)
+		return EOPNOTSUPP;
+	if (a->qp_type != IBV_QPT_RC || a->srq)
+		return EOPNOTSUPP;
+	if (!gemu_is_emu_context(context) || !a->pd || a->pd->context != context ||
+	    !cq_of(a->send_cq, context) || !cq_of(a->recv_cq, context))
+		return EINVAL;
+	return check_caps(&a->cap);
+}
+
+/* Send WQE size as mlx5 computes it: ctrl + raddr + the largest body any
+ * opcode may need (atomic + result pointer, the SGE list, or inline data). */
+static int size_sq(struct emu_qp *qp, const struct ibv_qp_cap *cap, struct ibv_qp_cap *out)
+{
+	const uint32_t head = 2 * GNIC_MLX5_SEG_SIZE;
+	uint32_t body = max3(2 * GNIC_MLX5_SEG_SIZE, cap->max_send_sge * GNIC_MLX5_SEG_SIZE,
+	                     align_up(4 + cap->max_inline_data, GNIC_MLX5_SEG_SIZE));
+	uint32_t size = head + body;
+	uint32_t bb = (size + GNIC_MLX5_SEND_WQE_BB - 1) / GNIC_MLX5_SEND_WQE_BB;
+	uint32_t room = bb * GNIC_MLX5_SEND_WQE_BB - head;
+
+	if (bb > GNIC_MLX5_MAX_WQE_BB || size / GNIC_MLX5_SEG_SIZE > GNIC_MLX5_MAX_DS)
+		return EINVAL;
+	qp->sq_wqe_cnt = roundup_pow2(cap->max_send_wr * bb);
+	/* 16-bit WQE counters must tell a full ring from an empty one */
+	if (qp->sq_wqe_cnt > EMU_MAX_QP_WR)
+		return EINVAL;
+	qp->max_send_sge = (int)min_u32(room / GNIC_MLX5_SEG_SIZE, EMU_MAX_SGE);
+	qp->max_inline = (int)min_u32(room - 4, EMU_MAX_INLINE);
+	out->max_send_wr = qp->sq_wqe_cnt / bb;
+	out->max_send_sge = (uint32_t)qp->max_send_sge;
+	out->max_inline_data = (uint32_t)qp->max_inline;
+	return 0;
+}
+
+static void size_rq(struct emu_qp *qp, const struct ibv_qp_cap *cap, struct ibv_qp_cap *out)
+{
+	uint32_t sge = cap->max_recv_sge ? cap->max_recv_sge : 1;
+
+	qp->rq_stride = roundup_pow2(sge * GNIC_MLX5_SEG_SIZE);
+	qp->rq_wqe_cnt = cap->max_recv_wr ? roundup_pow2(cap->max_recv_wr) : 0;
+	qp->max_recv_sge =
+	    qp->rq_wqe_cnt ? (int)min_u32(qp->rq_stride / GNIC_MLX5_SEG_SIZE, EMU_MAX_SGE) : 0;
+	out->max_recv_wr = qp->rq_wqe_cnt;
+	out->max_recv_sge = (uint32_t)qp->max_recv_sge;
+}
+
+static int alloc_queues(struct emu_qp *qp)
+{
+	size_t rq_size = (size_t)qp->rq_wqe_cnt * qp->rq_stride;
+	size_t sq_off = align_up((uint32_t)rq_size, EMU_PAGE);
+
+	qp->buf_size = sq_off + align_up(qp->sq_wqe_cnt * GNIC_MLX5_SEND_WQE_BB, EMU_PAGE);
+	qp->buf = alloc_pages(qp->buf_size);
+	qp->dbrec = alloc_pages(EMU_PAGE);
+	qp->uar = alloc_pages(EMU_PAGE);
+	qp->sq_wrid = calloc(qp->sq_wqe_cnt, sizeof(*qp->sq_wrid));
+	qp->sq_wqe_end = calloc(qp->sq_wqe_cnt, sizeof(*qp->sq_wqe_end));
+	qp->sq_opcode = calloc(qp->sq_wqe_cnt, sizeof(*qp->sq_opcode));
+	qp->rq_wrid = calloc(qp->rq_wqe_cnt ? qp->rq_wqe_cnt : 1, sizeof(*qp->rq_wrid));
+	if (!qp->buf || !qp->dbrec || !qp->uar || !qp->sq_wrid || !qp->sq_wqe_end ||
+	    !qp->sq_opcode || !qp->rq_wrid)
+		return ENOMEM;
+	qp->rq_buf = qp->rq_wqe_cnt ? qp->buf : NULL;
+	qp->sq_buf = (uint8_t *)qp->buf + sq_off;
+	qp->bf_reg = (volatile uint64_t *)((uint8_t *)qp->uar + GNIC_MLX5_BF_OFFSET);
+	return 0;
+}
+
+static void free_queues(struct emu_qp *qp)
+{
+	free(qp->buf);
+	free(qp->dbrec);
+	free(qp->uar);
+	free(qp->sq_wrid);
+	free(qp->sq_wqe_end);
+	free(qp->sq_opcode);
+	free(qp->rq_wrid);
+}
+
+static void init_ibqp(struct emu_qp *qp, const struct ibv_qp_init_attr_ex *a)
+{
+	qp->ibqp.context = a->pd->context;
+	qp->ibqp.qp_context = a->qp_context;
+	qp->ibqp.pd = a->pd;
+	qp->ibqp.send_cq = a->send_cq;
+	qp->ibqp.recv_cq = a->recv_cq;
+	qp->ibqp.state = IBV_QPS_RESET;
+	qp->ibqp.qp_type = IBV_QPT_RC;
+	pthread_mutex_init(&qp->ibqp.mutex, NULL);
+	pthread_cond_init(&qp->ibqp.cond, NULL);
+	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
+	qp->ctx = to_ectx(a->pd->context);
+	qp->pd = to_epd(a->pd);
+	qp->scq = to_ecq(a->send_cq);
+	qp->rcq = to_ecq(a->recv_cq);
+	qp->sq_sig_all = a->sq_sig_all != 0;
+	atomic_init(&qp->state, IBV_QPS_RESET);
+	qp->attr.qp_state = IBV_QPS_RESET;
+	qp->attr.cur_qp_state = IBV_QPS_RESET;
+	qp->attr.path_mig_state = IBV_MIG_MIGRATED;
+}
+
+static void destroy_ibqp(struct emu_qp *qp)
+{
+	pthread_spin_destroy(&qp->sq_lock);
+	pthread_spin_destroy(&qp->rq_lock);
+	pthread_cond_destroy(&qp->ibqp.cond);
+	pthread_mutex_destroy(&qp->ibqp.mutex);
+}
+
+static void hold_refs(struct emu_qp *qp, int delta)
+{
+	qp->pd->refcnt += delta;
+	qp->scq->refcnt += delta;
+	qp->rcq->refcnt += delta;
+}
+
+/* qpn = EMU_QPN_BASE + index; the index rotates so a destroyed QP's number
+ * is not handed out again at once (its peer may still be sending to it). */
+static int qpn_alloc(struct emu_qp *qp)
+{
+	static uint32_t next; /* under nic.lock */
+
+	for (uint32_t n = 0; n < EMU_MAX_QP; n++) {
+		uint32_t i = next;
+
+		next = (next + 1) % EMU_MAX_QP;
+		if (!emu_nic.qps[i]) {
+			emu_nic.qps[i] = qp;
+			qp->ibqp.qp_num = EMU_QPN_BASE + i;
+			qp->ibqp.handle = qp->ibqp.qp_num;
+			return 0;
+		}
+	}
+	return ENOMEM;
+}
+
+/* Make the QP visible to the engine. Called with nic.lock held. */
+static int publish(struct emu_qp *qp)
+{
+	int err = qpn_alloc(qp);
+
+	if (err)
+		return err;
+	err = -emu_engine_qp_add(qp);
+	if (err) {
+		emu_nic.qps[qp->ibqp.qp_num - EMU_QPN_BASE] = NULL;
+		return err;
+	}
+	emu_nic.active[emu_nic.nactive++] = qp;
+	hold_refs(qp, 1);
+	return 0;
+}
+
+static struct emu_qp *qp_new(struct ibv_qp_init_attr_ex *a, int *err)
+{
+	struct emu_qp *qp = calloc(1, sizeof(*qp));
+	struct ibv_qp_cap cap = {0};
+
+	if (!qp) {
+		*err = ENOMEM;
+		return NULL;
+	}
+	*err = size_sq(qp, &a->cap, &cap);
+	if (!*err) {
+		size_rq(qp, &a->cap, &cap);
+		*err = alloc_queues(qp);
+	}
+	if (*err) {
+		free_queues(qp);
+		free(qp);
+		return NULL;
+	}
+	init_ibqp(qp, a);
+	qp->attr.cap = cap;
+	return qp;
+}
+
+EMU_EXPORT struct ibv_qp *gemu_create_qp_ex(struct ibv_context *context,
+                                            struct ibv_qp_init_attr_ex *attr)
+{
+	struct emu_qp *qp = NULL;
+	int err = check_init_attr(context, attr);
+
+	if (!err && (qp = qp_new(attr, &err))) {
+		emu_nic_lock();
+		err = publish(qp);
+		emu_nic_unlock();
+		if (err) {
+			destroy_ibqp(qp);
+			free_queues(qp);
+			free(qp);
+		}
+	}
+	if (err) {
+		errno = err;
+		return NULL;
+	}
+	attr->cap = qp->attr.cap; /* report what the queues really hold */
+	return &qp->ibqp;
+}
+
+EMU_EXPORT struct ibv_qp *gemu_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp_init_attr_ex ex = {0};
+	struct ibv_qp *qp;
+
+	if (!pd || !attr) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ex.qp_context = attr->qp_context;
+	ex.send_cq = attr->send_cq;
+	ex.recv_cq = attr->recv_cq;
+	ex.srq = attr->srq;
+	ex.cap = attr->cap;
+	ex.qp_type = attr->qp_type;
+	ex.sq_sig_all = attr->sq_sig_all;
+	ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+	ex.pd = pd;
+	qp = gemu_create_qp_ex(pd->context, &ex);
+	if (qp)
+		attr->cap = ex.cap;
+	return qp;
+}
+
+/* ---- modify ---------------------------------------------------------------- */
+
+struct transition {
+	int req, opt; /* IBV_QP_* masks besides IBV_QP_STATE */
+};
+
+/* The RC rows of the IB state table that gnic-emu implements. */
+static int transition(int cur, int next, struct transition *t)
+{
+	const int rts_opt = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_MIN_RNR_TIMER |
+	                    IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE;
+
+	*t = (struct transition){0, 0};
+	if (next == IBV_QPS_RESET || next == IBV_QPS_ERR)
+		t->opt = IBV_QP_CUR_STATE;
+	else if (cur == IBV_QPS_RESET && next == IBV_QPS_INIT)
+		t->req = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+	else if (cur == IBV_QPS_INIT && next == IBV_QPS_INIT)
+		t->opt = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+	else if (cur == IBV_QPS_INIT && next == IBV_QPS_RTR) {
+		t->req = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+		         IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		t->opt = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX;
+	} else if (cur == IBV_QPS_RTR && next == IBV_QPS_RTS) {
+		t->req = IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+		         IBV_QP_MAX_QP_RD_ATOMIC;
+		t->opt = rts_opt;
+	} else if (cur == IBV_QPS_RTS && next == IBV_QPS_RTS)
+		t->opt = rts_opt;
+	else
+		return EINVAL;
+	return 0;
+}
+
+static int check_mask(int cur, const struct ibv_qp_attr *a, int mask, int *next)
+{
+	struct transition t;
+	int rest = mask & ~IBV_QP_STATE;
+
+	*next = (mask & IBV_QP_STATE) ? (int)a->qp_state : cur;
+	if ((mask & IBV_QP_CUR_STATE) && (int)a->cur_qp_state != cur)
+		return EINVAL;
+	/* a legal IB transition that gnic-emu does not model (SQ drain) */
+	if (cur == IBV_QPS_RTS && *next == IBV_QPS_SQD)
+		return EOPNOTSUPP;
+	if (*next < IBV_QPS_RESET || *next > IBV_QPS_ERR || *next == IBV_QPS_SQD ||
+	    *next == IBV_QPS_SQE)
+		return EINVAL;
+	if (transition(cur, *next, &t))
+		return EINVAL;
+	if ((rest & t.req) != t.req || (rest & ~(t.req | t.opt)))
+		return EINVAL;
+	return 0;
+}
+
+/* An RoCE port has no LIDs: the peer is named by its GID alone. */
+static int check_av(const struct ibv_ah_attr *ah)
+{
+	struct sockaddr_in addr;
+
+	if (!ah->is_global) {
+		emu_info("modify_qp: the address vector needs a GRH (is_global=1, the peer's "
+		         "GID): gnic-emu ports are RoCE and have no LIDs");
+		return EINVAL;
+	}
+	if (ah->port_num != 1 || ah->grh.sgid_index != 0)
+		return EINVAL;
+	if (emu_gid_to_addr(&ah->grh.dgid, &addr)) {
+		emu_info("modify_qp: destination GID is not a gnic-emu GID");
+		return EINVAL;
+	}
+	return 0;
+}
+
+static int check_values(const struct ibv_qp_attr *a, int mask)
+{
+	if (((mask & IBV_QP_ACCESS_FLAGS) && (a->qp_access_flags & ~QP_ACCESS_OK)) ||
+	    ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index != 0) ||
+	    ((mask & IBV_QP_PORT) && a->port_num != 1) ||
+	    ((mask & IBV_QP_PATH_MTU) &&
+	     (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBV_MTU_4096)) ||
+	    ((mask & IBV_QP_DEST_QPN) && a->dest_qp_num > 0xffffff) ||
+	    ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > EMU_MAX_RD_ATOMIC) ||
+	    ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > EMU_MAX_RD_ATOMIC) ||
+	    ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > 7) ||
+	    ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7) ||
+	    ((mask & IBV_QP_TIMEOUT) && a->timeout >= 32) ||
+	    ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer >= 32))
+		return EINVAL;
+	if ((mask & IBV_QP_AV) && check_av(&a->ah_attr))
+		return EINVAL;
+	/* automatic path migration needs an alternate path we do not model */
+	if ((mask & IBV_QP_ALT_PATH) ||
+	    ((mask & IBV_QP_PATH_MIG_STATE) && a->path_mig_state != IBV_MIG_MIGRATED))
+		return EOPNOTSUPP;
+	return 0;
+}
+
+static void commit_path(struct emu_qp *qp, const struct ibv_qp_attr *a, int mask)
+{
+	if (mask & IBV_QP_AV) {
+		qp->attr.ah_attr = a->ah_attr;
+		qp->dgid = a->ah_attr.grh.dgid;
+	}
+	if (mask & IBV_QP_PATH_MTU)
+		qp->attr.path_mtu = a->path_mtu;
+	if (mask & IBV_QP_DEST_QPN) {
+		qp->attr.dest_qp_num = a->dest_qp_num;
+		qp->dest_qpn = a->dest_qp_num;
+	}
+	if (mask & IBV_QP_PATH_MIG_STATE)
+		qp->attr.path_mig_state = a->path_mig_state;
+}
+
+static void commit_attr(struct emu_qp *qp, const struct ibv_qp_attr *a, int mask)
+{
+	commit_path(qp, a, mask);
+	if (mask & IBV_QP_ACCESS_FLAGS)
+		qp->attr.qp_access_flags = a->qp_access_flags;
+	if (mask & IBV_QP_PKEY_INDEX)
+		qp->attr.pkey_index = a->pkey_index;
+	if (mask & IBV_QP_PORT)
+		qp->attr.port_num = a->port_num;
+	/* PSNs are 24 bits: hardware ignores the rest, so do we */
+	if (mask & IBV_QP_RQ_PSN)
+		qp->attr.rq_psn = a->rq_psn & PSN_MASK;
+	if (mask & IBV_QP_SQ_PSN)
+		qp->attr.sq_psn = a->sq_psn & PSN_MASK;
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+		qp->attr.max_dest_rd_atomic = a->max_dest_rd_atomic;
+	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+		qp->attr.max_rd_atomic = a->max_rd_atomic;
+	if (mask & IBV_QP_MIN_RNR_TIMER)
+		qp->attr.min_rnr_timer = a->min_rnr_timer;
+	if (mask & IBV_QP_TIMEOUT)
+		qp->attr.timeout = a->timeout;
+	if (mask & IBV_QP_RETRY_CNT)
+		qp->attr.retry_cnt = a->retry_cnt;
+	if (mask & IBV_QP_RNR_RETRY)
+		qp->attr.rnr_retry = a->rnr_retry;
+}
+
+/* RESET empties the work queues: software starts again at index 0, as the
+ * engine does (emu_engine_qp_state). */
+static void reset_queues(struct emu_qp *qp)
+{
+	pthread_spin_lock(&qp->sq_lock);
+	pthread_spin_lock(&qp->rq_lock);
+	qp->sq_head = 0;
+	__atomic_store_n(&qp->sq_tail, 0, __ATOMIC_RELEASE);
+	qp->rq_head = 0;
+	__atomic_store_n(&qp->rq_tail, 0, __ATOMIC_RELEASE);
+	qp->bf_offset = 0;
+	memset(qp->dbrec, 0, 2 * sizeof(*qp->dbrec));
+	/* the engine reads the register as memory: an old index left there
+	 * would look like a doorbell for WQEs of the new life */
+	memset((uint8_t *)qp->uar + GNIC_MLX5_BF_OFFSET, 0, 2 * GNIC_MLX5_BF_SIZE);
+	memset(qp->buf, 0, qp->buf_size);
+	pthread_spin_unlock(&qp->rq_lock);
+	pthread_spin_unlock(&qp->sq_lock);
+	emu_cq_clean(qp->scq, qp->ibqp.qp_num);
+	if (qp->rcq != qp->scq)
+		emu_cq_clean(qp->rcq, qp->ibqp.qp_num);
+}
+
+/* After RESET a QP has no path: query shows defaults, caps stay. */
+static void reset_attr(struct emu_qp *qp)
+{
+	struct ibv_qp_cap cap = qp->attr.cap;
+
+	memset(&qp->attr, 0, sizeof(qp->attr));
+	qp->attr.cap = cap;
+	qp->attr.path_mig_state = IBV_MIG_MIGRATED;
+	memset(&qp->dgid, 0, sizeof(qp->dgid));
+	qp->dest_qpn = 0;
+}
+
+static void commit_state(struct emu_qp *qp, int old, int next)
+{
+	qp->attr.qp_state = next;
+	qp->attr.cur_qp_state = next;
+	qp->ibqp.state = next;
+	if (next == IBV_QPS_RESET)
+		reset_queues(qp);
+	atomic_store(&qp->state, next);
+	emu_engine_qp_state(qp, old);
+	if (next == IBV_QPS_RESET)
+		reset_attr(qp);
+}
+
+EMU_EXPORT int gemu_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
+{
+	struct emu_qp *qp;
+	int cur, next, err;
+
+	if (!ibqp || !attr || !gemu_is_emu_context(ibqp->context))
+		return EINVAL;
+	qp = to_eqp(ibqp);
+	emu_nic_lock();
+	cur = atomic_load(&qp->state); /* the engine may have moved it to ERR */
+	err = check_mask(cur, attr, attr_mask, &next);
+	if (!err)
+		err = check_values(attr, attr_mask);
+	if (!err) {
+		commit_attr(qp, attr, attr_mask);
+		commit_state(qp, cur, next);
+	}
+	emu_nic_unlock();
+	return err;
+}
+
+/* ---- query ----------------------------------------------------------------- */
+
+EMU_EXPORT int gemu_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
+                             struct ibv_qp_init_attr *init_attr)
+{
+	struct emu_qp *qp;
+	int state;
+
+	(void)attr_mask; /* like mlx5, every attribute is returned */
+	if (!ibqp || !attr || !init_attr || !gemu_is_emu_context(ibqp->context))
+		return EINVAL;
+	qp = to_eqp(ibqp);
+	emu_nic_lock();
+	state = atomic_load(&qp->state);
+	*attr = qp->attr;
+	emu_nic_unlock();
+	attr->qp_state = state;
+	attr->cur_qp_state = state;
+	memset(init_attr, 0, sizeof(*init_attr));
+	init_attr->qp_context = ibqp->qp_context;
+	init_attr->send_cq = ibqp->send_cq;
+	init_attr->recv_cq = ibqp->recv_cq;
+	init_attr->cap = attr->cap;
+	init_attr->qp_type = IBV_QPT_RC;
+	init_attr->sq_sig_all = qp->sq_sig_all;
+	return 0;
+}
+
+/* ---- destroy --------------------------------------------------------------- */
+
+static void remove_active(struct emu_qp *qp)
+{
+	for (uint32_t i = 0; i < emu_nic.nactive; i++) {
+		if (emu_nic.active[i] != qp)
+			continue;
+		emu_nic.active[i] = emu_nic.active[--emu_nic.nactive];
+		emu_nic.active[emu_nic.nactive] = NULL;
+		return;
+	}
+}
+
+EMU_EXPORT int gemu_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct emu_qp *qp;
+
+	if (!ibqp || !gemu_is_emu_context(ibqp->context))
+		return EINVAL;
+	qp = to_eqp(ibqp);
+	emu_nic_lock();
+	if (emu_qp_lookup(ibqp->qp_num) != qp) {
+		emu_nic_unlock();
+		return EINVAL;
+	}
+	emu_engine_qp_remove(qp);
+	remove_active(qp);
+	emu_nic.qps[ibqp->qp_num - EMU_QPN_BASE] = NULL;
+	/* its unpolled CQEs would name a QPN that a new QP may get */
+	emu_cq_clean(qp->scq, ibqp->qp_num);
+	if (qp->rcq != qp->scq)
+		emu_cq_clean(qp->rcq, ibqp->qp_num);
+	hold_refs(qp, -1);
+	emu_nic_unlock();
+	destroy_ibqp(qp);
+	free_queues(qp);
+	free(qp);
+	return 0;
+}

@@ -1,0 +1,749 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The requester: turns rung send WQEs into fabric requests and responses into
+ * requester CQEs.
+ *
+ * Every WQE taken from the SQ gets an entry in qp->ost (in SQ order). An entry
+ * is "done" when its answer arrived (or, for NOP and local errors, at once);
+ * retire() walks the done prefix and writes CQEs, so CQEs stay in posting
+ * order whatever order answers come in. Requests carry a sequence number
+ * (psn); the responder executes them strictly in psn order. After an RNR NAK
+ * or a timeout the requester goes back to the oldest unanswered WQE and sends
+ * everything again from there (go-back-N); the responder answers duplicates
+ * without executing them twice.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu.h"
+#include "fabric.h"
+
+#define BURST 64       /* WQEs per QP per engine pass: passes stay short */
+#define ACK_EVERY 32   /* ask for an ACK at least this often */
+#define MAX_WQE_BYTES (GNIC_MLX5_MAX_WQE_BB * GNIC_MLX5_SEND_WQE_BB)
+
+/* A WQE copied out of the SQ (it may wrap) with its control fields decoded. */
+struct wqe {
+	uint8_t bytes[MAX_WQE_BYTES];
+	uint16_t idx;
+	uint8_t opcode, opmod, fm_ce_se, nbb, ds;
+	uint32_t qpn, imm;
+};
+
+/* A WQE's local buffers: at most EMU_MAX_SGE + a little slack. */
+struct sgl {
+	struct gnic_mlx5_data_seg *seg[GNIC_MLX5_MAX_DS];
+	int n;
+	const uint8_t *inl; /* inline data, or NULL */
+	uint64_t len;	    /* total bytes */
+};
+
+static uint8_t *gather_buf;
+static size_t gather_cap;
+
+static uint32_t mask(const struct emu_qp *qp)
+{
+	return qp->sq_wqe_cnt - 1;
+}
+
+static struct emu_outstanding *ost_at(struct emu_qp *qp, uint32_t n)
+{
+	return &qp->ost[n & mask(qp)];
+}
+
+static bool ost_empty(const struct emu_qp *qp)
+{
+	return qp->ost_tail == qp->ost_head;
+}
+
+static uint64_t timeout_ns(const struct emu_qp *qp)
+{
+	if (qp->attr.timeout == 0)
+		return (uint64_t)emu_cfg.default_timeout_ms * 1000000;
+	return 4096ull << qp->attr.timeout; /* 4.096 us * 2^timeout */
+}
+
+/* IB's RNR timer encoding (min_rnr_timer), in microseconds. */
+static uint64_t rnr_delay_ns(uint8_t code)
+{
+	static const uint32_t us[32] = {
+		655360, 10,    20,    30,    40,    60,    80,    120,   160,   240,   320,
+		480,	640,   960,   1280,  1920,  2560,  3840,  5120,  7680,  10240, 15360,
+		20480,	30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520};
+	return (uint64_t)us[code & 31] * 1000;
+}
+
+/* ---- doorbells ------------------------------------------------------------ */
+
+/* Take candidate producer index x if it is ahead of ci by at most a full SQ:
+ * anything else is a stale register value from an earlier round. */
+static void consider(uint16_t ci, uint32_t cnt, uint16_t x, uint16_t *best)
+{
+	uint16_t dist = (uint16_t)(x - ci);
+
+	if (dist && dist <= cnt && dist > (uint16_t)(*best - ci))
+		*best = x;
+}
+
+/* Newest producer index rung through the doorbell record or either half of
+ * the register. A register value whose ds field is set is a copy of the last
+ * WQE's ctrl (rdma-core); ds = 0 means it holds the next producer index
+ * (GPU libraries' convention). */
+static uint16_t sq_doorbell(struct emu_qp *qp)
+{
+	uint16_t ci = qp->eng_sq_ci, best = ci;
+	uint32_t rec = gnic_be32(atomic_load_explicit(
+		(_Atomic uint32_t *)&qp->dbrec[GNIC_MLX5_SND_DBR], memory_order_acquire));
+
+	consider(ci, qp->sq_wqe_cnt, (uint16_t)rec, &best);
+	for (int half = 0; half < 2; half++) {
+		const _Atomic uint64_t *reg =
+			(const _Atomic uint64_t *)((uint8_t *)qp->bf_reg + half * GNIC_MLX5_BF_SIZE);
+		uint64_t v = atomic_load_explicit(reg, memory_order_acquire);
+		struct gnic_mlx5_ctrl_seg c;
+		uint32_t w0, ds;
+
+		memcpy(&c, &v, sizeof(v));
+		w0 = gnic_be32(c.opmod_idx_opcode);
+		ds = gnic_be32(c.qpn_ds) & 0x3f;
+		consider(ci, qp->sq_wqe_cnt,
+			 (uint16_t)((w0 >> 8) + (ds ? (ds * 16 + 63) / 64 : 0)), &best);
+	}
+	return best;
+}
+
+/* ---- WQE decoding ---------------------------------------------------------- */
+
+static uint8_t *sq_bb(struct emu_qp *qp, uint32_t idx)
+{
+	return qp->sq_buf + (size_t)(idx & mask(qp)) * GNIC_MLX5_SEND_WQE_BB;
+}
+
+static void decode_ctrl(struct wqe *w, const struct gnic_mlx5_ctrl_seg *c)
+{
+	uint32_t w0 = gnic_be32(c->opmod_idx_opcode), w1 = gnic_be32(c->qpn_ds);
+
+	w->opmod = w0 >> 24;
+	w->idx = (uint16_t)(w0 >> 8);
+	w->opcode = (uint8_t)w0;
+	w->qpn = w1 >> 8;
+	w->ds = w1 & 0x3f;
+	w->fm_ce_se = c->fm_ce_se;
+	w->imm = c->imm;
+	w->nbb = w->ds ? (w->ds * 16 + 63) / 64 : 1;
+}
+
+/* Copy the WQE at basic block idx out of the SQ. false: its ctrl is not a
+ * WQE this QP posted at idx (doorbell beyond written WQEs, or garbage). */
+static bool fetch_wqe(struct emu_qp *qp, uint16_t idx, struct wqe *w)
+{
+	memcpy(w->bytes, sq_bb(qp, idx), GNIC_MLX5_SEND_WQE_BB);
+	decode_ctrl(w, (const struct gnic_mlx5_ctrl_seg *)w->bytes);
+	if (w->idx != idx || w->qpn != qp->ibqp.qp_num || w->ds == 0 ||
+	    w->nbb > GNIC_MLX5_MAX_WQE_BB || w->nbb > qp->sq_wqe_cnt) {
+		emu_warn("QP 0x%x: bad WQE at index %u: ctrl says index %u, QPN 0x%x, ds %u "
+			 "(doorbell rung beyond the written WQEs, or a corrupt WQE)",
+			 qp->ibqp.qp_num, idx, w->idx, w->qpn, w->ds);
+		w->idx = idx;
+		w->nbb = 1;
+		return false;
+	}
+	for (unsigned i = 1; i < w->nbb; i++)
+		memcpy(w->bytes + i * GNIC_MLX5_SEND_WQE_BB, sq_bb(qp, idx + i),
+		       GNIC_MLX5_SEND_WQE_BB);
+	return true;
+}
+
+/* Parse the data/inline segments starting at byte off of the WQE. */
+static bool parse_sgl(struct wqe *w, unsigned off, struct sgl *s)
+{
+	unsigned end = w->ds * 16u;
+
+	s->n = 0;
+	s->inl = NULL;
+	s->len = 0;
+	while (off < end) {
+		uint32_t bc = gnic_be32(*(const gnic_be32_t *)(w->bytes + off));
+
+		if (bc & GNIC_MLX5_INLINE_SEG) {
+			uint32_t len = bc & ~GNIC_MLX5_INLINE_SEG;
+
+			if (s->inl || s->n || off + 4 + len > end)
+				return false;
+			s->inl = w->bytes + off + 4;
+			s->len = len;
+			off += (4 + len + 15) & ~15u;
+			continue;
+		}
+		if (s->inl)
+			return false;
+		s->seg[s->n++] = (struct gnic_mlx5_data_seg *)(w->bytes + off);
+		/* hardware reads byte_count 0 as 2 GiB */
+		s->len += bc ? bc : 0x80000000u;
+		off += 16;
+	}
+	return true;
+}
+
+static uint32_t seg_len(const struct gnic_mlx5_data_seg *d)
+{
+	uint32_t bc = gnic_be32(d->byte_count);
+
+	return bc ? bc : 0x80000000u;
+}
+
+/* Check every local buffer; need = IBV_ACCESS_LOCAL_WRITE when we write it. */
+static uint8_t check_sgl(struct emu_qp *qp, const struct sgl *s, int need)
+{
+	for (int i = 0; i < s->n; i++) {
+		struct emu_mr *mr;
+
+		if (emu_mr_check(qp->pd, gnic_be32(s->seg[i]->lkey), gnic_be64(s->seg[i]->addr),
+				 seg_len(s->seg[i]), need, &mr))
+			return GNIC_MLX5_SYND_LOCAL_PROT;
+	}
+	return s->len > EMU_MAX_MSG_SIZE ? GNIC_MLX5_SYND_LOCAL_LENGTH : GNIC_MLX5_SYND_OK;
+}
+
+/* The payload of a WRITE/SEND as one contiguous buffer: inline data, a single
+ * host buffer as is, or everything gathered into gather_buf. */
+static const void *gather(struct emu_qp *qp, const struct sgl *s)
+{
+	static const uint8_t empty[1];
+	uint64_t off = 0;
+
+	if (s->inl)
+		return s->inl;
+	if (s->n == 0)
+		return empty; /* zero-length message */
+	if (s->n == 1) {
+		struct emu_mr *mr = emu_mr_lookup(gnic_be32(s->seg[0]->lkey));
+		void *p = mr ? emu_mem_host_ptr(mr, gnic_be64(s->seg[0]->addr)) : NULL;
+
+		if (p)
+			return p;
+	}
+	if (s->len > gather_cap) {
+		uint8_t *nb = realloc(gather_buf, s->len);
+
+		if (!nb)
+			return NULL;
+		gather_buf = nb;
+		gather_cap = s->len;
+	}
+	for (int i = 0; i < s->n; i++) {
+		struct emu_mr *mr = emu_mr_lookup(gnic_be32(s->seg[i]->lkey));
+		uint32_t len = seg_len(s->seg[i]);
+
+		if (!mr || emu_mem_read(mr, gnic_be64(s->seg[i]->addr), gather_buf + off, len))
+			return NULL;
+		off += len;
+	}
+	(void)qp;
+	return gather_buf;
+}
+
+/* Write an answer (READ data, atomic old value) into the WQE's local buffers. */
+static uint8_t scatter(struct emu_qp *qp, const struct sgl *s, const uint8_t *data, uint64_t len)
+{
+	uint64_t off = 0;
+
+	for (int i = 0; i < s->n && off < len; i++) {
+		struct emu_mr *mr;
+		uint64_t n = seg_len(s->seg[i]);
+
+		if (n > len - off)
+			n = len - off;
+		if (emu_mr_check(qp->pd, gnic_be32(s->seg[i]->lkey), gnic_be64(s->seg[i]->addr),
+				 n, IBV_ACCESS_LOCAL_WRITE, &mr) ||
+		    emu_mem_write(mr, gnic_be64(s->seg[i]->addr), data + off, n))
+			return GNIC_MLX5_SYND_LOCAL_PROT;
+		off += n;
+	}
+	return GNIC_MLX5_SYND_OK;
+}
+
+/* ---- completions ---------------------------------------------------------- */
+
+static void record_error(struct emu_qp *qp, uint8_t synd, uint8_t opcode, uint16_t idx)
+{
+	qp->last_err.syndrome = synd;
+	qp->last_err.vendor_syndrome = 0;
+	qp->last_err.opcode = opcode;
+	qp->last_err.wqe_counter = idx;
+}
+
+static void req_cqe(struct emu_qp *qp, const struct emu_outstanding *e, uint8_t synd)
+{
+	struct emu_cqe_info ci = {
+		.opcode = synd ? GNIC_MLX5_CQE_REQ_ERR : GNIC_MLX5_CQE_REQ,
+		.wqe_opcode = e->opcode,
+		.syndrome = synd,
+		.wqe_counter = e->wqe_idx,
+		.qpn = qp->ibqp.qp_num,
+		.byte_cnt = e->byte_cnt,
+	};
+
+	if (!emu_cqe_write(qp->scq, &ci) && atomic_load(&qp->state) != IBV_QPS_ERR)
+		emu_qp_enter_error(qp, "send CQ overrun");
+}
+
+static void arm_timer(struct emu_qp *qp, uint64_t now)
+{
+	qp->timer_deadline_ns = ost_empty(qp) ? 0 : now + timeout_ns(qp);
+}
+
+/* Write CQEs for the done prefix of the outstanding ring, in SQ order. */
+static void retire(struct emu_qp *qp)
+{
+	bool progressed = false;
+
+	while (!ost_empty(qp)) {
+		struct emu_outstanding *e = ost_at(qp, qp->ost_tail);
+
+		if (!e->done)
+			break;
+		if (e->rd_atomic)
+			qp->rd_atomic_out--;
+		qp->ost_tail++;
+		progressed = true;
+		if (e->syndrome) {
+			record_error(qp, e->syndrome, e->opcode, e->wqe_idx);
+			req_cqe(qp, e, e->syndrome);
+			emu_qp_enter_error(qp, emu_syndrome_str(e->syndrome));
+			return;
+		}
+		if (e->fm_ce_se & GNIC_MLX5_CTRL_CQ_UPDATE)
+			req_cqe(qp, e, GNIC_MLX5_SYND_OK);
+	}
+	if (progressed) {
+		qp->retries_left = qp->attr.retry_cnt;
+		arm_timer(qp, emu_now_ns());
+	}
+}
+
+void emu_qp_enter_error(struct emu_qp *qp, const char *why)
+{
+	int old = atomic_exchange(&qp->state, IBV_QPS_ERR);
+
+	if (old != IBV_QPS_ERR)
+		emu_info("QP 0x%x enters ERR: %s", qp->ibqp.qp_num, why);
+}
+
+/* ---- issuing ---------------------------------------------------------------- */
+
+static struct emu_outstanding *ost_push(struct emu_qp *qp, const struct wqe *w, bool rd_atomic)
+{
+	struct emu_outstanding *e = ost_at(qp, qp->ost_head++);
+
+	memset(e, 0, sizeof(*e));
+	e->wqe_idx = w->idx;
+	e->wqe_bb = w->nbb;
+	e->opcode = w->opcode;
+	e->fm_ce_se = w->fm_ce_se;
+	e->rd_atomic = rd_atomic;
+	e->psn = qp->psn_next;
+	if (rd_atomic)
+		qp->rd_atomic_out++;
+	return e;
+}
+
+/* A WQE that fails before anything is sent: its error CQE waits its turn. */
+static int fail_local(struct emu_qp *qp, const struct wqe *w, uint8_t synd)
+{
+	struct emu_outstanding *e = ost_push(qp, w, false);
+
+	e->done = true;
+	e->syndrome = synd;
+	qp->eng_sq_ci = (uint16_t)(w->idx + w->nbb);
+	qp->sq_stalled = true;
+	retire(qp);
+	return -1;
+}
+
+static int msg_type(uint8_t opcode)
+{
+	switch (opcode) {
+	case GNIC_MLX5_OPCODE_RDMA_WRITE:
+		return EMU_MSG_WRITE;
+	case GNIC_MLX5_OPCODE_RDMA_WRITE_IMM:
+		return EMU_MSG_WRITE_IMM;
+	case GNIC_MLX5_OPCODE_SEND:
+		return EMU_MSG_SEND;
+	case GNIC_MLX5_OPCODE_SEND_IMM:
+		return EMU_MSG_SEND_IMM;
+	case GNIC_MLX5_OPCODE_RDMA_READ:
+		return EMU_MSG_READ;
+	case GNIC_MLX5_OPCODE_ATOMIC_CS:
+		return EMU_MSG_ATOMIC_CS;
+	case GNIC_MLX5_OPCODE_ATOMIC_FA:
+		return EMU_MSG_ATOMIC_FA;
+	default:
+		return 0;
+	}
+}
+
+static bool has_raddr(int type)
+{
+	return type == EMU_MSG_WRITE || type == EMU_MSG_WRITE_IMM || type == EMU_MSG_READ ||
+	       type == EMU_MSG_ATOMIC_CS || type == EMU_MSG_ATOMIC_FA;
+}
+
+static bool is_atomic(int type)
+{
+	return type == EMU_MSG_ATOMIC_CS || type == EMU_MSG_ATOMIC_FA;
+}
+
+/* Fence modes: may the WQE start now? */
+static bool fence_allows(const struct emu_qp *qp, uint8_t fm_ce_se)
+{
+	switch (fm_ce_se & GNIC_MLX5_CTRL_FM_MASK) {
+	case GNIC_MLX5_FM_NONE:
+		return true;
+	case GNIC_MLX5_FM_STRONG:
+		return ost_empty(qp);
+	default: /* small fence, fence, small+fence: wait for READ/ATOMIC */
+		return qp->rd_atomic_out == 0;
+	}
+}
+
+static uint32_t max_rd_atomic(const struct emu_qp *qp)
+{
+	return qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
+}
+
+/* Build and send the request for WQE w. 1 sent, 0 stalled, -1 QP failed. */
+static int issue(struct emu_qp *qp, struct wqe *w, bool last_in_burst)
+{
+	int type = msg_type(w->opcode);
+	unsigned off = sizeof(struct gnic_mlx5_ctrl_seg);
+	struct emu_msg m = {.type = (uint8_t)type, .dst_qpn = qp->dest_qpn,
+			    .src_qpn = qp->ibqp.qp_num, .imm = w->imm};
+	struct emu_outstanding *e;
+	const void *payload = NULL;
+	struct sgl s;
+	uint8_t synd;
+	int ret;
+
+	if (!type || w->opmod)
+		return fail_local(qp, w, GNIC_MLX5_SYND_LOCAL_QP_OP);
+	if (has_raddr(type)) {
+		const struct gnic_mlx5_raddr_seg *r = (const void *)(w->bytes + off);
+
+		m.raddr = gnic_be64(r->raddr);
+		m.rkey = gnic_be32(r->rkey);
+		off += sizeof(*r);
+	}
+	if (is_atomic(type)) {
+		const struct gnic_mlx5_atomic_seg *a = (const void *)(w->bytes + off);
+
+		m.operand[0] = gnic_be64(a->swap_add);
+		m.operand[1] = gnic_be64(a->compare);
+		off += sizeof(*a);
+	}
+	if (off > w->ds * 16u || !parse_sgl(w, off, &s))
+		return fail_local(qp, w, GNIC_MLX5_SYND_LOCAL_QP_OP);
+	if (type == EMU_MSG_READ || is_atomic(type)) {
+		if (s.inl)
+			return fail_local(qp, w, GNIC_MLX5_SYND_LOCAL_QP_OP);
+		if (is_atomic(type) && s.len != 8)
+			return fail_local(qp, w, GNIC_MLX5_SYND_LOCAL_LENGTH);
+		synd = check_sgl(qp, &s, IBV_ACCESS_LOCAL_WRITE);
+		if (synd)
+			return fail_local(qp, w, synd);
+		if (qp->rd_atomic_out >= max_rd_atomic(qp))
+			return 0;
+		m.operand[0] = type == EMU_MSG_READ ? s.len : m.operand[0];
+	} else {
+		synd = check_sgl(qp, &s, 0);
+		if (synd)
+			return fail_local(qp, w, synd);
+		payload = gather(qp, &s);
+		if (!payload)
+			return fail_local(qp, w, GNIC_MLX5_SYND_LOCAL_PROT);
+		m.len = (uint32_t)s.len;
+	}
+	if (w->fm_ce_se & GNIC_MLX5_CTRL_SOLICITED)
+		m.flags |= EMU_MSG_F_SOLICITED;
+	if ((w->fm_ce_se & GNIC_MLX5_CTRL_CQ_UPDATE) || last_in_burst ||
+	    qp->psn_next % ACK_EVERY == 0)
+		m.flags |= EMU_MSG_F_ACKREQ;
+	m.psn = qp->psn_next;
+
+	/* Commit before sending: an in-process peer answers inside the call. */
+	e = ost_push(qp, w, type == EMU_MSG_READ || is_atomic(type));
+	e->byte_cnt = (uint32_t)s.len;
+	qp->psn_next++;
+	qp->eng_sq_ci = (uint16_t)(w->idx + w->nbb);
+	if (!qp->timer_deadline_ns)
+		arm_timer(qp, emu_now_ns());
+	ret = emu_fabric_send(qp, &m, payload);
+	if (ret == -EAGAIN) { /* output full: take it back, retry later */
+		qp->ost_head--;
+		qp->psn_next--;
+		qp->eng_sq_ci = w->idx;
+		if (e->rd_atomic)
+			qp->rd_atomic_out--;
+		if (ost_empty(qp))
+			qp->timer_deadline_ns = 0;
+		return 0;
+	}
+	/* -ENOTCONN: the request is lost on the wire; the timer resends it */
+	return 1;
+}
+
+static int issue_nop(struct emu_qp *qp, const struct wqe *w)
+{
+	struct emu_outstanding *e = ost_push(qp, w, false);
+
+	e->done = true;
+	qp->eng_sq_ci = (uint16_t)(w->idx + w->nbb);
+	retire(qp);
+	return 1;
+}
+
+/* Go back to the oldest unanswered WQE and send everything from there again. */
+static void rewind_to_tail(struct emu_qp *qp)
+{
+	struct emu_outstanding *e = ost_at(qp, qp->ost_tail);
+
+	qp->eng_sq_ci = e->wqe_idx;
+	qp->psn_next = e->psn;
+	qp->ost_head = qp->ost_tail;
+	qp->rd_atomic_out = 0;
+	qp->sq_stalled = false;
+	qp->timer_deadline_ns = 0;
+}
+
+static int check_timer(struct emu_qp *qp, uint64_t now)
+{
+	struct emu_outstanding *e;
+
+	if (ost_empty(qp) || !qp->timer_deadline_ns || now < qp->timer_deadline_ns)
+		return 0;
+	e = ost_at(qp, qp->ost_tail);
+	if (e->done)
+		return 0;
+	if (qp->retries_left == 0) {
+		emu_info("QP 0x%x: no answer from QP 0x%x after %d retries (timeout %llu us)",
+			 qp->ibqp.qp_num, qp->dest_qpn, qp->attr.retry_cnt,
+			 (unsigned long long)(timeout_ns(qp) / 1000));
+		e->done = true;
+		e->syndrome = GNIC_MLX5_SYND_TRANSPORT_RETRY_EXC;
+		retire(qp);
+		return 1;
+	}
+	qp->retries_left--;
+	emu_dbg("QP 0x%x: timeout, resending from psn %u", qp->ibqp.qp_num, e->psn);
+	rewind_to_tail(qp);
+	return 1;
+}
+
+/* ---- flushing (QP in ERR) -------------------------------------------------- */
+
+static bool flush_one(struct emu_qp *qp, uint16_t idx, uint8_t opcode)
+{
+	struct emu_cqe_info ci = {
+		.opcode = GNIC_MLX5_CQE_REQ_ERR,
+		.wqe_opcode = opcode,
+		.syndrome = GNIC_MLX5_SYND_WR_FLUSH,
+		.wqe_counter = idx,
+		.qpn = qp->ibqp.qp_num,
+	};
+
+	return emu_cqe_write(qp->scq, &ci);
+}
+
+/* Every WQE not completed yet gets a WR_FLUSH error CQE, signaled or not. */
+static int flush_sq(struct emu_qp *qp)
+{
+	int work = 0;
+	uint16_t pi;
+
+	while (!ost_empty(qp) && work < BURST) {
+		struct emu_outstanding *e = ost_at(qp, qp->ost_tail);
+
+		if (!flush_one(qp, e->wqe_idx, e->opcode))
+			return work;
+		qp->ost_tail++;
+		work++;
+	}
+	qp->rd_atomic_out = 0;
+	pi = sq_doorbell(qp);
+	while (qp->eng_sq_ci != pi && work < BURST) {
+		struct wqe w;
+
+		fetch_wqe(qp, qp->eng_sq_ci, &w);
+		if ((uint16_t)(pi - qp->eng_sq_ci) < w.nbb)
+			w.nbb = 1;
+		if (!flush_one(qp, qp->eng_sq_ci, w.opcode))
+			return work;
+		qp->eng_sq_ci = (uint16_t)(qp->eng_sq_ci + w.nbb);
+		work++;
+	}
+	return work;
+}
+
+/* ---- entry points ------------------------------------------------------------ */
+
+int emu_requester_progress(struct emu_qp *qp, uint64_t now)
+{
+	int work = 0;
+	uint16_t pi;
+
+	if (atomic_load(&qp->state) == IBV_QPS_ERR)
+		return flush_sq(qp);
+	work += check_timer(qp, now);
+	if (now < qp->rnr_resume_ns || qp->sq_stalled)
+		return work;
+	pi = sq_doorbell(qp);
+	for (int n = 0; n < BURST && qp->eng_sq_ci != pi; n++) {
+		struct wqe w;
+		int ret;
+
+		if (atomic_load(&qp->state) != IBV_QPS_RTS || now < qp->rnr_resume_ns)
+			break;
+		if (!fetch_wqe(qp, qp->eng_sq_ci, &w)) {
+			fail_local(qp, &w, GNIC_MLX5_SYND_LOCAL_QP_OP);
+			return work + 1;
+		}
+		if (!fence_allows(qp, w.fm_ce_se))
+			break;
+		if (w.opcode == GNIC_MLX5_OPCODE_NOP)
+			ret = issue_nop(qp, &w);
+		else
+			ret = issue(qp, &w, (uint16_t)(w.idx + w.nbb) == pi || n == BURST - 1);
+		if (ret <= 0)
+			return work + (ret < 0);
+		work++;
+	}
+	return work;
+}
+
+void emu_requester_reset(struct emu_qp *qp)
+{
+	qp->eng_sq_ci = 0;
+	qp->ost_head = qp->ost_tail = 0;
+	qp->rd_atomic_out = 0;
+	qp->timer_deadline_ns = 0;
+	qp->rnr_resume_ns = 0;
+	qp->sq_stalled = false;
+	qp->psn_next = 0;
+	memset(&qp->last_err, 0, sizeof(qp->last_err));
+}
+
+/* Find the unanswered entry with this psn, or NULL for a stale answer. */
+static struct emu_outstanding *find_psn(struct emu_qp *qp, uint32_t psn)
+{
+	for (uint32_t n = qp->ost_tail; n != qp->ost_head; n++) {
+		struct emu_outstanding *e = ost_at(qp, n);
+
+		if (e->psn == psn && !e->done && (e->opcode != GNIC_MLX5_OPCODE_NOP))
+			return e;
+		if ((int32_t)(e->psn - psn) > 0)
+			break;
+	}
+	return NULL;
+}
+
+/* An answer for psn implies every earlier request succeeded (in-order). */
+static void ack_through(struct emu_qp *qp, uint32_t psn, bool inclusive)
+{
+	for (uint32_t n = qp->ost_tail; n != qp->ost_head; n++) {
+		struct emu_outstanding *e = ost_at(qp, n);
+		int32_t d = (int32_t)(e->psn - psn);
+
+		if (e->done)
+			continue;
+		if (d > 0 || (d == 0 && !inclusive))
+			break;
+		if (e->opcode == GNIC_MLX5_OPCODE_RDMA_READ || e->rd_atomic)
+			break; /* a READ/ATOMIC is only done by its own answer */
+		e->done = true;
+	}
+}
+
+static void reparse_sgl(struct emu_qp *qp, const struct emu_outstanding *e, struct wqe *w,
+			struct sgl *s)
+{
+	unsigned off = sizeof(struct gnic_mlx5_ctrl_seg) + sizeof(struct gnic_mlx5_raddr_seg);
+
+	fetch_wqe(qp, e->wqe_idx, w);
+	if (e->opcode == GNIC_MLX5_OPCODE_ATOMIC_CS || e->opcode == GNIC_MLX5_OPCODE_ATOMIC_FA)
+		off += sizeof(struct gnic_mlx5_atomic_seg);
+	if (!parse_sgl(w, off, s))
+		s->n = 0;
+}
+
+static void on_data(struct emu_qp *qp, struct emu_outstanding *e, const struct emu_msg *m,
+		    const void *payload)
+{
+	uint64_t want = e->rd_atomic && e->opcode == GNIC_MLX5_OPCODE_RDMA_READ ? e->byte_cnt : 8;
+	struct wqe w;
+	struct sgl s;
+
+	if (m->type == EMU_MSG_READ_RESP ? e->opcode != GNIC_MLX5_OPCODE_RDMA_READ
+					 : e->opcode == GNIC_MLX5_OPCODE_RDMA_READ) {
+		e->syndrome = GNIC_MLX5_SYND_BAD_RESP;
+	} else if (m->type == EMU_MSG_READ_RESP && m->len != want) {
+		e->syndrome = GNIC_MLX5_SYND_BAD_RESP;
+	} else {
+		reparse_sgl(qp, e, &w, &s);
+		e->syndrome = m->type == EMU_MSG_READ_RESP
+				      ? scatter(qp, &s, payload, m->len)
+				      : scatter(qp, &s, (const uint8_t *)&m->operand[0], 8);
+	}
+	e->done = true;
+}
+
+static void on_rnr(struct emu_qp *qp, struct emu_outstanding *e, const struct emu_msg *m)
+{
+	if (qp->rnr_retries_left == 0) {
+		e->done = true;
+		e->syndrome = GNIC_MLX5_SYND_RNR_RETRY_EXC;
+		return;
+	}
+	if (qp->rnr_retries_left != 7) /* 7 means retry forever */
+		qp->rnr_retries_left--;
+	qp->rnr_resume_ns = emu_now_ns() + rnr_delay_ns(m->rnr_timer);
+	rewind_to_tail(qp);
+}
+
+void emu_requester_on_response(struct emu_qp *qp, const struct emu_msg *m, const void *payload)
+{
+	struct emu_outstanding *e;
+
+	if (atomic_load(&qp->state) != IBV_QPS_RTS)
+		return; /* in ERR everything left is flushed; answers are moot */
+	if (m->type == EMU_MSG_ACK) {
+		ack_through(qp, m->psn, true);
+		retire(qp);
+		return;
+	}
+	e = find_psn(qp, m->psn);
+	if (!e) {
+		emu_dbg("QP 0x%x: stale answer type %u psn %u", qp->ibqp.qp_num, m->type, m->psn);
+		return;
+	}
+	ack_through(qp, m->psn, false);
+	retire(qp); /* earlier WQEs complete before this one's outcome */
+	if (atomic_load(&qp->state) != IBV_QPS_RTS || ost_at(qp, qp->ost_tail) != e)
+		return;
+	switch (m->type) {
+	case EMU_MSG_NAK:
+		e->done = true;
+		e->syndrome = m->syndrome ? m->syndrome : GNIC_MLX5_SYND_BAD_RESP;
+		break;
+	case EMU_MSG_RNR_NAK:
+		on_rnr(qp, e, m);
+		break;
+	case EMU_MSG_READ_RESP:
+	case EMU_MSG_ATOMIC_RESP:
+		on_data(qp, e, m, payload);
+		break;
+	default:
+		return;
+	}
+	retire(qp);
+}

@@ -1,0 +1,400 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The responder: executes requests against local memory and the RQ, in psn
+ * order, and answers them.
+ *
+ * Checks happen before anything is written: a request that fails its key,
+ * bounds or access check leaves target memory untouched. As on InfiniBand, an
+ * access or length violation NAKs the requester and moves this QP to ERR (with
+ * an affiliated async event); a missing receive only NAKs with RNR.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu.h"
+#include "fabric.h"
+
+#define RQ_FLUSH_BURST 64
+
+static uint8_t *stage_buf;
+static size_t stage_cap;
+
+/* ---- receive queue ------------------------------------------------------- */
+
+static uint16_t rq_head(struct emu_qp *qp)
+{
+	return (uint16_t)gnic_be32(atomic_load_explicit(
+		(_Atomic uint32_t *)&qp->dbrec[GNIC_MLX5_RCV_DBR], memory_order_acquire));
+}
+
+static bool rq_available(struct emu_qp *qp)
+{
+	uint16_t n = (uint16_t)(rq_head(qp) - qp->eng_rq_ci);
+
+	if (n > qp->rq_wqe_cnt) {
+		emu_warn("QP 0x%x: RQ doorbell record %u is %u ahead of the %u-entry RQ",
+			 qp->ibqp.qp_num, rq_head(qp), n, qp->rq_wqe_cnt);
+		return false;
+	}
+	return n > 0;
+}
+
+static struct gnic_mlx5_data_seg *rq_wqe(struct emu_qp *qp, uint16_t idx)
+{
+	return (struct gnic_mlx5_data_seg *)(qp->rq_buf +
+					      (size_t)(idx & (qp->rq_wqe_cnt - 1)) * qp->rq_stride);
+}
+
+static uint32_t seg_len(const struct gnic_mlx5_data_seg *d)
+{
+	uint32_t bc = gnic_be32(d->byte_count);
+
+	return bc ? bc : 0x80000000u; /* hardware reads 0 as 2 GiB */
+}
+
+/* Scatter a SEND's payload into the RQ WQE at eng_rq_ci. */
+static uint8_t scatter_recv(struct emu_qp *qp, const uint8_t *data, uint64_t len)
+{
+	struct gnic_mlx5_data_seg *seg = rq_wqe(qp, qp->eng_rq_ci);
+	unsigned nseg = qp->rq_stride / sizeof(*seg);
+	uint64_t room = 0, off = 0;
+
+	for (unsigned i = 0; i < nseg && gnic_be32(seg[i].lkey) != GNIC_MLX5_INVALID_LKEY; i++)
+		room += seg_len(&seg[i]);
+	if (len > room)
+		return GNIC_MLX5_SYND_LOCAL_LENGTH;
+	for (unsigned i = 0; i < nseg && off < len; i++) {
+		uint64_t n = seg_len(&seg[i]);
+		struct emu_mr *mr;
+
+		if (n > len - off)
+			n = len - off;
+		if (emu_mr_check(qp->pd, gnic_be32(seg[i].lkey), gnic_be64(seg[i].addr), n,
+				 IBV_ACCESS_LOCAL_WRITE, &mr) ||
+		    emu_mem_write(mr, gnic_be64(seg[i].addr), data + off, n))
+			return GNIC_MLX5_SYND_LOCAL_PROT;
+		off += n;
+	}
+	return GNIC_MLX5_SYND_OK;
+}
+
+static void resp_cqe(struct emu_qp *qp, uint8_t opcode, uint8_t synd, const struct emu_msg *m)
+{
+	struct emu_cqe_info ci = {
+		.opcode = synd ? GNIC_MLX5_CQE_RESP_ERR : opcode,
+		.syndrome = synd,
+		.wqe_counter = qp->eng_rq_ci,
+		.qpn = qp->ibqp.qp_num,
+		.byte_cnt = m ? m->len : 0,
+		.imm = m ? m->imm : 0,
+		.solicited = m && (m->flags & EMU_MSG_F_SOLICITED),
+	};
+
+	qp->eng_rq_ci++;
+	if (!emu_cqe_write(qp->rcq, &ci) && atomic_load(&qp->state) != IBV_QPS_ERR)
+		emu_qp_enter_error(qp, "receive CQ overrun");
+}
+
+/* ---- answers ------------------------------------------------------------- */
+
+static void answer(struct emu_reply_path *to, struct emu_qp *qp, const struct emu_msg *req,
+		   uint8_t type, uint8_t synd, uint64_t operand, const void *payload, uint32_t len)
+{
+	struct emu_msg m = {
+		.type = type,
+		.syndrome = synd,
+		.rnr_timer = qp->attr.min_rnr_timer,
+		.len = len,
+		.dst_qpn = req->src_qpn,
+		.src_qpn = qp->ibqp.qp_num,
+		.psn = req->psn,
+		.operand = {operand, 0},
+	};
+
+	emu_fabric_reply(to, &m, payload);
+}
+
+static void ack(struct emu_reply_path *to, struct emu_qp *qp, const struct emu_msg *req,
+		uint32_t psn)
+{
+	struct emu_msg m = *req;
+
+	m.psn = psn;
+	answer(to, qp, &m, EMU_MSG_ACK, 0, 0, NULL, 0);
+}
+
+/* A violation: NAK the requester, then this QP goes to ERR as IB requires. */
+static void fail(struct emu_reply_path *to, struct emu_qp *qp, const struct emu_msg *m,
+		 uint8_t nak_synd, enum ibv_event_type ev_type)
+{
+	struct ibv_async_event ev = {.element.qp = &qp->ibqp, .event_type = ev_type};
+
+	answer(to, qp, m, EMU_MSG_NAK, nak_synd, 0, NULL, 0);
+	qp->last_err.syndrome = nak_synd;
+	emu_qp_enter_error(qp, emu_syndrome_str(nak_synd));
+	emu_async_event(qp->ctx, &ev);
+}
+
+/* ---- execution ------------------------------------------------------------ */
+
+static int need_access(int type)
+{
+	switch (type) {
+	case EMU_MSG_READ:
+		return IBV_ACCESS_REMOTE_READ;
+	case EMU_MSG_ATOMIC_CS:
+	case EMU_MSG_ATOMIC_FA:
+		return IBV_ACCESS_REMOTE_ATOMIC;
+	default:
+		return IBV_ACCESS_REMOTE_WRITE;
+	}
+}
+
+/* The key, bounds, PD and access checks of a remote access. */
+static struct emu_mr *target(struct emu_qp *qp, const struct emu_msg *m, uint64_t len)
+{
+	int access = need_access(m->type);
+	struct emu_mr *mr;
+
+	if (!(qp->attr.qp_access_flags & access))
+		return NULL;
+	if (emu_mr_check(qp->pd, m->rkey, m->raddr, len, access, &mr))
+		return NULL;
+	return mr;
+}
+
+static uint8_t do_write(struct emu_qp *qp, const struct emu_msg *m, const void *payload)
+{
+	struct emu_mr *mr;
+
+	if (m->len == 0)
+		return GNIC_MLX5_SYND_OK; /* zero-length writes check no key */
+	mr = target(qp, m, m->len);
+	if (!mr || emu_mem_write(mr, m->raddr, payload, m->len))
+		return GNIC_MLX5_SYND_REMOTE_ACCESS;
+	return GNIC_MLX5_SYND_OK;
+}
+
+static void do_read(struct emu_reply_path *to, struct emu_qp *qp, const struct emu_msg *m)
+{
+	uint64_t len = m->operand[0];
+	const void *data = NULL;
+	struct emu_mr *mr = NULL;
+
+	if (len > EMU_MAX_MSG_SIZE) {
+		fail(to, qp, m, GNIC_MLX5_SYND_REMOTE_INVAL_REQ, IBV_EVENT_QP_REQ_ERR);
+		return;
+	}
+	if (len) {
+		mr = target(qp, m, len);
+		if (!mr) {
+			fail(to, qp, m, GNIC_MLX5_SYND_REMOTE_ACCESS, IBV_EVENT_QP_ACCESS_ERR);
+			return;
+		}
+		data = emu_mem_host_ptr(mr, m->raddr);
+	}
+	if (len && !data) { /* device memory: stage it */
+		if (len > stage_cap) {
+			uint8_t *nb = realloc(stage_buf, len);
+
+			if (!nb) {
+				fail(to, qp, m, GNIC_MLX5_SYND_REMOTE_OP, IBV_EVENT_QP_FATAL);
+				return;
+			}
+			stage_buf = nb;
+			stage_cap = len;
+		}
+		if (emu_mem_read(mr, m->raddr, stage_buf, len)) {
+			fail(to, qp, m, GNIC_MLX5_SYND_REMOTE_OP, IBV_EVENT_QP_FATAL);
+			return;
+		}
+		data = stage_buf;
+	}
+	answer(to, qp, m, EMU_MSG_READ_RESP, 0, 0, data, (uint32_t)len);
+}
+
+/* Atomics are atomic against other atomics of this NIC (one engine thread),
+ * like hardware's, and use host byte order in memory. */
+static bool atomic_op(struct emu_mr *mr, const struct emu_msg *m, uint64_t *old)
+{
+	uint64_t *p = emu_mem_host_ptr(mr, m->raddr);
+	uint64_t v;
+
+	if (p) {
+		if (m->type == EMU_MSG_ATOMIC_FA) {
+			*old = __atomic_fetch_add(p, m->operand[0], __ATOMIC_SEQ_CST);
+		} else {
+			*old = m->operand[1];
+			__atomic_compare_exchange_n(p, old, m->operand[0], false, __ATOMIC_SEQ_CST,
+						    __ATOMIC_SEQ_CST);
+		}
+		return true;
+	}
+	if (emu_mem_read(mr, m->raddr, &v, 8))
+		return false;
+	*old = v;
+	if (m->type == EMU_MSG_ATOMIC_FA)
+		v += m->operand[0];
+	else if (v == m->operand[1])
+		v = m->operand[0];
+	return emu_mem_write(mr, m->raddr, &v, 8) == 0;
+}
+
+static void do_atomic(struct emu_reply_path *to, struct emu_qp *qp, const struct emu_msg *m)
+{
+	struct emu_atomic_result *slot = &qp->atomic_cache[m->psn % EMU_MAX_RD_ATOMIC];
+	struct emu_mr *mr;
+	uint64_t old;
+
+	if (m->raddr % 8) {
+		fail(to, qp, m, GNIC_MLX5_SYND_REMOTE_INVAL_REQ, IBV_EVENT_QP_REQ_ERR);
+		return;
+	}
+	mr = target(qp, m, 8);
+	if (!mr || !atomic_op(mr, m, &old)) {
+		fail(to, qp, m, GNIC_MLX5_SYND_REMOTE_ACCESS, IBV_EVENT_QP_ACCESS_ERR);
+		return;
+	}
+	slot->psn = m->psn;
+	slot->old = old;
+	answer(to, qp, m, EMU_MSG_ATOMIC_RESP, 0, old, NULL, 0);
+}
+
+/* SEND, SEND_IMM, WRITE_IMM: consume a receive. false: failed (answered). */
+static bool do_recv(struct emu_reply_path *to, struct emu_qp *qp, const struct emu_msg *m,
+		    const void *payload)
+{
+	uint8_t synd, opcode;
+
+	if (m->type == EMU_MSG_WRITE_IMM) {
+		synd = do_write(qp, m, payload);
+		if (synd) {
+			fail(to, qp, m, synd, IBV_EVENT_QP_ACCESS_ERR);
+			return false;
+		}
+		resp_cqe(qp, GNIC_MLX5_CQE_RESP_WR_IMM, 0, m);
+		return true;
+	}
+	synd = scatter_recv(qp, payload, m->len);
+	if (synd) {
+		resp_cqe(qp, 0, synd, m);
+		fail(to, qp, m,
+		     synd == GNIC_MLX5_SYND_LOCAL_LENGTH ? GNIC_MLX5_SYND_REMOTE_INVAL_REQ
+							 : GNIC_MLX5_SYND_REMOTE_OP,
+		     IBV_EVENT_QP_REQ_ERR);
+		return false;
+	}
+	opcode = m->type == EMU_MSG_SEND_IMM ? GNIC_MLX5_CQE_RESP_SEND_IMM : GNIC_MLX5_CQE_RESP_SEND;
+	resp_cqe(qp, opcode, 0, m);
+	return true;
+}
+
+static void execute(struct emu_reply_path *to, struct emu_qp *qp, const struct emu_msg *m,
+		    const void *payload)
+{
+	uint8_t synd;
+
+	switch (m->type) {
+	case EMU_MSG_WRITE:
+		synd = do_write(qp, m, payload);
+		if (synd) {
+			fail(to, qp, m, synd, IBV_EVENT_QP_ACCESS_ERR);
+			return;
+		}
+		break;
+	case EMU_MSG_WRITE_IMM:
+	case EMU_MSG_SEND:
+	case EMU_MSG_SEND_IMM:
+		if (!rq_available(qp)) {
+			answer(to, qp, m, EMU_MSG_RNR_NAK, 0, 0, NULL, 0);
+			return; /* psn_expected stays: later requests are dropped */
+		}
+		if (!do_recv(to, qp, m, payload))
+			return;
+		break;
+	case EMU_MSG_READ:
+		do_read(to, qp, m);
+		break;
+	case EMU_MSG_ATOMIC_CS:
+	case EMU_MSG_ATOMIC_FA:
+		do_atomic(to, qp, m);
+		break;
+	default:
+		emu_warn("QP 0x%x: unknown request type %u dropped", qp->ibqp.qp_num, m->type);
+		return;
+	}
+	if (atomic_load(&qp->state) == IBV_QPS_ERR)
+		return;
+	qp->psn_expected++;
+	if ((m->flags & EMU_MSG_F_ACKREQ) && m->type != EMU_MSG_READ &&
+	    m->type != EMU_MSG_ATOMIC_CS && m->type != EMU_MSG_ATOMIC_FA)
+		ack(to, qp, m, m->psn);
+}
+
+/* A request we already executed (its answer was lost or is late). */
+static void duplicate(struct emu_reply_path *to, struct emu_qp *qp, const struct emu_msg *m)
+{
+	const struct emu_atomic_result *slot = &qp->atomic_cache[m->psn % EMU_MAX_RD_ATOMIC];
+
+	switch (m->type) {
+	case EMU_MSG_READ:
+		do_read(to, qp, m); /* reads are safe to repeat */
+		break;
+	case EMU_MSG_ATOMIC_CS:
+	case EMU_MSG_ATOMIC_FA:
+		if (slot->psn == m->psn) /* never execute an atomic twice */
+			answer(to, qp, m, EMU_MSG_ATOMIC_RESP, 0, slot->old, NULL, 0);
+		break;
+	default:
+		ack(to, qp, m, qp->psn_expected - 1);
+		break;
+	}
+}
+
+void emu_responder_on_request(struct emu_reply_path *from, const struct emu_msg *m,
+			      const void *payload)
+{
+	struct emu_qp *qp = emu_qp_lookup(m->dst_qpn);
+	int state = qp ? atomic_load(&qp->state) : IBV_QPS_RESET;
+	int32_t d;
+
+	/* Like a wire: requests for a QP that is not ready are dropped. */
+	if (state != IBV_QPS_RTR && state != IBV_QPS_RTS) {
+		emu_dbg("request for QP 0x%x (state %d) dropped", m->dst_qpn, state);
+		return;
+	}
+	if (m->src_qpn != qp->dest_qpn || memcmp(from->peer_gid, &qp->dgid, sizeof(qp->dgid))) {
+		emu_warn("QP 0x%x: request from QP 0x%x of another peer dropped (connected to "
+			 "QP 0x%x)",
+			 qp->ibqp.qp_num, m->src_qpn, qp->dest_qpn);
+		return;
+	}
+	d = (int32_t)(m->psn - qp->psn_expected);
+	if (d > 0)
+		return; /* out of sequence (after an RNR NAK): the requester resends */
+	if (d < 0)
+		duplicate(from, qp, m);
+	else
+		execute(from, qp, m, payload);
+}
+
+int emu_responder_progress(struct emu_qp *qp)
+{
+	int work = 0;
+
+	if (!qp->rq_wqe_cnt)
+		return 0;
+	while (work < RQ_FLUSH_BURST && rq_available(qp)) {
+		resp_cqe(qp, 0, GNIC_MLX5_SYND_WR_FLUSH, NULL);
+		work++;
+	}
+	return work;
+}
+
+void emu_responder_reset(struct emu_qp *qp)
+{
+	qp->eng_rq_ci = 0;
+	qp->psn_expected = 0;
+	memset(qp->atomic_cache, 0xff, sizeof(qp->atomic_cache));
+}

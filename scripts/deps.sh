@@ -1,0 +1,15 @@
+#!/bin/sh
+# Installs what gnic needs to build, only if something is missing.
+set -eu
+pkgs="cmake gcc make libibverbs-dev ibverbs-utils"
+missing=""
+for p in $pkgs; do
+	dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "deps.sh: installing:$missing"
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+$sudo apt-get update
+# shellcheck disable=SC2086 # one word per package
+$sudo apt-get install -y $missing

@@ -1,0 +1,137 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# Debian's unmodified ibv_rc_pingpong, server and client, over gnic-emu.
+#
+#   scripts/test-pingpong.sh <build dir>
+#
+# Runs several sizes / iteration counts (one with CQ events, some with buffer
+# validation), each under `timeout`, on its own TCP port. Both sides must
+# exit 0 and print the bandwidth line. Exit 0 pass, 1 fail, 77 skip (no
+# ibv_rc_pingpong installed).
+set -u
+
+PINGPONG=${PINGPONG:-/usr/bin/ibv_rc_pingpong}
+RUN_TIMEOUT=${RUN_TIMEOUT:-60}
+build=${1:-build}
+
+if [ ! -x "$PINGPONG" ]; then
+	echo "SKIP: $PINGPONG is not installed (apt-get install ibverbs-utils)"
+	exit 77
+fi
+libdir=$(cd "$build/emu" 2>/dev/null && pwd) || {
+	echo "FAIL: no $build/emu (build gnic-emu first)"
+	exit 1
+}
+if [ ! -e "$libdir/libibverbs.so.1" ]; then
+	echo "FAIL: $libdir/libibverbs.so.1 is missing"
+	exit 1
+fi
+export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+tmp=$(mktemp -d)
+server_pid=
+cleanup() {
+	# Only the server this script started, by its pid.
+	if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
+		kill "$server_pid" 2>/dev/null
+		wait "$server_pid" 2>/dev/null
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# A port range of our own per invocation, so parallel runs do not collide.
+port=$((20000 + ($$ % 2000) * 16))
+bandwidth_re='[0-9]+ bytes in [0-9.]+ seconds = [0-9.]+ Mbit/sec'
+iters_re='[0-9]+ iters in [0-9.]+ seconds = [0-9.]+ usec/iter'
+
+show() {
+	echo "---- $1 ----"
+	cat "$2"
+}
+
+# One server + client pair on a fresh port. Returns 0 pass, 1 fail, 2 when
+# the port was taken (the caller retries on another).
+run_once() {
+	local p=$1
+	shift
+	local common=(-d gnic_emu0 -g 0 -p "$p" "$@")
+
+	timeout "$RUN_TIMEOUT" "$PINGPONG" "${common[@]}" >"$tmp/server" 2>&1 &
+	server_pid=$!
+	# The server listens only after setting up its QP: retry the client while
+	# its connection is refused and the server is still alive.
+	local client_rc try
+	for try in $(seq 1 200); do
+		timeout "$RUN_TIMEOUT" "$PINGPONG" "${common[@]}" localhost >"$tmp/client" 2>&1
+		client_rc=$?
+		if [ $client_rc -ne 0 ] && grep -q "Couldn't connect" "$tmp/client" &&
+			kill -0 "$server_pid" 2>/dev/null; then
+			sleep 0.05
+			continue
+		fi
+		break
+	done
+	if [ $client_rc -ne 0 ] && kill -0 "$server_pid" 2>/dev/null; then
+		kill "$server_pid" 2>/dev/null
+	fi
+	wait "$server_pid"
+	local server_rc=$?
+	server_pid=
+
+	if [ $server_rc -ne 0 ] && grep -q "Couldn't listen" "$tmp/server"; then
+		return 2
+	fi
+	local ok=0
+	if [ $server_rc -ne 0 ] || [ $client_rc -ne 0 ]; then
+		echo "FAIL: $* : server exit $server_rc, client exit $client_rc" \
+			"(124 = timed out after ${RUN_TIMEOUT}s)"
+		ok=1
+	else
+		for side in server client; do
+			if ! grep -Eq "$bandwidth_re" "$tmp/$side" || ! grep -Eq "$iters_re" "$tmp/$side"; then
+				echo "FAIL: $* : $side printed no bandwidth line"
+				ok=1
+			fi
+		done
+	fi
+	if [ $ok -ne 0 ]; then
+		show server "$tmp/server"
+		show client "$tmp/client"
+	fi
+	return $ok
+}
+
+run() {
+	local attempt rc
+	for attempt in 1 2 3 4 5; do
+		port=$((port + 1))
+		run_once "$port" "$@"
+		rc=$?
+		[ $rc -ne 2 ] && break
+		echo "port $port is taken, trying another"
+	done
+	if [ $rc -eq 0 ]; then
+		echo "ok: ibv_rc_pingpong $* : $(grep -Eo "$bandwidth_re" "$tmp/client")"
+		return 0
+	fi
+	failures=$((failures + 1))
+}
+
+failures=0
+run -s 1 -n 100
+run -s 1 -n 1000
+run -s 4096 -n 1000 -c
+run -s 65536 -n 100 -c
+run -s 65536 -n 1000
+run -s 4096 -n 1000 -m 4096 -c
+run -s 4096 -n 100 -e -c
+run -s 65536 -n 100 -e
+
+if [ $failures -ne 0 ]; then
+	echo "FAIL: $failures run(s) failed"
+	exit 1
+fi
+echo "PASS"
+exit 0

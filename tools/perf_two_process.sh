@@ -1,0 +1,19 @@
+#!/bin/sh
+# perf-smoke: one gnic-perf run across two processes. The server (side B)
+# starts in the background, the client (side A) connects over TCP; both
+# must exit 0 (the server validates the data written into its memory).
+# Usage: perf_two_process.sh PATH/TO/gnic-perf [TEST]
+set -u
+perf=${1:?usage: perf_two_process.sh GNIC_PERF [TEST]}
+test=${2:-put_bw}
+# A port of our own per run, so parallel CTest runs do not collide.
+port=$((20000 + $$ % 20000))
+
+"$perf" "$test" --server --port "$port" --timeout 30 &
+server=$!
+"$perf" "$test" --connect "127.0.0.1:$port" --quick --iters 300 --timeout 30
+client_rc=$?
+wait "$server"
+server_rc=$?
+echo "client exit $client_rc, server exit $server_rc"
+[ "$client_rc" -eq 0 ] && [ "$server_rc" -eq 0 ]
