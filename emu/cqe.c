@@ -16,8 +16,8 @@ static bool cq_has_room(struct emu_cq *cq)
 
 	if (cq->ignore_overrun)
 		return true;
-	ci = gnic_be32(atomic_load_explicit((_Atomic uint32_t *)&cq->dbrec[0],
-					    memory_order_acquire)) &
+	ci = gnic_be32(
+	         atomic_load_explicit((_Atomic uint32_t *)&cq->dbrec[0], memory_order_acquire)) &
 	     0xffffff;
 	return ((cq->pi - ci) & 0xffffff) < cq->cqe_cnt;
 }
@@ -74,8 +74,8 @@ bool emu_cqe_write(struct emu_cq *cq, const struct emu_cqe_info *in)
 	if (!cq_has_room(cq)) {
 		cq->overrun = true;
 		emu_err("CQ 0x%x overrun: %u CQEs not consumed (CQ holds %u); no more CQEs "
-			"will be written to it",
-			cq->cqn, cq->cqe_cnt, cq->cqe_cnt);
+		        "will be written to it",
+		        cq->cqn, cq->cqe_cnt, cq->cqe_cnt);
 		return false;
 	}
 	cqe = &cq->buf[cq->pi & (cq->cqe_cnt - 1)];

@@ -21,15 +21,6 @@
 static pthread_mutex_t engine_ctl = PTHREAD_MUTEX_INITIALIZER;
 static int engine_users;
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ volatile("yield");
-#endif
-}
-
 /* One sweep over every QP and socket. Runs with nic.lock held. */
 static int engine_pass(void)
 {
@@ -52,12 +43,16 @@ static int engine_pass(void)
 	return work;
 }
 
-static int locked_pass(void)
+/* One pass under the lock. *pending: fabric output still queued (read under
+ * the lock too: a control-path call may free connections between passes). */
+static int locked_pass(bool *pending)
 {
 	int work;
 
 	pthread_mutex_lock(&emu_nic.lock);
 	work = engine_pass();
+	if (pending)
+		*pending = emu_fabric_pending();
 	pthread_mutex_unlock(&emu_nic.lock);
 	/* the control path is waiting for the lock: let it in */
 	if (atomic_load_explicit(&emu_nic.lock_waiters, memory_order_relaxed))
@@ -72,7 +67,7 @@ static int locked_pass(void)
 static void idle_sleep(uint64_t timeout_ns)
 {
 	atomic_exchange(&emu_nic.engine_sleeping, 1); /* a full barrier */
-	if (!locked_pass())
+	if (!locked_pass(NULL))
 		emu_fabric_wait(timeout_ns);
 	atomic_store(&emu_nic.engine_sleeping, 0);
 }
@@ -86,16 +81,20 @@ static void *engine_main(void *arg)
 
 	(void)arg;
 	while (!atomic_load(&emu_nic.engine_stop)) {
+		bool pending = false;
 		uint64_t now;
 
-		if (locked_pass()) {
+		if (locked_pass(&pending)) {
 			last_work = emu_now_ns();
 			sleep_ns = min_sleep;
 			continue;
 		}
 		now = emu_now_ns();
-		if (now - last_work < spin_ns || emu_fabric_pending()) {
-			cpu_relax();
+		if (now - last_work < spin_ns || pending) {
+			/* yield rather than pause: on a machine with fewer cores
+			 * than busy threads (CI: 2), the thread we wait for may
+			 * need this core */
+			sched_yield();
 			continue;
 		}
 		idle_sleep(sleep_ns);
@@ -179,8 +178,8 @@ void emu_engine_qp_state(struct emu_qp *qp, enum ibv_qp_state old_state)
 		qp->psn_expected = qp->attr.rq_psn & 0xffffff;
 		if (emu_fabric_attach(qp))
 			emu_warn("QP 0x%x: destination GID is not a gnic-emu address; requests "
-				 "to QP 0x%x will time out",
-				 qp->ibqp.qp_num, qp->dest_qpn);
+			         "to QP 0x%x will time out",
+			         qp->ibqp.qp_num, qp->dest_qpn);
 		break;
 	case IBV_QPS_RTS:
 		if (old_state != IBV_QPS_RTR)

@@ -256,6 +256,18 @@ int emu_mem_read(const struct emu_mr *mr, uint64_t addr, void *dst, uint64_t len
 	return 0;
 }
 
+/* Like a NIC's in-order DMA, the last byte lands last: programs (perftest,
+ * gnic's own wait_signal users) poll a message's final byte and then read the
+ * rest. memcpy gives no order (large copies write the head last), so copy all
+ * but the last byte, then publish it with a release store. */
+static void place(const struct emu_mr *mr, uint64_t off, const void *src, uint64_t len)
+{
+	uint8_t *dst = (uint8_t *)mr->host_base + off;
+
+	memcpy(dst, src, len - 1);
+	__atomic_store_n(dst + len - 1, ((const uint8_t *)src)[len - 1], __ATOMIC_RELEASE);
+}
+
 int emu_mem_write(const struct emu_mr *mr, uint64_t addr, const void *src, uint64_t len)
 {
 	uint64_t off;
@@ -265,7 +277,7 @@ int emu_mem_write(const struct emu_mr *mr, uint64_t addr, const void *src, uint6
 	if (mr->mem_type == EMU_MEM_CUDA)
 		return emu_cuda_write(mr->cu_ctx, mr->dev_base + off, src, len);
 	if (len)
-		memcpy((char *)mr->host_base + off, src, len);
+		place(mr, off, src, len);
 	return 0;
 }
 

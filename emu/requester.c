@@ -19,8 +19,8 @@
 #include "emu.h"
 #include "fabric.h"
 
-#define BURST 64       /* WQEs per QP per engine pass: passes stay short */
-#define ACK_EVERY 32   /* ask for an ACK at least this often */
+#define BURST         64 /* WQEs per QP per engine pass: passes stay short */
+#define ACK_EVERY     32 /* ask for an ACK at least this often */
 #define MAX_WQE_BYTES (GNIC_MLX5_MAX_WQE_BB * GNIC_MLX5_SEND_WQE_BB)
 
 /* A WQE copied out of the SQ (it may wrap) with its control fields decoded. */
@@ -36,7 +36,7 @@ struct sgl {
 	struct gnic_mlx5_data_seg *seg[GNIC_MLX5_MAX_DS];
 	int n;
 	const uint8_t *inl; /* inline data, or NULL */
-	uint64_t len;	    /* total bytes */
+	uint64_t len;       /* total bytes */
 };
 
 static uint8_t *gather_buf;
@@ -68,9 +68,9 @@ static uint64_t timeout_ns(const struct emu_qp *qp)
 static uint64_t rnr_delay_ns(uint8_t code)
 {
 	static const uint32_t us[32] = {
-		655360, 10,    20,    30,    40,    60,    80,    120,   160,   240,   320,
-		480,	640,   960,   1280,  1920,  2560,  3840,  5120,  7680,  10240, 15360,
-		20480,	30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520};
+	    655360, 10,    20,    30,    40,    60,     80,     120,    160,    240,   320,
+	    480,    640,   960,   1280,  1920,  2560,   3840,   5120,   7680,   10240, 15360,
+	    20480,  30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520};
 	return (uint64_t)us[code & 31] * 1000;
 }
 
@@ -94,12 +94,12 @@ static uint16_t sq_doorbell(struct emu_qp *qp)
 {
 	uint16_t ci = qp->eng_sq_ci, best = ci;
 	uint32_t rec = gnic_be32(atomic_load_explicit(
-		(_Atomic uint32_t *)&qp->dbrec[GNIC_MLX5_SND_DBR], memory_order_acquire));
+	    (_Atomic uint32_t *)&qp->dbrec[GNIC_MLX5_SND_DBR], memory_order_acquire));
 
 	consider(ci, qp->sq_wqe_cnt, (uint16_t)rec, &best);
 	for (int half = 0; half < 2; half++) {
 		const _Atomic uint64_t *reg =
-			(const _Atomic uint64_t *)((uint8_t *)qp->bf_reg + half * GNIC_MLX5_BF_SIZE);
+		    (const _Atomic uint64_t *)((uint8_t *)qp->bf_reg + half * GNIC_MLX5_BF_SIZE);
 		uint64_t v = atomic_load_explicit(reg, memory_order_acquire);
 		struct gnic_mlx5_ctrl_seg c;
 		uint32_t w0, ds;
@@ -107,8 +107,8 @@ static uint16_t sq_doorbell(struct emu_qp *qp)
 		memcpy(&c, &v, sizeof(v));
 		w0 = gnic_be32(c.opmod_idx_opcode);
 		ds = gnic_be32(c.qpn_ds) & 0x3f;
-		consider(ci, qp->sq_wqe_cnt,
-			 (uint16_t)((w0 >> 8) + (ds ? (ds * 16 + 63) / 64 : 0)), &best);
+		consider(ci, qp->sq_wqe_cnt, (uint16_t)((w0 >> 8) + (ds ? (ds * 16 + 63) / 64 : 0)),
+		         &best);
 	}
 	return best;
 }
@@ -143,8 +143,8 @@ static bool fetch_wqe(struct emu_qp *qp, uint16_t idx, struct wqe *w)
 	if (w->idx != idx || w->qpn != qp->ibqp.qp_num || w->ds == 0 ||
 	    w->nbb > GNIC_MLX5_MAX_WQE_BB || w->nbb > qp->sq_wqe_cnt) {
 		emu_warn("QP 0x%x: bad WQE at index %u: ctrl says index %u, QPN 0x%x, ds %u "
-			 "(doorbell rung beyond the written WQEs, or a corrupt WQE)",
-			 qp->ibqp.qp_num, idx, w->idx, w->qpn, w->ds);
+		         "(doorbell rung beyond the written WQEs, or a corrupt WQE)",
+		         qp->ibqp.qp_num, idx, w->idx, w->qpn, w->ds);
 		w->idx = idx;
 		w->nbb = 1;
 		return false;
@@ -200,7 +200,7 @@ static uint8_t check_sgl(struct emu_qp *qp, const struct sgl *s, int need)
 		struct emu_mr *mr;
 
 		if (emu_mr_check(qp->pd, gnic_be32(s->seg[i]->lkey), gnic_be64(s->seg[i]->addr),
-				 seg_len(s->seg[i]), need, &mr))
+		                 seg_len(s->seg[i]), need, &mr))
 			return GNIC_MLX5_SYND_LOCAL_PROT;
 	}
 	return s->len > EMU_MAX_MSG_SIZE ? GNIC_MLX5_SYND_LOCAL_LENGTH : GNIC_MLX5_SYND_OK;
@@ -255,8 +255,8 @@ static uint8_t scatter(struct emu_qp *qp, const struct sgl *s, const uint8_t *da
 
 		if (n > len - off)
 			n = len - off;
-		if (emu_mr_check(qp->pd, gnic_be32(s->seg[i]->lkey), gnic_be64(s->seg[i]->addr),
-				 n, IBV_ACCESS_LOCAL_WRITE, &mr) ||
+		if (emu_mr_check(qp->pd, gnic_be32(s->seg[i]->lkey), gnic_be64(s->seg[i]->addr), n,
+		                 IBV_ACCESS_LOCAL_WRITE, &mr) ||
 		    emu_mem_write(mr, gnic_be64(s->seg[i]->addr), data + off, n))
 			return GNIC_MLX5_SYND_LOCAL_PROT;
 		off += n;
@@ -277,12 +277,12 @@ static void record_error(struct emu_qp *qp, uint8_t synd, uint8_t opcode, uint16
 static void req_cqe(struct emu_qp *qp, const struct emu_outstanding *e, uint8_t synd)
 {
 	struct emu_cqe_info ci = {
-		.opcode = synd ? GNIC_MLX5_CQE_REQ_ERR : GNIC_MLX5_CQE_REQ,
-		.wqe_opcode = e->opcode,
-		.syndrome = synd,
-		.wqe_counter = e->wqe_idx,
-		.qpn = qp->ibqp.qp_num,
-		.byte_cnt = e->byte_cnt,
+	    .opcode = synd ? GNIC_MLX5_CQE_REQ_ERR : GNIC_MLX5_CQE_REQ,
+	    .wqe_opcode = e->opcode,
+	    .syndrome = synd,
+	    .wqe_counter = e->wqe_idx,
+	    .qpn = qp->ibqp.qp_num,
+	    .byte_cnt = e->byte_cnt,
 	};
 
 	if (!emu_cqe_write(qp->scq, &ci) && atomic_load(&qp->state) != IBV_QPS_ERR)
@@ -418,8 +418,10 @@ static int issue(struct emu_qp *qp, struct wqe *w, bool last_in_burst)
 {
 	int type = msg_type(w->opcode);
 	unsigned off = sizeof(struct gnic_mlx5_ctrl_seg);
-	struct emu_msg m = {.type = (uint8_t)type, .dst_qpn = qp->dest_qpn,
-			    .src_qpn = qp->ibqp.qp_num, .imm = w->imm};
+	struct emu_msg m = {.type = (uint8_t)type,
+	                    .dst_qpn = qp->dest_qpn,
+	                    .src_qpn = qp->ibqp.qp_num,
+	                    .imm = w->imm};
 	struct emu_outstanding *e;
 	const void *payload = NULL;
 	struct sgl s;
@@ -527,8 +529,8 @@ static int check_timer(struct emu_qp *qp, uint64_t now)
 		return 0;
 	if (qp->retries_left == 0) {
 		emu_info("QP 0x%x: no answer from QP 0x%x after %d retries (timeout %llu us)",
-			 qp->ibqp.qp_num, qp->dest_qpn, qp->attr.retry_cnt,
-			 (unsigned long long)(timeout_ns(qp) / 1000));
+		         qp->ibqp.qp_num, qp->dest_qpn, qp->attr.retry_cnt,
+		         (unsigned long long)(timeout_ns(qp) / 1000));
 		e->done = true;
 		e->syndrome = GNIC_MLX5_SYND_TRANSPORT_RETRY_EXC;
 		retire(qp);
@@ -545,11 +547,11 @@ static int check_timer(struct emu_qp *qp, uint64_t now)
 static bool flush_one(struct emu_qp *qp, uint16_t idx, uint8_t opcode)
 {
 	struct emu_cqe_info ci = {
-		.opcode = GNIC_MLX5_CQE_REQ_ERR,
-		.wqe_opcode = opcode,
-		.syndrome = GNIC_MLX5_SYND_WR_FLUSH,
-		.wqe_counter = idx,
-		.qpn = qp->ibqp.qp_num,
+	    .opcode = GNIC_MLX5_CQE_REQ_ERR,
+	    .wqe_opcode = opcode,
+	    .syndrome = GNIC_MLX5_SYND_WR_FLUSH,
+	    .wqe_counter = idx,
+	    .qpn = qp->ibqp.qp_num,
 	};
 
 	return emu_cqe_write(qp->scq, &ci);
@@ -665,7 +667,7 @@ static void ack_through(struct emu_qp *qp, uint32_t psn, bool inclusive)
 }
 
 static void reparse_sgl(struct emu_qp *qp, const struct emu_outstanding *e, struct wqe *w,
-			struct sgl *s)
+                        struct sgl *s)
 {
 	unsigned off = sizeof(struct gnic_mlx5_ctrl_seg) + sizeof(struct gnic_mlx5_raddr_seg);
 
@@ -677,22 +679,22 @@ static void reparse_sgl(struct emu_qp *qp, const struct emu_outstanding *e, stru
 }
 
 static void on_data(struct emu_qp *qp, struct emu_outstanding *e, const struct emu_msg *m,
-		    const void *payload)
+                    const void *payload)
 {
 	uint64_t want = e->rd_atomic && e->opcode == GNIC_MLX5_OPCODE_RDMA_READ ? e->byte_cnt : 8;
 	struct wqe w;
 	struct sgl s;
 
 	if (m->type == EMU_MSG_READ_RESP ? e->opcode != GNIC_MLX5_OPCODE_RDMA_READ
-					 : e->opcode == GNIC_MLX5_OPCODE_RDMA_READ) {
+	                                 : e->opcode == GNIC_MLX5_OPCODE_RDMA_READ) {
 		e->syndrome = GNIC_MLX5_SYND_BAD_RESP;
 	} else if (m->type == EMU_MSG_READ_RESP && m->len != want) {
 		e->syndrome = GNIC_MLX5_SYND_BAD_RESP;
 	} else {
 		reparse_sgl(qp, e, &w, &s);
 		e->syndrome = m->type == EMU_MSG_READ_RESP
-				      ? scatter(qp, &s, payload, m->len)
-				      : scatter(qp, &s, (const uint8_t *)&m->operand[0], 8);
+		                  ? scatter(qp, &s, payload, m->len)
+		                  : scatter(qp, &s, (const uint8_t *)&m->operand[0], 8);
 	}
 	e->done = true;
 }

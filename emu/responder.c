@@ -25,7 +25,7 @@ static size_t stage_cap;
 static uint16_t rq_head(struct emu_qp *qp)
 {
 	return (uint16_t)gnic_be32(atomic_load_explicit(
-		(_Atomic uint32_t *)&qp->dbrec[GNIC_MLX5_RCV_DBR], memory_order_acquire));
+	    (_Atomic uint32_t *)&qp->dbrec[GNIC_MLX5_RCV_DBR], memory_order_acquire));
 }
 
 static bool rq_available(struct emu_qp *qp)
@@ -34,7 +34,7 @@ static bool rq_available(struct emu_qp *qp)
 
 	if (n > qp->rq_wqe_cnt) {
 		emu_warn("QP 0x%x: RQ doorbell record %u is %u ahead of the %u-entry RQ",
-			 qp->ibqp.qp_num, rq_head(qp), n, qp->rq_wqe_cnt);
+		         qp->ibqp.qp_num, rq_head(qp), n, qp->rq_wqe_cnt);
 		return false;
 	}
 	return n > 0;
@@ -43,7 +43,7 @@ static bool rq_available(struct emu_qp *qp)
 static struct gnic_mlx5_data_seg *rq_wqe(struct emu_qp *qp, uint16_t idx)
 {
 	return (struct gnic_mlx5_data_seg *)(qp->rq_buf +
-					      (size_t)(idx & (qp->rq_wqe_cnt - 1)) * qp->rq_stride);
+	                                     (size_t)(idx & (qp->rq_wqe_cnt - 1)) * qp->rq_stride);
 }
 
 static uint32_t seg_len(const struct gnic_mlx5_data_seg *d)
@@ -71,7 +71,7 @@ static uint8_t scatter_recv(struct emu_qp *qp, const uint8_t *data, uint64_t len
 		if (n > len - off)
 			n = len - off;
 		if (emu_mr_check(qp->pd, gnic_be32(seg[i].lkey), gnic_be64(seg[i].addr), n,
-				 IBV_ACCESS_LOCAL_WRITE, &mr) ||
+		                 IBV_ACCESS_LOCAL_WRITE, &mr) ||
 		    emu_mem_write(mr, gnic_be64(seg[i].addr), data + off, n))
 			return GNIC_MLX5_SYND_LOCAL_PROT;
 		off += n;
@@ -82,13 +82,13 @@ static uint8_t scatter_recv(struct emu_qp *qp, const uint8_t *data, uint64_t len
 static void resp_cqe(struct emu_qp *qp, uint8_t opcode, uint8_t synd, const struct emu_msg *m)
 {
 	struct emu_cqe_info ci = {
-		.opcode = synd ? GNIC_MLX5_CQE_RESP_ERR : opcode,
-		.syndrome = synd,
-		.wqe_counter = qp->eng_rq_ci,
-		.qpn = qp->ibqp.qp_num,
-		.byte_cnt = m ? m->len : 0,
-		.imm = m ? m->imm : 0,
-		.solicited = m && (m->flags & EMU_MSG_F_SOLICITED),
+	    .opcode = synd ? GNIC_MLX5_CQE_RESP_ERR : opcode,
+	    .syndrome = synd,
+	    .wqe_counter = qp->eng_rq_ci,
+	    .qpn = qp->ibqp.qp_num,
+	    .byte_cnt = m ? m->len : 0,
+	    .imm = m ? m->imm : 0,
+	    .solicited = m && (m->flags & EMU_MSG_F_SOLICITED),
 	};
 
 	qp->eng_rq_ci++;
@@ -99,24 +99,24 @@ static void resp_cqe(struct emu_qp *qp, uint8_t opcode, uint8_t synd, const stru
 /* ---- answers ------------------------------------------------------------- */
 
 static void answer(struct emu_reply_path *to, struct emu_qp *qp, const struct emu_msg *req,
-		   uint8_t type, uint8_t synd, uint64_t operand, const void *payload, uint32_t len)
+                   uint8_t type, uint8_t synd, uint64_t operand, const void *payload, uint32_t len)
 {
 	struct emu_msg m = {
-		.type = type,
-		.syndrome = synd,
-		.rnr_timer = qp->attr.min_rnr_timer,
-		.len = len,
-		.dst_qpn = req->src_qpn,
-		.src_qpn = qp->ibqp.qp_num,
-		.psn = req->psn,
-		.operand = {operand, 0},
+	    .type = type,
+	    .syndrome = synd,
+	    .rnr_timer = qp->attr.min_rnr_timer,
+	    .len = len,
+	    .dst_qpn = req->src_qpn,
+	    .src_qpn = qp->ibqp.qp_num,
+	    .psn = req->psn,
+	    .operand = {operand, 0},
 	};
 
 	emu_fabric_reply(to, &m, payload);
 }
 
 static void ack(struct emu_reply_path *to, struct emu_qp *qp, const struct emu_msg *req,
-		uint32_t psn)
+                uint32_t psn)
 {
 	struct emu_msg m = *req;
 
@@ -126,7 +126,7 @@ static void ack(struct emu_reply_path *to, struct emu_qp *qp, const struct emu_m
 
 /* A violation: NAK the requester, then this QP goes to ERR as IB requires. */
 static void fail(struct emu_reply_path *to, struct emu_qp *qp, const struct emu_msg *m,
-		 uint8_t nak_synd, enum ibv_event_type ev_type)
+                 uint8_t nak_synd, enum ibv_event_type ev_type)
 {
 	struct ibv_async_event ev = {.element.qp = &qp->ibqp, .event_type = ev_type};
 
@@ -227,7 +227,7 @@ static bool atomic_op(struct emu_mr *mr, const struct emu_msg *m, uint64_t *old)
 		} else {
 			*old = m->operand[1];
 			__atomic_compare_exchange_n(p, old, m->operand[0], false, __ATOMIC_SEQ_CST,
-						    __ATOMIC_SEQ_CST);
+			                            __ATOMIC_SEQ_CST);
 		}
 		return true;
 	}
@@ -263,7 +263,7 @@ static void do_atomic(struct emu_reply_path *to, struct emu_qp *qp, const struct
 
 /* SEND, SEND_IMM, WRITE_IMM: consume a receive. false: failed (answered). */
 static bool do_recv(struct emu_reply_path *to, struct emu_qp *qp, const struct emu_msg *m,
-		    const void *payload)
+                    const void *payload)
 {
 	uint8_t synd, opcode;
 
@@ -281,17 +281,18 @@ static bool do_recv(struct emu_reply_path *to, struct emu_qp *qp, const struct e
 		resp_cqe(qp, 0, synd, m);
 		fail(to, qp, m,
 		     synd == GNIC_MLX5_SYND_LOCAL_LENGTH ? GNIC_MLX5_SYND_REMOTE_INVAL_REQ
-							 : GNIC_MLX5_SYND_REMOTE_OP,
+		                                         : GNIC_MLX5_SYND_REMOTE_OP,
 		     IBV_EVENT_QP_REQ_ERR);
 		return false;
 	}
-	opcode = m->type == EMU_MSG_SEND_IMM ? GNIC_MLX5_CQE_RESP_SEND_IMM : GNIC_MLX5_CQE_RESP_SEND;
+	opcode =
+	    m->type == EMU_MSG_SEND_IMM ? GNIC_MLX5_CQE_RESP_SEND_IMM : GNIC_MLX5_CQE_RESP_SEND;
 	resp_cqe(qp, opcode, 0, m);
 	return true;
 }
 
 static void execute(struct emu_reply_path *to, struct emu_qp *qp, const struct emu_msg *m,
-		    const void *payload)
+                    const void *payload)
 {
 	uint8_t synd;
 
@@ -353,7 +354,7 @@ static void duplicate(struct emu_reply_path *to, struct emu_qp *qp, const struct
 }
 
 void emu_responder_on_request(struct emu_reply_path *from, const struct emu_msg *m,
-			      const void *payload)
+                              const void *payload)
 {
 	struct emu_qp *qp = emu_qp_lookup(m->dst_qpn);
 	int state = qp ? atomic_load(&qp->state) : IBV_QPS_RESET;
@@ -366,8 +367,8 @@ void emu_responder_on_request(struct emu_reply_path *from, const struct emu_msg 
 	}
 	if (m->src_qpn != qp->dest_qpn || memcmp(from->peer_gid, &qp->dgid, sizeof(qp->dgid))) {
 		emu_warn("QP 0x%x: request from QP 0x%x of another peer dropped (connected to "
-			 "QP 0x%x)",
-			 qp->ibqp.qp_num, m->src_qpn, qp->dest_qpn);
+		         "QP 0x%x)",
+		         qp->ibqp.qp_num, m->src_qpn, qp->dest_qpn);
 		return;
 	}
 	d = (int32_t)(m->psn - qp->psn_expected);

@@ -29,6 +29,18 @@ if [ ! -e "$libdir/libibverbs.so.1" ]; then
 fi
 export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
+# A sanitizer build (GNIC_SANITIZE) of the libraries needs its runtime loaded
+# first into the uninstrumented ibv_rc_pingpong (and only there).
+launch=(env)
+preload=$(ldd "$libdir/libibverbs.so.1" 2>/dev/null |
+	awk '/libasan\.so|libtsan\.so/ { first = first $3 ":" }
+	     /libubsan\.so/ { rest = rest $3 ":" }
+	     END { printf "%s%s", first, rest }')
+if [ -n "$preload" ]; then
+	launch=(env "LD_PRELOAD=${preload%:}" "ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}")
+	echo "sanitizer runtime preloaded: ${preload%:}"
+fi
+
 tmp=$(mktemp -d)
 server_pid=
 cleanup() {
@@ -58,13 +70,14 @@ run_once() {
 	shift
 	local common=(-d gnic_emu0 -g 0 -p "$p" "$@")
 
-	timeout "$RUN_TIMEOUT" "$PINGPONG" "${common[@]}" >"$tmp/server" 2>&1 &
+	timeout "$RUN_TIMEOUT" "${launch[@]}" "$PINGPONG" "${common[@]}" >"$tmp/server" 2>&1 &
 	server_pid=$!
 	# The server listens only after setting up its QP: retry the client while
 	# its connection is refused and the server is still alive.
-	local client_rc try
+	local client_rc=1 try
 	for try in $(seq 1 200); do
-		timeout "$RUN_TIMEOUT" "$PINGPONG" "${common[@]}" localhost >"$tmp/client" 2>&1
+		timeout "$RUN_TIMEOUT" "${launch[@]}" "$PINGPONG" "${common[@]}" localhost \
+			>"$tmp/client" 2>&1
 		client_rc=$?
 		if [ $client_rc -ne 0 ] && grep -q "Couldn't connect" "$tmp/client" &&
 			kill -0 "$server_pid" 2>/dev/null; then

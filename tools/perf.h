@@ -32,17 +32,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PERF_MAX_SIZES 64
-#define PERF_MAX_QPS 64
-#define PERF_MAX_SIZE (1ul << 30)
-#define PERF_MAX_DEPTH 8192
-#define PERF_DEFAULT_PORT 18600
+#define PERF_MAX_SIZES         64
+#define PERF_MAX_QPS           64
+#define PERF_MAX_SIZE          (1ul << 30)
+#define PERF_MAX_DEPTH         8192
+#define PERF_DEFAULT_PORT      18600
 #define PERF_DEFAULT_TIMEOUT_S 30
-#define PERF_CHAIN 32	   /* work requests per ibv_post_send call */
-#define PERF_POLL_BATCH 16 /* completions per ibv_poll_cq call */
-#define PERF_INLINE 128	   /* inline data we ask the QP for */
-#define PERF_EXIT_FAIL 1
-#define PERF_EXIT_USAGE 2
+#define PERF_CHAIN             32  /* work requests per ibv_post_send call */
+#define PERF_POLL_BATCH        16  /* completions per ibv_poll_cq call */
+#define PERF_INLINE            128 /* inline data we ask the QP for */
+#define PERF_EXIT_FAIL         1
+#define PERF_EXIT_USAGE        2
 
 enum perf_side { PERF_A, PERF_B };
 
@@ -59,8 +59,8 @@ enum perf_test_id {
 };
 
 enum perf_kind {
-	PERF_KIND_BW,	  /* many outstanding: bandwidth + message rate */
-	PERF_KIND_LAT,	  /* one at a time: latency samples */
+	PERF_KIND_BW,     /* many outstanding: bandwidth + message rate */
+	PERF_KIND_LAT,    /* one at a time: latency samples */
 	PERF_KIND_ATOMIC, /* rate phase + latency phase, 8-byte operands */
 	PERF_KIND_LOCAL,  /* no NIC: reference figures of this machine */
 };
@@ -83,7 +83,7 @@ struct perf_mode {
 	const char *help;
 	/* Runs test t for one message size; fills r. Fatal errors exit. */
 	void (*run)(struct perf_session *s, const struct perf_test *t, size_t size,
-		    struct perf_result *r);
+	            struct perf_result *r);
 };
 
 const struct perf_test *perf_test_find(const char *name);
@@ -130,6 +130,7 @@ void perf_wait_setup(int timeout_s, int oob_fd);
 struct perf_wait {
 	uint64_t deadline_ns, next_check_ns;
 	uint32_t spins;
+	bool progressed; /* work got done: the deadline moves on */
 	const char *what;
 };
 void perf_wait_start(struct perf_wait *w, const char *what);
@@ -140,11 +141,17 @@ static inline void perf_wait_tick(struct perf_wait *w)
 	if ((++w->spins & 255) == 0)
 		perf_wait_check(w);
 }
+/* For loops that wait and work: each bit of work restarts the deadline (the
+ * clock is read only when the loop next waits). */
+static inline void perf_wait_progress(struct perf_wait *w)
+{
+	w->progressed = true;
+}
 int perf_timeout_ms(void);
 
 /* ---- patterns and layouts (perf_pattern.c) ------------------------------
  * A buffer holds nsrc source regions then nslots destination slots per QP,
- * each slot_stride bytes. Region r of side X is filled with pattern (X, r);
+ * each stride bytes (size rounded up to 64). Region r of side X is filled with pattern (X, r);
  * its last byte is a marker distinct for every r < 128, so a poller can tell
  * consecutive messages apart. */
 struct perf_layout {
@@ -180,15 +187,15 @@ long perf_pattern_find(const uint8_t *p, size_t len, enum perf_side side, uint32
 /* Checks; on a mismatch prints where and returns false (check) or exits 1
  * (expect). what names the place, iter the last iteration that wrote it. */
 bool perf_pattern_check(const uint8_t *p, size_t len, enum perf_side side, uint32_t region,
-			const char *what, long iter);
+                        const char *what, long iter);
 void perf_pattern_expect(const uint8_t *p, size_t len, enum perf_side side, uint32_t region,
-			 const char *what, long iter);
+                         const char *what, long iter);
 /* Fill every source region of a buffer with its pattern. */
 void perf_fill_sources(uint8_t *buf, const struct perf_layout *l, enum perf_side side);
 
 /* ---- out-of-band socket (perf_oob.c) ------------------------------------ */
-int perf_oob_listen(int port);			 /* listening fd; exits on error */
-int perf_oob_accept(int lfd);			 /* waits at most the timeout */
+int perf_oob_listen(int port);                    /* listening fd; exits on error */
+int perf_oob_accept(int lfd);                     /* waits at most the timeout */
 int perf_oob_connect(const char *host, int port); /* retries until the timeout */
 void perf_oob_send(int fd, uint32_t type, const void *body, uint32_t len);
 /* Receives one message of this type and exactly len bytes, or exits. */
@@ -224,8 +231,8 @@ struct perf_ep {
 	size_t len;
 	struct ibv_mr *mr;
 	uint32_t max_inline;
-	uint32_t sq_depth;    /* max_send_wr of each QP */
-	uint32_t rd_atomic;   /* max_rd_atomic we use */
+	uint32_t sq_depth;  /* max_send_wr of each QP */
+	uint32_t rd_atomic; /* max_rd_atomic we use */
 	enum ibv_mtu mtu;
 	struct perf_remote remote;
 	/* send queue accounting (perf_verbs.c), per QP */
@@ -264,7 +271,7 @@ void perf_env_probe(const struct perf_args *a, struct perf_env *env);
 struct perf_session {
 	struct perf_args *args;
 	struct perf_ep *ep[2]; /* NULL: that side lives in the other process */
-	int oob;	       /* -1 in-process */
+	int oob;               /* -1 in-process */
 	int listen_fd;
 };
 
@@ -287,11 +294,12 @@ static inline struct perf_ep *perf_b(struct perf_session *s)
 
 /* ---- posting and polling (perf_verbs.c) --------------------------------- */
 void perf_wr_init(struct ibv_send_wr *wr, struct ibv_sge *sge, struct perf_ep *ep,
-		  enum ibv_wr_opcode op, size_t local_off, uint32_t len, size_t remote_off);
+                  enum ibv_wr_opcode op, size_t local_off, uint32_t len, size_t remote_off);
 /* Numbers wr for QP q and signals it when due (or when last is set). */
 void perf_sq_prepare(struct perf_ep *ep, int q, struct ibv_send_wr *wr, bool last);
 void perf_sq_post(struct perf_ep *ep, int q, struct ibv_send_wr *first);
-/* Room for n more work requests on QP q, counting unsignaled ones. */
+/* How many more work requests QP q may take: depth minus those posted and
+ * not yet retired by a completion (unsignaled ones count too). */
 uint32_t perf_sq_room(const struct perf_ep *ep, int q, uint32_t depth);
 int perf_sq_reap(struct perf_ep *ep); /* polls once; returns completions */
 void perf_sq_wait_room(struct perf_ep *ep, int q, uint32_t depth);
@@ -301,7 +309,7 @@ void perf_sq_post_wait(struct perf_ep *ep, int q, struct ibv_send_wr *wr);
 /* Posts iterations [first, first + count) of a stream of op round-robin
  * over side A's QPs, at most depth outstanding per QP, then waits for all. */
 void perf_stream_post(struct perf_ep *ep, const struct perf_layout *l, enum ibv_wr_opcode op,
-		      long first, long count);
+                      long first, long count);
 uint64_t perf_atomic_add(long i); /* addend of fetch-add iteration i */
 void perf_rq_post(struct perf_ep *ep, int q, size_t off, uint32_t len, uint64_t wr_id);
 /* Waits for the next receive completion; checks status and wr_id. */
@@ -319,7 +327,7 @@ struct perf_result {
 };
 
 void perf_report_begin(const struct perf_args *a, const struct perf_env *env,
-		       const struct perf_session *s);
+                       const struct perf_session *s);
 void perf_report_row(const struct perf_args *a, const struct perf_result *r);
 void perf_report_end(const struct perf_args *a);
 void perf_report_progress(const struct perf_args *a, int index, size_t size);
@@ -327,11 +335,11 @@ void perf_report_server(const struct perf_args *a, size_t size, bool ok);
 
 /* ---- modes and tests ---------------------------------------------------- */
 void perf_host_run(struct perf_session *s, const struct perf_test *t, size_t size,
-		   struct perf_result *r);
+                   struct perf_result *r);
 void perf_host_stream(struct perf_session *s, const struct perf_test *t, size_t size,
-		      struct perf_result *r);
+                      struct perf_result *r);
 void perf_host_pingpong(struct perf_session *s, const struct perf_test *t, size_t size,
-			struct perf_result *r);
+                        struct perf_result *r);
 void perf_host_get_lat(struct perf_session *s, size_t size, struct perf_result *r);
 void perf_host_atomic(struct perf_session *s, struct perf_result *r);
 void perf_memcpy_run(const struct perf_args *a, size_t size, struct perf_result *r);

@@ -17,33 +17,37 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: gnic-perf TEST [options]\n"
-		"       gnic-perf --list | --help\n"
-		"\n"
-		"Runs TEST (see --list) and prints one row per message size. With neither\n"
-		"--server nor --connect both sides run in this process.\n"
-		"\n"
-		"Options:\n"
-		"  --mode MODE          how work requests reach the NIC (default host)\n"
-		"  --sizes LIST         sizes in bytes: 8,64,4096 or ranges of powers of two\n"
-		"                       such as 1-1M (suffixes K, M, G are binary)\n"
-		"  --iters N            timed iterations per size\n"
-		"  --warmup N           untimed iterations before them (default iters/10)\n"
-		"  --qps N              QPs used round-robin (bw tests and atomic_rate)\n"
-		"  --tx-depth N         work requests outstanding per QP (default 128)\n"
-		"  --server             wait for one client (the side that validates)\n"
-		"  --port P             server's TCP port (default %d)\n"
-		"  --connect HOST[:PORT] run as the client of a server; its settings rule\n"
-		"  --csv | --json       machine-readable rows instead of the table\n"
-		"  --no-validate        skip data validation (on by default)\n"
-		"  --device NAME        verbs device (default: the first one)\n"
-		"  --quick              short sweep: sizes 8,64,4096,65536, few iterations\n"
-		"  --timeout S          longest wait for anything (default %d s)\n"
-		"  --list               list tests and modes\n"
-		"  --help               this text\n"
-		"\n"
-		"Exit status: 0 success, 1 run-time failure or data mismatch, 2 bad usage.\n",
-		PERF_DEFAULT_PORT, PERF_DEFAULT_TIMEOUT_S);
+	        "Usage: gnic-perf TEST [options]\n"
+	        "       gnic-perf --list | --help\n"
+	        "\n"
+	        "Runs TEST (see --list) and prints one row per message size. With neither\n"
+	        "--server nor --connect both sides run in this process.\n"
+	        "\n"
+	        "Options:\n"
+	        "  --mode MODE          how work requests reach the NIC (default host)\n"
+	        "  --sizes LIST         sizes in bytes: 8,64,4096 or ranges of powers of two\n"
+	        "                       such as 1-1M (suffixes K, M, G are binary); default\n"
+	        "                       1-1M for bw tests, 8,64,4096 for lat tests\n"
+	        "  --iters N            timed iterations per size (default: bw 5000, lat 1000,\n"
+	        "                       atomic_rate 10000; --quick: 1000, 200, 2000)\n"
+	        "  --warmup N           untimed iterations before them (default iters/10)\n"
+	        "  --qps N              QPs used round-robin (bw tests and atomic_rate)\n"
+	        "  --tx-depth N         work requests outstanding per QP (default 128)\n"
+	        "  --server             wait for one client (the side that validates)\n"
+	        "  --port P             server's TCP port (default %d)\n"
+	        "  --connect HOST[:PORT]\n"
+	        "                       run as the client of a server (the client's settings\n"
+	        "                       are used by both sides)\n"
+	        "  --csv | --json       machine-readable rows instead of the table\n"
+	        "  --no-validate        skip data validation (on by default)\n"
+	        "  --device NAME        verbs device (default: the first one)\n"
+	        "  --quick              short sweep: sizes 8,64,4096,65536, few iterations\n"
+	        "  --timeout S          longest wait for anything (default %d s)\n"
+	        "  --list               list tests and modes\n"
+	        "  --help               this text\n"
+	        "\n"
+	        "Exit status: 0 success, 1 run-time failure or data mismatch, 2 bad usage.\n",
+	        PERF_DEFAULT_PORT, PERF_DEFAULT_TIMEOUT_S);
 }
 
 /* A size with an optional binary suffix; 0 if it does not parse. */
@@ -61,10 +65,17 @@ static size_t parse_size(const char *s, const char *end)
 	}
 	if (p < end) {
 		switch (toupper((unsigned char)*p++)) {
-		case 'K': mult = 1ull << 10; break;
-		case 'M': mult = 1ull << 20; break;
-		case 'G': mult = 1ull << 30; break;
-		default: return 0;
+		case 'K':
+			mult = 1ull << 10;
+			break;
+		case 'M':
+			mult = 1ull << 20;
+			break;
+		case 'G':
+			mult = 1ull << 30;
+			break;
+		default:
+			return 0;
 		}
 	}
 	if (p != end || v * mult > PERF_MAX_SIZE)
@@ -88,7 +99,7 @@ static void parse_size_item(struct perf_args *a, const char *s, const char *end)
 
 	if (!lo || !hi || hi < lo)
 		perf_usage_error("--sizes: bad item '%.*s' (sizes are 1 B .. 1G)", (int)(end - s),
-				 s);
+		                 s);
 	for (size_t v = lo; v <= hi; v *= 2)
 		add_size(a, v);
 }
@@ -177,24 +188,24 @@ enum {
 };
 
 static const struct option options[] = {
-	{"mode", required_argument, NULL, OPT_MODE},
-	{"sizes", required_argument, NULL, OPT_SIZES},
-	{"iters", required_argument, NULL, OPT_ITERS},
-	{"warmup", required_argument, NULL, OPT_WARMUP},
-	{"qps", required_argument, NULL, OPT_QPS},
-	{"tx-depth", required_argument, NULL, OPT_DEPTH},
-	{"server", no_argument, NULL, OPT_SERVER},
-	{"port", required_argument, NULL, OPT_PORT},
-	{"connect", required_argument, NULL, OPT_CONNECT},
-	{"csv", no_argument, NULL, OPT_CSV},
-	{"json", no_argument, NULL, OPT_JSON},
-	{"no-validate", no_argument, NULL, OPT_NO_VALIDATE},
-	{"device", required_argument, NULL, OPT_DEVICE},
-	{"quick", no_argument, NULL, OPT_QUICK},
-	{"timeout", required_argument, NULL, OPT_TIMEOUT},
-	{"help", no_argument, NULL, OPT_HELP},
-	{"list", no_argument, NULL, OPT_LIST},
-	{NULL, 0, NULL, 0},
+    {"mode", required_argument, NULL, OPT_MODE},
+    {"sizes", required_argument, NULL, OPT_SIZES},
+    {"iters", required_argument, NULL, OPT_ITERS},
+    {"warmup", required_argument, NULL, OPT_WARMUP},
+    {"qps", required_argument, NULL, OPT_QPS},
+    {"tx-depth", required_argument, NULL, OPT_DEPTH},
+    {"server", no_argument, NULL, OPT_SERVER},
+    {"port", required_argument, NULL, OPT_PORT},
+    {"connect", required_argument, NULL, OPT_CONNECT},
+    {"csv", no_argument, NULL, OPT_CSV},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"no-validate", no_argument, NULL, OPT_NO_VALIDATE},
+    {"device", required_argument, NULL, OPT_DEVICE},
+    {"quick", no_argument, NULL, OPT_QUICK},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"help", no_argument, NULL, OPT_HELP},
+    {"list", no_argument, NULL, OPT_LIST},
+    {NULL, 0, NULL, 0},
 };
 
 static void set_format(struct perf_args *a, enum perf_format f)
@@ -212,7 +223,9 @@ static void parse_option(struct perf_args *a, int c, const char *arg, bool *port
 		if (!a->mode)
 			perf_usage_error("unknown mode '%s' (see --list)", arg);
 		break;
-	case OPT_SIZES: parse_sizes(a, arg); break;
+	case OPT_SIZES:
+		parse_sizes(a, arg);
+		break;
 	case OPT_ITERS:
 		a->iters = parse_long("--iters", arg, 1, 1000000000);
 		a->iters_set = true;
@@ -229,21 +242,43 @@ static void parse_option(struct perf_args *a, int c, const char *arg, bool *port
 		a->tx_depth = (int)parse_long("--tx-depth", arg, 1, PERF_MAX_DEPTH);
 		a->depth_set = true;
 		break;
-	case OPT_SERVER: a->server = true; break;
+	case OPT_SERVER:
+		a->server = true;
+		break;
 	case OPT_PORT:
 		a->port = (int)parse_long("--port", arg, 1, 65535);
 		*port_set = true;
 		break;
-	case OPT_CONNECT: parse_connect(a, arg); break;
-	case OPT_CSV: set_format(a, PERF_FMT_CSV); break;
-	case OPT_JSON: set_format(a, PERF_FMT_JSON); break;
-	case OPT_NO_VALIDATE: a->validate = false; break;
-	case OPT_DEVICE: copy_str(a->device, sizeof(a->device), arg, "--device"); break;
-	case OPT_QUICK: a->quick = true; break;
-	case OPT_TIMEOUT: a->timeout_s = (int)parse_long("--timeout", arg, 1, 86400); break;
-	case OPT_HELP: usage(stdout); exit(0);
-	case OPT_LIST: perf_catalog_list(); exit(0);
-	default: usage(stderr); exit(PERF_EXIT_USAGE);
+	case OPT_CONNECT:
+		parse_connect(a, arg);
+		break;
+	case OPT_CSV:
+		set_format(a, PERF_FMT_CSV);
+		break;
+	case OPT_JSON:
+		set_format(a, PERF_FMT_JSON);
+		break;
+	case OPT_NO_VALIDATE:
+		a->validate = false;
+		break;
+	case OPT_DEVICE:
+		copy_str(a->device, sizeof(a->device), arg, "--device");
+		break;
+	case OPT_QUICK:
+		a->quick = true;
+		break;
+	case OPT_TIMEOUT:
+		a->timeout_s = (int)parse_long("--timeout", arg, 1, 86400);
+		break;
+	case OPT_HELP:
+		usage(stdout);
+		exit(0);
+	case OPT_LIST:
+		perf_catalog_list();
+		exit(0);
+	default:
+		usage(stderr);
+		exit(PERF_EXIT_USAGE);
 	}
 }
 
@@ -263,9 +298,12 @@ static void default_sizes(struct perf_args *a)
 static long default_iters(const struct perf_args *a)
 {
 	switch (a->test->kind) {
-	case PERF_KIND_LAT: return a->quick ? 200 : 1000;
-	case PERF_KIND_ATOMIC: return a->quick ? 2000 : 10000;
-	default: return a->quick ? 1000 : 5000;
+	case PERF_KIND_LAT:
+		return a->quick ? 200 : 1000;
+	case PERF_KIND_ATOMIC:
+		return a->quick ? 2000 : 10000;
+	default:
+		return a->quick ? 1000 : 5000;
 	}
 }
 
@@ -300,12 +338,12 @@ void perf_args_parse(int argc, char **argv, struct perf_args *a)
 	while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
 		if (c == '?')
 			perf_usage_error("unknown or incomplete option '%s' (see --help)",
-					 argv[optind - 1]);
+			                 argv[optind - 1]);
 		parse_option(a, c, optarg, &port_set);
 	}
 	if (optind != argc - 1)
 		perf_usage_error(optind == argc ? "no TEST given (see --list)"
-						: "exactly one TEST, please (see --help)");
+		                                : "exactly one TEST, please (see --help)");
 	a->test = perf_test_find(argv[optind]);
 	if (!a->test)
 		perf_usage_error("unknown test '%s' (see --list)", argv[optind]);
@@ -347,5 +385,5 @@ void perf_args_check(const struct perf_args *a)
 		perf_usage_error("%s uses no QPs: --qps does not apply", name);
 	if (a->iters < a->qps)
 		perf_usage_error("--iters %ld is below --qps %d: some QPs would do nothing",
-				 a->iters, a->qps);
+		                 a->iters, a->qps);
 }

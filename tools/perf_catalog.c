@@ -10,28 +10,28 @@
 #include "perf.h"
 
 static const struct perf_test tests[] = {
-	{"put_bw", PERF_PUT_BW, PERF_KIND_BW, false,
-	 "RDMA WRITE bandwidth and message rate, many outstanding, every Nth signaled"},
-	{"put_lat", PERF_PUT_LAT, PERF_KIND_LAT, true,
-	 "RDMA WRITE ping-pong; each side polls the last byte of its buffer"},
-	{"get_bw", PERF_GET_BW, PERF_KIND_BW, false, "RDMA READ bandwidth and message rate"},
-	{"get_lat", PERF_GET_LAT, PERF_KIND_LAT, false, "RDMA READ latency, one at a time"},
-	{"atomic_rate", PERF_ATOMIC_RATE, PERF_KIND_ATOMIC, false,
-	 "8-byte fetch-add: rate (pipelined) and latency (one at a time)"},
-	{"send_lat", PERF_SEND_LAT, PERF_KIND_LAT, true, "SEND/RECV ping-pong"},
-	{"signal_lat", PERF_SIGNAL_LAT, PERF_KIND_LAT, true,
-	 "RDMA WRITE with immediate ping-pong; waits for receive completions"},
-	{"memcpy", PERF_MEMCPY, PERF_KIND_LOCAL, false,
-	 "CPU memcpy bandwidth of this machine (reference, no NIC)"},
+    {"put_bw", PERF_PUT_BW, PERF_KIND_BW, false,
+     "RDMA WRITE bandwidth and message rate, many outstanding, every Nth signaled"},
+    {"put_lat", PERF_PUT_LAT, PERF_KIND_LAT, true,
+     "RDMA WRITE ping-pong; each side polls the last byte of its buffer"},
+    {"get_bw", PERF_GET_BW, PERF_KIND_BW, false, "RDMA READ bandwidth and message rate"},
+    {"get_lat", PERF_GET_LAT, PERF_KIND_LAT, false, "RDMA READ latency, one at a time"},
+    {"atomic_rate", PERF_ATOMIC_RATE, PERF_KIND_ATOMIC, false,
+     "8-byte fetch-add: rate (pipelined) and latency (one at a time)"},
+    {"send_lat", PERF_SEND_LAT, PERF_KIND_LAT, true, "SEND/RECV ping-pong"},
+    {"signal_lat", PERF_SIGNAL_LAT, PERF_KIND_LAT, true,
+     "RDMA WRITE with immediate ping-pong; waits for receive completions"},
+    {"memcpy", PERF_MEMCPY, PERF_KIND_LOCAL, false,
+     "CPU memcpy bandwidth of this machine (reference, no NIC)"},
 };
 
 static const struct perf_mode modes[] = {
-	{"host", "the CPU posts verbs work requests (ibv_post_send chains, ibv_poll_cq batches)",
-	 perf_host_run},
-	{"gpu", "GPU threads post WQEs through libgnic", NULL},
-	{"gpu-bf", "GPU threads post WQEs with BlueFlame doorbells through libgnic", NULL},
-	{"cpu-assisted", "GPU threads write WQEs, a CPU thread rings doorbells (libgnic)", NULL},
-	{"cpu-proxy", "GPU threads hand requests to a CPU proxy that posts them (libgnic)", NULL},
+    {"host", "the CPU posts verbs work requests (ibv_post_send chains, ibv_poll_cq batches)",
+     perf_host_run},
+    {"gpu", "GPU threads post WQEs through libgnic", NULL},
+    {"gpu-bf", "GPU threads post WQEs with BlueFlame doorbells through libgnic", NULL},
+    {"cpu-assisted", "GPU threads write WQEs, a CPU thread rings doorbells (libgnic)", NULL},
+    {"cpu-proxy", "GPU threads hand requests to a CPU proxy that posts them (libgnic)", NULL},
 };
 
 #define ARRAY_LEN(x) (sizeof(x) / sizeof((x)[0]))

@@ -14,11 +14,11 @@
 
 #include "perf.h"
 
-#define RQ_DEPTH 64
+#define RQ_DEPTH      64
 #define MIN_RNR_TIMER 12 /* 0.64 ms */
-#define QP_TIMEOUT 14	 /* 4.096 us * 2^14 = 67 ms */
-#define QP_RETRY 7
-#define PERF_PORT 1
+#define QP_TIMEOUT    14 /* 4.096 us * 2^14 = 67 ms */
+#define QP_RETRY      7
+#define PERF_PORT     1
 
 static struct ibv_device *pick_device(struct ibv_device **list, int n, const char *name)
 {
@@ -69,11 +69,11 @@ static void query_limits(struct perf_ep *ep, const struct perf_args *a, struct i
 		perf_fatal("ibv_query_port: %s", strerror(ret));
 	if (port.state != IBV_PORT_ACTIVE)
 		perf_fatal("port %d of %s is not active", PERF_PORT,
-			   ibv_get_device_name(ep->ctx->device));
+		           ibv_get_device_name(ep->ctx->device));
 	ep->mtu = port.active_mtu;
 	ep->sq_depth = min_u32((uint32_t)a->tx_depth, (uint32_t)d->max_qp_wr);
-	ep->rd_atomic = min_u32(16, min_u32((uint32_t)d->max_qp_rd_atom,
-					    (uint32_t)d->max_qp_init_rd_atom));
+	ep->rd_atomic =
+	    min_u32(16, min_u32((uint32_t)d->max_qp_rd_atom, (uint32_t)d->max_qp_init_rd_atom));
 	if (!ep->rd_atomic)
 		ep->rd_atomic = 1;
 	/* Signal often enough that the SQ never fills with unretired requests. */
@@ -82,8 +82,8 @@ static void query_limits(struct perf_ep *ep, const struct perf_args *a, struct i
 
 static struct ibv_cq *make_cq(struct perf_ep *ep, uint32_t want, int max_cqe)
 {
-	struct ibv_cq *cq = ibv_create_cq(ep->ctx, (int)min_u32(want, (uint32_t)max_cqe), NULL,
-					  NULL, 0);
+	struct ibv_cq *cq =
+	    ibv_create_cq(ep->ctx, (int)min_u32(want, (uint32_t)max_cqe), NULL, NULL, 0);
 
 	if (!cq)
 		perf_fatal("ibv_create_cq(%u): %s", want, strerror(errno));
@@ -93,14 +93,14 @@ static struct ibv_cq *make_cq(struct perf_ep *ep, uint32_t want, int max_cqe)
 static struct ibv_qp *make_qp(struct perf_ep *ep, uint32_t inline_len)
 {
 	struct ibv_qp_init_attr init = {
-		.send_cq = ep->scq,
-		.recv_cq = ep->rcq,
-		.cap = {.max_send_wr = ep->sq_depth,
-			.max_recv_wr = RQ_DEPTH,
-			.max_send_sge = 1,
-			.max_recv_sge = 1,
-			.max_inline_data = inline_len},
-		.qp_type = IBV_QPT_RC,
+	    .send_cq = ep->scq,
+	    .recv_cq = ep->rcq,
+	    .cap = {.max_send_wr = ep->sq_depth,
+	            .max_recv_wr = RQ_DEPTH,
+	            .max_send_sge = 1,
+	            .max_recv_sge = 1,
+	            .max_inline_data = inline_len},
+	    .qp_type = IBV_QPT_RC,
 	};
 	struct ibv_qp *qp = ibv_create_qp(ep->pd, &init);
 
@@ -117,7 +117,7 @@ static void make_qps(struct perf_ep *ep, int nqps)
 			ep->qp[q] = make_qp(ep, 0);
 		if (!ep->qp[q])
 			perf_fatal("ibv_create_qp (RC, depth %u): %s", ep->sq_depth,
-				   strerror(errno));
+			           strerror(errno));
 		ep->psn[q] = (uint32_t)lrand48() & 0xffffff;
 	}
 	ep->nqps = nqps;
@@ -126,7 +126,7 @@ static void make_qps(struct perf_ep *ep, int nqps)
 static void make_buffer(struct perf_ep *ep, size_t len)
 {
 	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-		     IBV_ACCESS_REMOTE_ATOMIC;
+	             IBV_ACCESS_REMOTE_ATOMIC;
 	void *p;
 
 	if (posix_memalign(&p, 4096, len))
@@ -194,30 +194,30 @@ static void modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, const 
 static void to_init(struct ibv_qp *qp)
 {
 	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_INIT,
-		.pkey_index = 0,
-		.port_num = PERF_PORT,
-		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+	    .qp_state = IBV_QPS_INIT,
+	    .pkey_index = 0,
+	    .port_num = PERF_PORT,
+	    .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+	                       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
 	};
 
-	modify(qp, &attr,
-	       IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, "INIT");
+	modify(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+	       "INIT");
 }
 
 /* RoCE ports (and gnic-emu) address peers by GID; IB ports may use LIDs. */
 static void to_rtr(const struct perf_ep *ep, struct ibv_qp *qp, const struct perf_ep_info *peer,
-		   int q)
+                   int q)
 {
 	static const union ibv_gid zero_gid;
 	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_RTR,
-		.path_mtu = ep->mtu,
-		.dest_qp_num = peer->qpn[q],
-		.rq_psn = peer->psn[q],
-		.max_dest_rd_atomic = (uint8_t)ep->rd_atomic,
-		.min_rnr_timer = MIN_RNR_TIMER,
-		.ah_attr = {.dlid = peer->lid, .port_num = PERF_PORT},
+	    .qp_state = IBV_QPS_RTR,
+	    .path_mtu = ep->mtu,
+	    .dest_qp_num = peer->qpn[q],
+	    .rq_psn = peer->psn[q],
+	    .max_dest_rd_atomic = (uint8_t)ep->rd_atomic,
+	    .min_rnr_timer = MIN_RNR_TIMER,
+	    .ah_attr = {.dlid = peer->lid, .port_num = PERF_PORT},
 	};
 
 	if (memcmp(&peer->gid, &zero_gid, sizeof(zero_gid))) {
@@ -228,24 +228,24 @@ static void to_rtr(const struct perf_ep *ep, struct ibv_qp *qp, const struct per
 	}
 	modify(qp, &attr,
 	       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-		       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+	           IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
 	       "RTR");
 }
 
 static void to_rts(const struct perf_ep *ep, struct ibv_qp *qp, int q)
 {
 	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_RTS,
-		.sq_psn = ep->psn[q],
-		.timeout = QP_TIMEOUT,
-		.retry_cnt = QP_RETRY,
-		.rnr_retry = QP_RETRY,
-		.max_rd_atomic = (uint8_t)ep->rd_atomic,
+	    .qp_state = IBV_QPS_RTS,
+	    .sq_psn = ep->psn[q],
+	    .timeout = QP_TIMEOUT,
+	    .retry_cnt = QP_RETRY,
+	    .rnr_retry = QP_RETRY,
+	    .max_rd_atomic = (uint8_t)ep->rd_atomic,
 	};
 
 	modify(qp, &attr,
-	       IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-		       IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC,
+	       IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+	           IBV_QP_MAX_QP_RD_ATOMIC,
 	       "RTS");
 }
 
@@ -258,8 +258,7 @@ void perf_ep_connect(struct perf_ep *ep, const struct perf_ep_info *peer)
 		to_rtr(ep, ep->qp[q], peer, q);
 		to_rts(ep, ep->qp[q], q);
 	}
-	ep->remote = (struct perf_remote){.addr = peer->addr, .rkey = peer->rkey,
-					  .len = peer->len};
+	ep->remote = (struct perf_remote){.addr = peer->addr, .rkey = peer->rkey, .len = peer->len};
 }
 
 static void check(int ret, const char *what)

@@ -49,7 +49,7 @@ static void rate_phase(struct perf_session *s, const struct perf_layout *l, stru
 /* Iterations [first, first + iters) one at a time; the counter held
  * COUNTER_BASE plus every earlier addend before iteration first. */
 static void latency_phase(struct perf_session *s, const struct perf_layout *l, long first,
-			  struct perf_result *r)
+                          struct perf_result *r)
 {
 	struct perf_ep *a = perf_a(s);
 	uint64_t expect = COUNTER_BASE + sum_adds(0, first);
@@ -61,15 +61,15 @@ static void latency_phase(struct perf_session *s, const struct perf_layout *l, l
 		uint64_t t0;
 
 		perf_wr_init(&wr, &sge, a, IBV_WR_ATOMIC_FETCH_AND_ADD, perf_dst(l, 0, 0), 8,
-			     perf_dst(l, 0, 0));
+		             perf_dst(l, 0, 0));
 		wr.wr.atomic.compare_add = perf_atomic_add(first + k);
 		t0 = perf_now_ns();
 		perf_sq_post_wait(a, 0, &wr);
 		r->lat_ns[k] = (double)(perf_now_ns() - t0);
 		if (s->args->validate && load_u64(result) != expect)
-			perf_fatal("fetch-add %ld fetched 0x%llx, the counter held 0x%llx", first + k,
-				   (unsigned long long)load_u64(result),
-				   (unsigned long long)expect);
+			perf_fatal("fetch-add %ld fetched 0x%llx, the counter held 0x%llx",
+			           first + k, (unsigned long long)load_u64(result),
+			           (unsigned long long)expect);
 		expect += perf_atomic_add(first + k);
 	}
 	r->nlat = s->args->iters;
@@ -84,9 +84,9 @@ static bool check_counter(struct perf_ep *b, const struct perf_layout *l, long t
 		return true;
 	fflush(stdout);
 	fprintf(stderr,
-		"gnic-perf: atomic counter is 0x%llx after %ld fetch-adds, expected 0x%llx "
-		"(difference %lld)\n",
-		(unsigned long long)got, total, (unsigned long long)want, (long long)(got - want));
+	        "gnic-perf: atomic counter is 0x%llx after %ld fetch-adds, expected 0x%llx "
+	        "(difference %lld)\n",
+	        (unsigned long long)got, total, (unsigned long long)want, (long long)(got - want));
 	return false;
 }
 
@@ -111,5 +111,5 @@ void perf_host_atomic(struct perf_session *s, struct perf_result *r)
 		ok = check_counter(b, &l, timed + s->args->iters);
 	if (!perf_session_verdict(s, ok))
 		perf_fatal(b ? "atomic_rate: validation failed"
-			     : "atomic_rate: the server found a wrong counter (see its output)");
+		             : "atomic_rate: the server found a wrong counter (see its output)");
 }

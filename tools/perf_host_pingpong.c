@@ -37,9 +37,12 @@ static bool uses_recv(const struct pingpong *pp)
 static enum ibv_wr_opcode pp_opcode(const struct pingpong *pp)
 {
 	switch (pp->t->id) {
-	case PERF_SEND_LAT: return IBV_WR_SEND;
-	case PERF_SIGNAL_LAT: return IBV_WR_RDMA_WRITE_WITH_IMM;
-	default: return IBV_WR_RDMA_WRITE;
+	case PERF_SEND_LAT:
+		return IBV_WR_SEND;
+	case PERF_SIGNAL_LAT:
+		return IBV_WR_RDMA_WRITE_WITH_IMM;
+	default:
+		return IBV_WR_RDMA_WRITE;
 	}
 }
 
@@ -67,7 +70,7 @@ static void prepare(struct pingpong *pp, struct perf_ep *ep)
 	perf_fill_sources(ep->buf, &pp->l, ep->side);
 	for (long i = 0; i < 2; i++)
 		perf_pattern_poison(ep->buf + slot_of(pp, i), pp->l.size, peer_of(ep),
-				    region_of(pp, i));
+		                    region_of(pp, i));
 	if (uses_recv(pp)) {
 		post_recv(pp, ep, 0);
 		post_recv(pp, ep, 1);
@@ -81,7 +84,7 @@ static void send_msg(struct pingpong *pp, struct perf_ep *ep, long i)
 
 	perf_sq_wait_room(ep, 0, ep->sq_depth);
 	perf_wr_init(&wr, &sge, ep, pp_opcode(pp), perf_src(&pp->l, region_of(pp, i)),
-		     (uint32_t)pp->l.size, slot_of(pp, i));
+	             (uint32_t)pp->l.size, slot_of(pp, i));
 	wr.imm_data = htonl((uint32_t)i);
 	perf_sq_prepare(ep, 0, &wr, i == pp->total - 1);
 	perf_sq_post(ep, 0, &wr);
@@ -95,10 +98,10 @@ static void check_recv_wc(struct pingpong *pp, const struct ibv_wc *wc, long i)
 		perf_fatal("receive completion %ld has opcode %d", i, wc->opcode);
 	if (imm && (!(wc->wc_flags & IBV_WC_WITH_IMM) || ntohl(wc->imm_data) != (uint32_t)i))
 		perf_fatal("receive completion %ld carries immediate %u (flags 0x%x)", i,
-			   ntohl(wc->imm_data), wc->wc_flags);
+		           ntohl(wc->imm_data), wc->wc_flags);
 	if (!imm && wc->byte_len != pp->l.size)
 		perf_fatal("receive completion %ld reports %u bytes, sent %zu", i, wc->byte_len,
-			   pp->l.size);
+		           pp->l.size);
 }
 
 /* Message i has arrived in ep's slot: its marker byte, or its receive CQE. */
@@ -110,7 +113,7 @@ static void await_msg(struct pingpong *pp, struct perf_ep *ep, long i)
 		const uint8_t *last = ep->buf + slot_of(pp, i) + pp->l.size - 1;
 
 		perf_wait_byte(last, perf_pattern_marker(peer_of(ep), region_of(pp, i)),
-			       "the peer's write");
+		               "the peer's write");
 		return;
 	}
 	perf_rq_wait(ep, (uint64_t)i, &wc);
@@ -123,9 +126,9 @@ static void consume_msg(struct pingpong *pp, struct perf_ep *ep, long i)
 
 	if (pp->s->args->validate) {
 		snprintf(what, sizeof(what), "the receive slot of side %c",
-			 ep->side == PERF_A ? 'A' : 'B');
+		         ep->side == PERF_A ? 'A' : 'B');
 		perf_pattern_expect(ep->buf + slot_of(pp, i), pp->l.size, peer_of(ep),
-				    region_of(pp, i), what, i);
+		                    region_of(pp, i), what, i);
 	}
 	if (uses_recv(pp))
 		post_recv(pp, ep, i + 2); /* the slot is free again */
@@ -161,7 +164,7 @@ static void run_loop(struct pingpong *pp, struct perf_result *r)
 }
 
 void perf_host_pingpong(struct perf_session *s, const struct perf_test *t, size_t size,
-			struct perf_result *r)
+                        struct perf_result *r)
 {
 	struct pingpong pp = {.s = s, .t = t, .total = s->args->iters + s->args->warmup};
 
@@ -202,7 +205,7 @@ void perf_host_get_lat(struct perf_session *s, size_t size, struct perf_result *
 		if (s->args->validate)
 			perf_pattern_poison(dst, size, PERF_B, region);
 		perf_wr_init(&wr, &sge, a, IBV_WR_RDMA_READ, perf_dst(&l, 0, 0), (uint32_t)size,
-			     perf_src(&l, region));
+		             perf_src(&l, region));
 		t0 = perf_now_ns();
 		if (i == warmup)
 			start = t0;

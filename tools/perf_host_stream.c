@@ -27,8 +27,7 @@ uint64_t perf_atomic_add(long i)
 }
 
 /* Iteration i of QP q as a work request. */
-static void stream_wr(struct stream *st, struct ibv_send_wr *wr, struct ibv_sge *sge, int q,
-		      long i)
+static void stream_wr(struct stream *st, struct ibv_send_wr *wr, struct ibv_sge *sge, int q, long i)
 {
 	const struct perf_layout *l = st->l;
 	size_t slot = perf_dst(l, (uint32_t)q, perf_stream_slot(l, i));
@@ -42,11 +41,11 @@ static void stream_wr(struct stream *st, struct ibv_send_wr *wr, struct ibv_sge 
 		break;
 	case IBV_WR_RDMA_READ:
 		perf_wr_init(wr, sge, st->ep, st->op, slot, len,
-			     perf_src(l, perf_stream_region(l, i)));
+		             perf_src(l, perf_stream_region(l, i)));
 		break;
 	default:
 		perf_wr_init(wr, sge, st->ep, st->op, perf_src(l, perf_stream_region(l, i)), len,
-			     slot);
+		             slot);
 		break;
 	}
 }
@@ -75,7 +74,7 @@ static int post_chain(struct stream *st, int q)
 }
 
 void perf_stream_post(struct perf_ep *ep, const struct perf_layout *l, enum ibv_wr_opcode op,
-		      long first, long count)
+                      long first, long count)
 {
 	struct stream st = {.ep = ep, .l = l, .op = op, .end = first + count};
 	int nq = ep->nqps;
@@ -95,7 +94,7 @@ void perf_stream_post(struct perf_ep *ep, const struct perf_layout *l, enum ibv_
 		}
 		work += perf_sq_reap(ep);
 		if (work)
-			perf_wait_start(&w, "send completions"); /* progress: new deadline */
+			perf_wait_progress(&w);
 		else
 			perf_wait_tick(&w);
 	}
@@ -105,17 +104,17 @@ void perf_stream_post(struct perf_ep *ep, const struct perf_layout *l, enum ibv_
 /* Before the run: every destination slot holds the complement of what it
  * must hold afterwards, so a write that never lands is caught. */
 static void poison_slots(struct perf_ep *ep, const struct perf_layout *l, enum perf_side src,
-			 long total)
+                         long total)
 {
 	for (uint32_t q = 0; q < l->nqps; q++)
 		for (uint32_t s = 0; s < l->nslots; s++)
-			perf_pattern_poison(ep->buf + perf_dst(l, q, s), l->size, src,
-					    perf_stream_region(l, perf_stream_last_iter(l, q, s,
-											 total)));
+			perf_pattern_poison(
+			    ep->buf + perf_dst(l, q, s), l->size, src,
+			    perf_stream_region(l, perf_stream_last_iter(l, q, s, total)));
 }
 
 static bool check_slots(struct perf_ep *ep, const struct perf_layout *l, enum perf_side src,
-			long total)
+                        long total)
 {
 	char what[64];
 
@@ -124,9 +123,9 @@ static bool check_slots(struct perf_ep *ep, const struct perf_layout *l, enum pe
 			long last = perf_stream_last_iter(l, q, s, total);
 
 			snprintf(what, sizeof(what), "QP %u slot %u (side %c)", q, s,
-				 ep->side == PERF_A ? 'A' : 'B');
+			         ep->side == PERF_A ? 'A' : 'B');
 			if (!perf_pattern_check(ep->buf + perf_dst(l, q, s), l->size, src,
-						perf_stream_region(l, last), what, last))
+			                        perf_stream_region(l, last), what, last))
 				return false;
 		}
 	}
@@ -134,7 +133,7 @@ static bool check_slots(struct perf_ep *ep, const struct perf_layout *l, enum pe
 }
 
 static void timed_run(struct perf_session *s, enum ibv_wr_opcode op, const struct perf_layout *l,
-		      struct perf_result *r)
+                      struct perf_result *r)
 {
 	struct perf_ep *a = perf_a(s);
 	uint64_t t0;
@@ -147,7 +146,7 @@ static void timed_run(struct perf_session *s, enum ibv_wr_opcode op, const struc
 }
 
 void perf_host_stream(struct perf_session *s, const struct perf_test *t, size_t size,
-		      struct perf_result *r)
+                      struct perf_result *r)
 {
 	bool put = t->id == PERF_PUT_BW, validate = s->args->validate, ok = true;
 	enum perf_side src = put ? PERF_A : PERF_B, dst = put ? PERF_B : PERF_A;
@@ -169,6 +168,6 @@ void perf_host_stream(struct perf_session *s, const struct perf_test *t, size_t 
 		perf_fatal("%s: data read back does not match", t->name);
 	if (!perf_session_verdict(s, put ? ok : true))
 		perf_fatal(perf_b(s) ? "%s: validation failed"
-				     : "%s: the server found a data mismatch (see its output)",
-			   t->name);
+		                     : "%s: the server found a data mismatch (see its output)",
+		           t->name);
 }

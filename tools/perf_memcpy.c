@@ -22,7 +22,7 @@ static void check_all(uint8_t *buf, const struct perf_layout *l, long total)
 		long last = perf_stream_last_iter(l, 0, s, total);
 
 		perf_pattern_expect(buf + perf_dst(l, 0, s), l->size, PERF_A,
-				    perf_stream_region(l, last), "a memcpy destination", last);
+		                    perf_stream_region(l, last), "a memcpy destination", last);
 	}
 }
 
@@ -39,7 +39,7 @@ void perf_memcpy_run(const struct perf_args *a, size_t size, struct perf_result 
 	perf_fill_sources(buf, &l, PERF_A);
 	for (uint32_t s = 0; s < l.nslots; s++) /* faults the pages in, too */
 		perf_pattern_poison(buf + perf_dst(&l, 0, s), size, PERF_A,
-				    perf_stream_region(&l, perf_stream_last_iter(&l, 0, s, total)));
+		                    perf_stream_region(&l, perf_stream_last_iter(&l, 0, s, total)));
 	copy_range(buf, &l, 0, a->warmup);
 	t0 = perf_now_ns();
 	copy_range(buf, &l, a->warmup, a->iters);

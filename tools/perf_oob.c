@@ -20,10 +20,10 @@
 
 #include "perf.h"
 
-#define OOB_MAGIC 0x47505246u /* "GPRF" */
-#define OOB_HDR 12
+#define OOB_MAGIC    0x47505246u /* "GPRF" */
+#define OOB_HDR      12
 #define OOB_MAX_BODY 65536u
-#define RETRY_MS 50
+#define RETRY_MS     50
 
 void perf_put32(uint8_t **pos, uint32_t v)
 {
@@ -201,7 +201,7 @@ int perf_oob_connect(const char *host, int port)
 	freeaddrinfo(res);
 	if (fd < 0)
 		perf_fatal("no gnic-perf server answered at %s port %d within %d s", host, port,
-			   perf_timeout_ms() / 1000);
+		           perf_timeout_ms() / 1000);
 	return fd;
 }
 
@@ -231,8 +231,9 @@ static void recv_all(int fd, uint8_t *p, size_t len, uint64_t dl)
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (n == 0)
-			perf_fatal("the peer process closed the connection (it failed or exited; see "
-				   "its output)");
+			perf_fatal(
+			    "the peer process closed the connection (it failed or exited; see "
+			    "its output)");
 		if (n < 0)
 			perf_fatal("out-of-band receive: %s", strerror(errno));
 		p += n;
@@ -267,7 +268,7 @@ void perf_oob_recv(int fd, uint32_t type, void *body, uint32_t len)
 		perf_fatal("the peer does not speak gnic-perf (bad magic 0x%08x)", magic);
 	if (got_type != type || got_len != len || len > OOB_MAX_BODY)
 		perf_fatal("out-of-band protocol error: got message %u of %u bytes, expected %u "
-			   "of %u (are both sides the same gnic-perf version and test?)",
-			   got_type, got_len, type, len);
+		           "of %u (are both sides the same gnic-perf version and test?)",
+		           got_type, got_len, type, len);
 	recv_all(fd, body, len, dl);
 }

@@ -16,9 +16,9 @@
 
 #include "perf.h"
 
-#define DST_BUDGET (16ul << 20) /* destination bytes per side for streams */
-#define MAX_SLOTS 64
-#define MAX_SRC 17
+#define DST_BUDGET   (16ul << 20) /* destination bytes per side for streams */
+#define MAX_SLOTS    64
+#define MAX_SRC      17
 #define ATOMIC_SLOTS 256
 
 static uint64_t mix64(uint64_t x)
@@ -32,7 +32,8 @@ static uint64_t mix64(uint64_t x)
 
 static uint64_t pattern_key(enum perf_side side, uint32_t region, size_t len)
 {
-	return mix64(((uint64_t)side << 60) ^ ((uint64_t)region << 40) ^ len ^ 0x9e3779b97f4a7c15ull);
+	return mix64(((uint64_t)side << 60) ^ ((uint64_t)region << 40) ^ len ^
+	             0x9e3779b97f4a7c15ull);
 }
 
 uint8_t perf_pattern_marker(enum perf_side side, uint32_t region)
@@ -87,7 +88,7 @@ void perf_pattern_poison(uint8_t *p, size_t len, enum perf_side side, uint32_t r
 /* First differing offset, or -1; *seen gets the byte read there (the
  * memory may change under us while a NIC writes it). */
 static long find_mismatch(const uint8_t *p, size_t len, enum perf_side side, uint32_t region,
-			  uint8_t *seen)
+                          uint8_t *seen)
 {
 	uint64_t key = pattern_key(side, region, len);
 	uint8_t marker = perf_pattern_marker(side, region);
@@ -119,7 +120,7 @@ long perf_pattern_find(const uint8_t *p, size_t len, enum perf_side side, uint32
 }
 
 bool perf_pattern_check(const uint8_t *p, size_t len, enum perf_side side, uint32_t region,
-			const char *what, long iter)
+                        const char *what, long iter)
 {
 	uint8_t seen = 0;
 	long off = find_mismatch(p, len, side, region, &seen);
@@ -129,19 +130,19 @@ bool perf_pattern_check(const uint8_t *p, size_t len, enum perf_side side, uint3
 		return true;
 	fflush(stdout);
 	fprintf(stderr,
-		"gnic-perf: data mismatch in %s after iteration %ld: byte %ld of %zu is 0x%02x, "
-		"expected 0x%02x (pattern of side %c, region %u)\n",
-		what, iter, off, len, seen,
-		pattern_byte(key, len, (size_t)off, perf_pattern_marker(side, region)),
-		side == PERF_A ? 'A' : 'B', region);
+	        "gnic-perf: data mismatch in %s after iteration %ld: byte %ld of %zu is 0x%02x, "
+	        "expected 0x%02x (pattern of side %c, region %u)\n",
+	        what, iter, off, len, seen,
+	        pattern_byte(key, len, (size_t)off, perf_pattern_marker(side, region)),
+	        side == PERF_A ? 'A' : 'B', region);
 	if (perf_pattern_find(p, len, side, region) < 0)
 		fprintf(stderr, "gnic-perf: a second look finds the data right: it landed after "
-				"the byte that signalled its arrival\n");
+		                "the byte that signalled its arrival\n");
 	return false;
 }
 
 void perf_pattern_expect(const uint8_t *p, size_t len, enum perf_side side, uint32_t region,
-			 const char *what, long iter)
+                         const char *what, long iter)
 {
 	if (!perf_pattern_check(p, len, side, region, what, iter))
 		exit(PERF_EXIT_FAIL);
@@ -230,10 +231,18 @@ void perf_layout_for(struct perf_layout *l, const struct perf_args *a, size_t si
 	long total = a->iters + a->warmup;
 
 	switch (a->test->kind) {
-	case PERF_KIND_LAT: perf_layout_pingpong(l, size); break;
-	case PERF_KIND_ATOMIC: perf_layout_atomic(l, a->qps, a->tx_depth); break;
-	case PERF_KIND_LOCAL: perf_layout_stream(l, size, 1, total); break;
-	default: perf_layout_stream(l, size, a->qps, total); break;
+	case PERF_KIND_LAT:
+		perf_layout_pingpong(l, size);
+		break;
+	case PERF_KIND_ATOMIC:
+		perf_layout_atomic(l, a->qps, a->tx_depth);
+		break;
+	case PERF_KIND_LOCAL:
+		perf_layout_stream(l, size, 1, total);
+		break;
+	default:
+		perf_layout_stream(l, size, a->qps, total);
+		break;
 	}
 }
 

@@ -11,8 +11,9 @@
 
 #include "perf.h"
 
-#define RULE "----------------------------------------------------------------------------------" \
-	     "--------------------------"
+#define RULE                                                                                       \
+	"----------------------------------------------------------------------------------"       \
+	"--------------------------"
 
 static struct {
 	const struct perf_env *env;
@@ -62,11 +63,11 @@ static void describe_connection(const struct perf_args *a)
 	if (a->test->kind == PERF_KIND_LOCAL)
 		snprintf(rep.connection, sizeof(rep.connection), "local (no NIC)");
 	else if (a->server)
-		snprintf(rep.connection, sizeof(rep.connection), "server (TCP port %d), side B",
-			 a->port);
+		snprintf(rep.connection, sizeof(rep.connection), "server on TCP port %d (side B)",
+		         a->port);
 	else if (a->connect_host[0])
-		snprintf(rep.connection, sizeof(rep.connection), "client of %s port %d, side A",
-			 a->connect_host, a->port);
+		snprintf(rep.connection, sizeof(rep.connection), "client of %s port %d (side A)",
+		         a->connect_host, a->port);
 	else
 		snprintf(rep.connection, sizeof(rep.connection), "in-process (sides A and B)");
 }
@@ -91,7 +92,7 @@ static void table_details(const struct perf_args *a, const struct perf_session *
 }
 
 static void table_begin(const struct perf_args *a, const struct perf_env *env,
-			const struct perf_session *s)
+                        const struct perf_session *s)
 {
 	printf("%s\n", RULE);
 	printf(" gnic-perf %s: %s\n", a->test->name, a->test->help);
@@ -157,13 +158,15 @@ static void json_begin(const struct perf_args *a, const struct perf_env *env)
 }
 
 void perf_report_begin(const struct perf_args *a, const struct perf_env *env,
-		       const struct perf_session *s)
+                       const struct perf_session *s)
 {
 	rep.env = env;
 	rep.rows = 0;
 	describe_connection(a);
 	switch (a->format) {
-	case PERF_FMT_TABLE: table_begin(a, env, s); break;
+	case PERF_FMT_TABLE:
+		table_begin(a, env, s);
+		break;
 	case PERF_FMT_CSV:
 		if (!a->server)
 			csv_begin(a);
@@ -177,7 +180,7 @@ void perf_report_begin(const struct perf_args *a, const struct perf_env *env,
 }
 
 static void table_row(const struct perf_args *a, const struct perf_result *r,
-		      const struct perf_stats *st)
+                      const struct perf_stats *st)
 {
 	if (!perf_test_has_lat(a->test)) {
 		printf(" %-11zu %-13ld %-19.2f %.4f\n", r->size, r->iters, st->bw_mib, st->mpps);
@@ -188,7 +191,7 @@ static void table_row(const struct perf_args *a, const struct perf_result *r,
 }
 
 static void csv_row(const struct perf_args *a, const struct perf_result *r,
-		    const struct perf_stats *st)
+                    const struct perf_stats *st)
 {
 	printf("%s,%s,%s,%s,\"%s\",%d,%zu,%ld,%.3f,%.6f", a->test->name, a->mode->name,
 	       rep.env->device, rep.env->provider, rep.connection, a->qps, r->size, r->iters,
@@ -199,7 +202,7 @@ static void csv_row(const struct perf_args *a, const struct perf_result *r,
 }
 
 static void json_row(const struct perf_args *a, const struct perf_result *r,
-		     const struct perf_stats *st)
+                     const struct perf_stats *st)
 {
 	printf("%s{\"bytes\": %zu, \"iterations\": %ld, \"bw_mib_s\": %.3f, "
 	       "\"msg_rate_mpps\": %.6f",
@@ -224,9 +227,15 @@ void perf_report_row(const struct perf_args *a, const struct perf_result *r)
 	compute(r, &st);
 	clear_progress(a);
 	switch (a->format) {
-	case PERF_FMT_TABLE: table_row(a, r, &st); break;
-	case PERF_FMT_CSV: csv_row(a, r, &st); break;
-	case PERF_FMT_JSON: json_row(a, r, &st); break;
+	case PERF_FMT_TABLE:
+		table_row(a, r, &st);
+		break;
+	case PERF_FMT_CSV:
+		csv_row(a, r, &st);
+		break;
+	case PERF_FMT_JSON:
+		json_row(a, r, &st);
+		break;
 	}
 	rep.rows++;
 	fflush(stdout);
@@ -237,7 +246,9 @@ void perf_report_server(const struct perf_args *a, size_t size, bool ok)
 	clear_progress(a);
 	if (a->format == PERF_FMT_TABLE)
 		printf(" %-11zu %-13ld %s\n", size, a->iters,
-		       !ok ? "MISMATCH" : a->validate ? "validated" : "not validated");
+		       !ok           ? "MISMATCH"
+		       : a->validate ? "validated"
+		                     : "not validated");
 	fflush(stdout);
 }
 
@@ -245,7 +256,7 @@ void perf_report_progress(const struct perf_args *a, int index, size_t size)
 {
 	if (a->nsizes > 4 && isatty(STDERR_FILENO))
 		fprintf(stderr, "\r[%d/%d] %s %zu bytes ...", index + 1, a->nsizes, a->test->name,
-			size);
+		        size);
 }
 
 void perf_report_end(const struct perf_args *a)

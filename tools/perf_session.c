@@ -13,7 +13,7 @@
 
 #include "perf.h"
 
-#define NAME_LEN 32
+#define NAME_LEN    32
 #define PARAMS_WIRE (2 * NAME_LEN + 4 + PERF_MAX_SIZES * 8 + 8 + 8 + 4 * 4)
 
 static void put_name(uint8_t **pos, const char *name)
@@ -51,7 +51,7 @@ static void warn_overridden(const struct perf_args *a)
 {
 	if (a->sizes_set || a->iters_set || a->warmup_set || a->qps_set || a->depth_set)
 		fprintf(stderr, "gnic-perf: note: the client's sizes, iterations, QPs and depth "
-				"are used; those given to the server are ignored\n");
+		                "are used; those given to the server are ignored\n");
 }
 
 /* The server adopts the client's settings; the test must be the same. */
@@ -64,7 +64,7 @@ static void params_adopt(struct perf_args *a, const uint8_t *wire)
 	get_name(&pos, mode);
 	if (strcmp(test, a->test->name))
 		perf_fatal("the client runs %s, this server was started for %s", test,
-			   a->test->name);
+		           a->test->name);
 	a->mode = perf_mode_find(mode);
 	if (!a->mode || !a->mode->run)
 		perf_fatal("the client asked for mode '%s', which this server cannot run", mode);
@@ -116,7 +116,7 @@ static void open_server(struct perf_session *s)
 
 	s->listen_fd = perf_oob_listen(s->args->port);
 	fprintf(stderr, "gnic-perf: %s server waiting on TCP port %d\n", s->args->test->name,
-		s->args->port);
+	        s->args->port);
 	s->oob = perf_oob_accept(s->listen_fd);
 	perf_wait_setup(s->args->timeout_s, s->oob);
 	perf_oob_recv(s->oob, PERF_OOB_PARAMS, wire, sizeof(wire));
@@ -178,7 +178,7 @@ void perf_session_barrier(struct perf_session *s, uint32_t step)
 	got = perf_get32(&rpos);
 	if (got != step)
 		perf_fatal("out-of-band protocol error: the peer is at step %u, this side at %u",
-			   got, step);
+		           got, step);
 }
 
 bool perf_session_verdict(struct perf_session *s, bool b_ok)

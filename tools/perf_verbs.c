@@ -19,9 +19,9 @@ void perf_check_wc(const struct ibv_wc *wc, const char *where)
 	if (wc->status == IBV_WC_SUCCESS)
 		return;
 	perf_fatal("error completion on the %s: %s (status %d, vendor error 0x%x), wr_id 0x%llx, "
-		   "opcode %d, QP 0x%x",
-		   where, ibv_wc_status_str(wc->status), wc->status, wc->vendor_err,
-		   (unsigned long long)wc->wr_id, wc->opcode, wc->qp_num);
+	           "opcode %d, QP 0x%x",
+	           where, ibv_wc_status_str(wc->status), wc->status, wc->vendor_err,
+	           (unsigned long long)wc->wr_id, wc->opcode, wc->qp_num);
 }
 
 static bool is_inline_op(enum ibv_wr_opcode op)
@@ -30,10 +30,10 @@ static bool is_inline_op(enum ibv_wr_opcode op)
 }
 
 void perf_wr_init(struct ibv_send_wr *wr, struct ibv_sge *sge, struct perf_ep *ep,
-		  enum ibv_wr_opcode op, size_t local_off, uint32_t len, size_t remote_off)
+                  enum ibv_wr_opcode op, size_t local_off, uint32_t len, size_t remote_off)
 {
 	*sge = (struct ibv_sge){
-		.addr = (uintptr_t)(ep->buf + local_off), .length = len, .lkey = ep->mr->lkey};
+	    .addr = (uintptr_t)(ep->buf + local_off), .length = len, .lkey = ep->mr->lkey};
 	*wr = (struct ibv_send_wr){.sg_list = sge, .num_sge = 1, .opcode = op};
 	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_CMP_AND_SWP) {
 		wr->wr.atomic.remote_addr = ep->remote.addr + remote_off;
@@ -63,7 +63,7 @@ void perf_sq_post(struct perf_ep *ep, int q, struct ibv_send_wr *first)
 
 	if (ret)
 		perf_fatal("ibv_post_send on QP 0x%x: %s (at wr_id 0x%llx)", ep->qp[q]->qp_num,
-			   strerror(ret), bad ? (unsigned long long)bad->wr_id : 0ull);
+		           strerror(ret), bad ? (unsigned long long)bad->wr_id : 0ull);
 }
 
 uint32_t perf_sq_room(const struct perf_ep *ep, int q, uint32_t depth)
@@ -81,10 +81,10 @@ static void retire(struct perf_ep *ep, const struct ibv_wc *wc)
 	perf_check_wc(wc, "send CQ");
 	if (q >= ep->nqps || seq <= ep->sq_done[q] || seq > ep->sq_posted[q])
 		perf_fatal("send completion out of order: wr_id 0x%llx (QP %d has %llu posted, "
-			   "%llu completed)",
-			   (unsigned long long)wc->wr_id, q,
-			   q < ep->nqps ? (unsigned long long)ep->sq_posted[q] : 0ull,
-			   q < ep->nqps ? (unsigned long long)ep->sq_done[q] : 0ull);
+		           "%llu completed)",
+		           (unsigned long long)wc->wr_id, q,
+		           q < ep->nqps ? (unsigned long long)ep->sq_posted[q] : 0ull,
+		           q < ep->nqps ? (unsigned long long)ep->sq_done[q] : 0ull);
 	ep->sq_done[q] = seq;
 }
 
@@ -108,7 +108,9 @@ void perf_sq_wait_room(struct perf_ep *ep, int q, uint32_t depth)
 		return;
 	perf_wait_start(&w, "send completions");
 	while (!perf_sq_room(ep, q, depth))
-		if (!perf_sq_reap(ep))
+		if (perf_sq_reap(ep))
+			perf_wait_progress(&w);
+		else
 			perf_wait_tick(&w);
 }
 
@@ -126,7 +128,9 @@ void perf_sq_drain(struct perf_ep *ep)
 
 	perf_wait_start(&w, "the last send completions");
 	while (!sq_idle(ep))
-		if (!perf_sq_reap(ep))
+		if (perf_sq_reap(ep))
+			perf_wait_progress(&w);
+		else
 			perf_wait_tick(&w);
 }
 
@@ -138,14 +142,16 @@ void perf_sq_post_wait(struct perf_ep *ep, int q, struct ibv_send_wr *wr)
 	perf_sq_post(ep, q, wr);
 	perf_wait_start(&w, "a send completion");
 	while (ep->sq_done[q] != ep->sq_posted[q])
-		if (!perf_sq_reap(ep))
+		if (perf_sq_reap(ep))
+			perf_wait_progress(&w);
+		else
 			perf_wait_tick(&w);
 }
 
 void perf_rq_post(struct perf_ep *ep, int q, size_t off, uint32_t len, uint64_t wr_id)
 {
 	struct ibv_sge sge = {
-		.addr = (uintptr_t)(ep->buf + off), .length = len, .lkey = ep->mr->lkey};
+	    .addr = (uintptr_t)(ep->buf + off), .length = len, .lkey = ep->mr->lkey};
 	struct ibv_recv_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = len ? 1 : 0};
 	struct ibv_recv_wr *bad = NULL;
 	int ret = ibv_post_recv(ep->qp[q], &wr, &bad);
@@ -167,7 +173,7 @@ void perf_rq_wait(struct perf_ep *ep, uint64_t wr_id, struct ibv_wc *wc)
 	perf_check_wc(wc, "receive CQ");
 	if (wc->wr_id != wr_id)
 		perf_fatal("receive completion out of order: wr_id %llu, expected %llu",
-			   (unsigned long long)wc->wr_id, (unsigned long long)wr_id);
+		           (unsigned long long)wc->wr_id, (unsigned long long)wr_id);
 }
 
 void perf_wait_byte(const volatile uint8_t *p, uint8_t value, const char *what)

@@ -69,6 +69,7 @@ void perf_wait_start(struct perf_wait *w, const char *what)
 	w->deadline_ns = now + (uint64_t)wait_timeout_s * 1000000000ull;
 	w->next_check_ns = now + PEER_CHECK_NS;
 	w->spins = 0;
+	w->progressed = false;
 	w->what = what;
 }
 
@@ -87,6 +88,10 @@ void perf_wait_check(struct perf_wait *w)
 {
 	uint64_t now = perf_now_ns();
 
+	if (w->progressed) {
+		w->deadline_ns = now + (uint64_t)wait_timeout_s * 1000000000ull;
+		w->progressed = false;
+	}
 	if (now > w->deadline_ns)
 		perf_fatal("timed out after %d s waiting for %s", wait_timeout_s, w->what);
 	if (now < w->next_check_ns)
@@ -94,5 +99,5 @@ void perf_wait_check(struct perf_wait *w)
 	w->next_check_ns = now + PEER_CHECK_NS;
 	if (peer_gone())
 		perf_fatal("the peer process closed the connection while this side waited for %s",
-			   w->what);
+		           w->what);
 }

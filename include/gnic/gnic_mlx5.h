@@ -42,10 +42,10 @@ GNIC_HD uint64_t gnic_be64(uint64_t v)
 enum {
 	GNIC_MLX5_SEND_WQE_BB = 64,
 	GNIC_MLX5_SEND_WQE_SHIFT = 6,
-	GNIC_MLX5_SEG_SIZE = 16,	 /* ds counts 16-byte units */
-	GNIC_MLX5_MAX_WQE_BB = 16,	 /* 1 KiB */
-	GNIC_MLX5_MAX_DS = 63,		 /* ds is a 6-bit field */
-	GNIC_MLX5_INVALID_LKEY = 0x100,	 /* ends a short receive SGE list */
+	GNIC_MLX5_SEG_SIZE = 16,        /* ds counts 16-byte units */
+	GNIC_MLX5_MAX_WQE_BB = 16,      /* 1 KiB */
+	GNIC_MLX5_MAX_DS = 63,          /* ds is a 6-bit field */
+	GNIC_MLX5_INVALID_LKEY = 0x100, /* ends a short receive SGE list */
 	GNIC_MLX5_INLINE_SEG = 0x80000000u,
 	GNIC_MLX5_RCV_DBR = 0,
 	GNIC_MLX5_SND_DBR = 1,
@@ -74,9 +74,9 @@ enum {
 	GNIC_MLX5_CTRL_CQ_UPDATE = 2 << 2,
 	GNIC_MLX5_CTRL_FM_MASK = 7 << 5,
 	GNIC_MLX5_FM_NONE = 0 << 5,
-	GNIC_MLX5_FM_SMALL = 1 << 5,	     /* initiator small fence */
-	GNIC_MLX5_FM_FENCE = 2 << 5,	     /* wait for prior READ/ATOMIC */
-	GNIC_MLX5_FM_STRONG = 3 << 5,	     /* wait for all prior WQEs */
+	GNIC_MLX5_FM_SMALL = 1 << 5,           /* initiator small fence */
+	GNIC_MLX5_FM_FENCE = 2 << 5,           /* wait for prior READ/ATOMIC */
+	GNIC_MLX5_FM_STRONG = 3 << 5,          /* wait for all prior WQEs */
 	GNIC_MLX5_FM_SMALL_AND_FENCE = 4 << 5, /* what IBV_SEND_FENCE emits */
 };
 
@@ -118,7 +118,7 @@ enum {
 
 struct gnic_mlx5_ctrl_seg {
 	gnic_be32_t opmod_idx_opcode; /* opmod[31:24] idx[23:8] opcode[7:0] */
-	gnic_be32_t qpn_ds;	      /* qpn[31:8] ds[5:0] */
+	gnic_be32_t qpn_ds;           /* qpn[31:8] ds[5:0] */
 	uint8_t signature;
 	uint8_t rsvd[2];
 	uint8_t fm_ce_se;

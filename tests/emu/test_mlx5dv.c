@@ -193,7 +193,8 @@ static void reg_write(struct dv *d, uint32_t w0_be, uint32_t w1_be)
 	uint64_t v;
 
 	memcpy(&v, w, sizeof(v));
-	*(volatile uint64_t *)((uint8_t *)d->qp.bf.reg + d->bf_off) = v;
+	/* One 8-byte store, released after the doorbell record. */
+	__atomic_store_n((uint64_t *)((uint8_t *)d->qp.bf.reg + d->bf_off), v, __ATOMIC_RELEASE);
 	d->bf_off ^= d->qp.bf.size;
 }
 
@@ -202,10 +203,9 @@ static void dv_ring(struct dv *d, enum ring_style style, uint16_t last)
 {
 	const uint32_t *ctrl = (const uint32_t *)sq_bb(d, last);
 
-	/* WQE bytes before the record, the record before the register. */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	d->qp.dbrec[GNIC_MLX5_SND_DBR] = gnic_be32(d->pi);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	/* Release stores: the WQE bytes before the record, the record before
+	 * the register. */
+	__atomic_store_n(&d->qp.dbrec[GNIC_MLX5_SND_DBR], gnic_be32(d->pi), __ATOMIC_RELEASE);
 	switch (style) {
 	case RING_RDMA_CORE: /* the first 8 bytes of the last WQE's ctrl */
 		reg_write(d, ctrl[0], ctrl[1]);
@@ -231,7 +231,9 @@ static struct gnic_mlx5_cqe64 dv_poll(struct dv *d, const char *what)
 		if (gnic_mlx5_cqe_sw_owned(op_own, d->ci, d->cq.cqe_cnt)) {
 			memcpy(&out, cqe, sizeof(out));
 			d->ci++;
-			d->cq.dbrec[0] = gnic_be32(d->ci & 0xffffff);
+			/* The CQE is copied out before the NIC may reuse it. */
+			__atomic_store_n(&d->cq.dbrec[0], gnic_be32(d->ci & 0xffffff),
+			                 __ATOMIC_RELEASE);
 			return out;
 		}
 		if (t_now_ms() > deadline)

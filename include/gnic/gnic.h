@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libgnic host API: the control path of GPU-initiated RDMA.
+ *
+ * The host opens a device, registers memory, creates and connects RC queue
+ * pairs and exports each QP to the device as a struct gnic_dev_qp; device
+ * threads (CUDA kernels, or CPU threads in a CPU-only build) then post WQEs,
+ * ring doorbells and poll completions themselves with gnic_dev.cuh.
+ *
+ * libgnic loads rdma-core (libibverbs.so.1 + libmlx5.so.1) and the CUDA driver
+ * (libcuda.so.1) at run time: it uses a real mlx5 device when one exists and
+ * gnic-emu (libgnic_emu.so.0) otherwise, and it works without CUDA (device
+ * code then runs on CPU threads).
+ *
+ * Conventions: every call returns gnic_status_t (0 = GNIC_OK, negative =
+ * error) and sets outputs only on success; gnic_last_error() gives this
+ * thread's text of the last failure (what failed, with errno or CUDA error
+ * names). Objects are not thread-safe unless stated; the data path is.
+ */
+#ifndef GNIC_H
+#define GNIC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gnic_dev.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum gnic_status {
+	GNIC_OK = 0,
+	GNIC_ERR_INVALID = -1, /* bad argument; nothing changed */
+	GNIC_ERR_NOMEM = -2,
+	GNIC_ERR_NO_DEVICE = -3,     /* no RDMA device and no gnic-emu, or no such GPU */
+	GNIC_ERR_NOT_SUPPORTED = -4, /* documented as not (yet) supported */
+	GNIC_ERR_SYSTEM = -5,        /* a system or verbs call failed (errno in the text) */
+	GNIC_ERR_CUDA = -6,          /* a CUDA driver call failed */
+	GNIC_ERR_TIMEOUT = -7,       /* a bounded wait ran out */
+	GNIC_ERR_PROTOCOL = -8,      /* malformed or incompatible blob / bootstrap message */
+	GNIC_ERR_STATE = -9,         /* object in the wrong state for this call */
+	GNIC_ERR_QP = -10,           /* the QP failed: see gnic_qp_error() */
+} gnic_status_t;
+
+/* Short name of a status ("GNIC_ERR_TIMEOUT: a bounded wait ran out"). */
+const char *gnic_strerror(gnic_status_t status);
+/* This thread's description of the last failed call; "" if none. */
+const char *gnic_last_error(void);
+
+/* ---- context ------------------------------------------------------------ */
+
+enum gnic_provider {
+	GNIC_PROVIDER_AUTO = 0,  /* a real mlx5 device if present, else gnic-emu */
+	GNIC_PROVIDER_VERBS = 1, /* rdma-core's libibverbs + libmlx5 only */
+	GNIC_PROVIDER_EMU = 2,   /* gnic-emu only */
+};
+
+#define GNIC_GPU_NONE (-1) /* device code runs on CPU threads */
+#define GNIC_GPU_AUTO (-2) /* GPU 0 when CUDA and a GPU are present, else NONE */
+
+struct gnic_ctx_attr {
+	enum gnic_provider provider; /* env GNIC_PROVIDER=auto|verbs|emu overrides AUTO */
+	const char *device;          /* RDMA device name, NULL = the first */
+	int gpu;                     /* CUDA ordinal, GNIC_GPU_NONE or GNIC_GPU_AUTO */
+};
+
+struct gnic_ctx_info {
+	enum gnic_provider provider; /* VERBS or EMU: what is in use */
+	char device[64];             /* RDMA device name */
+	char provider_lib[256];      /* path of the library that provides verbs */
+	int gpu;                     /* CUDA ordinal in use, or GNIC_GPU_NONE */
+	char gpu_name[128];
+};
+
+struct gnic_ctx;
+
+/* Defaults: provider AUTO, first device, gpu GNIC_GPU_AUTO. */
+void gnic_ctx_attr_init(struct gnic_ctx_attr *attr);
+/* Open the device (and GPU), allocate a PD. */
+gnic_status_t gnic_ctx_create(const struct gnic_ctx_attr *attr, struct gnic_ctx **ctx_p);
+/* Free the context; every QP and MR of it must be destroyed first. */
+void gnic_ctx_destroy(struct gnic_ctx *ctx);
+gnic_status_t gnic_ctx_query(struct gnic_ctx *ctx, struct gnic_ctx_info *info);
+
+/* ---- memory ------------------------------------------------------------- */
+
+enum gnic_access {
+	GNIC_ACCESS_LOCAL = 1 << 0, /* local write (results of READ/atomics, receives) */
+	GNIC_ACCESS_REMOTE_WRITE = 1 << 1,
+	GNIC_ACCESS_REMOTE_READ = 1 << 2,
+	GNIC_ACCESS_REMOTE_ATOMIC = 1 << 3,
+	GNIC_ACCESS_ALL = 0xf,
+};
+
+/* What a peer needs to reach a registered region (exchange it any way). */
+struct gnic_rmem {
+	uint64_t addr;
+	uint64_t len;
+	uint32_t rkey;
+	uint32_t rsvd;
+};
+
+struct gnic_mr;
+
+/* Register host memory or CUDA device memory (detected from the pointer; on
+ * hardware dmabuf first, nvidia-peermem as fallback). */
+gnic_status_t gnic_mr_reg(struct gnic_ctx *ctx, void *addr, size_t len, unsigned access,
+                          struct gnic_mr **mr_p);
+void gnic_mr_dereg(struct gnic_mr *mr);
+uint32_t gnic_mr_lkey(const struct gnic_mr *mr);
+uint32_t gnic_mr_rkey(const struct gnic_mr *mr);
+void gnic_mr_rmem(const struct gnic_mr *mr, struct gnic_rmem *out);
+
+/* ---- queue pairs -------------------------------------------------------- */
+
+struct gnic_qp_attr {
+	uint32_t sq_depth;         /* send WQEs (of one basic block) the SQ holds; 1024 */
+	uint32_t rq_depth;         /* receives the RQ holds; 256 (0: no receive queue) */
+	uint32_t max_inline;       /* inline bytes per WQE; 64 */
+	enum gnic_db_mode db_mode; /* AUTO */
+	enum gnic_share share;     /* GNIC_SHARE_GPU */
+	uint32_t cqe_every;        /* CQE at least every N basic blocks (pow2); 16 */
+	uint32_t db_batch;         /* ring after N posts (1 = each post); 1 */
+	uint64_t timeout_ns;       /* bound of each device wait; 10 s */
+	uint8_t retry_cnt;         /* transport retries; 7 */
+	uint8_t rnr_retry;         /* RNR retries (7 = forever); 7 */
+	uint8_t timeout;           /* IB ack timeout exponent; 14 (67 ms) */
+	uint8_t rsvd;
+};
+
+struct gnic_qp;
+
+void gnic_qp_attr_init(struct gnic_qp_attr *attr);
+/* An RC QP with its own send and receive CQs, in host-pinned memory, exported
+ * to the device (GPU memory for a GPU context). */
+gnic_status_t gnic_qp_create(struct gnic_ctx *ctx, const struct gnic_qp_attr *attr,
+                             struct gnic_qp **qp_p);
+void gnic_qp_destroy(struct gnic_qp *qp);
+
+/* Connection blob: versioned and checksummed; GID, QPN, PSN, MTU. Send it to
+ * the peer by any means (gnic_boot_* below, MPI, a file). */
+#define GNIC_BLOB_SIZE 64
+struct gnic_blob {
+	uint8_t bytes[GNIC_BLOB_SIZE];
+};
+gnic_status_t gnic_qp_export(struct gnic_qp *qp, struct gnic_blob *blob);
+/* RESET -> INIT -> RTR -> RTS towards the peer described by remote. A blob of
+ * another version, a bad checksum or a non-blob gives GNIC_ERR_PROTOCOL and
+ * changes nothing. */
+gnic_status_t gnic_qp_connect(struct gnic_qp *qp, const struct gnic_blob *remote);
+/* Back to RESET with empty queues (after an error), ready to connect again. */
+gnic_status_t gnic_qp_reset(struct gnic_qp *qp);
+/* The QP as device code sees it: a device pointer for a GPU context. Valid
+ * until gnic_qp_destroy(); gnic_qp_reset() keeps it. */
+struct gnic_dev_qp *gnic_qp_dev(struct gnic_qp *qp);
+
+struct gnic_qp_error {
+	int dev_status;   /* enum gnic_dev_status; 0 = no error */
+	uint8_t syndrome; /* GNIC_MLX5_SYND_* */
+	uint8_t vendor_syndrome;
+	uint8_t opcode; /* GNIC_MLX5_OPCODE_* of the failed WQE */
+	uint8_t rsvd;
+	uint16_t wqe_counter; /* its index */
+	char text[192];       /* e.g. "RDMA_WRITE at WQE 17: REMOTE_ACCESS_ERR (syndrome 0x13)" */
+};
+/* The first error the device recorded on this QP (also after the kernel). */
+gnic_status_t gnic_qp_error(struct gnic_qp *qp, struct gnic_qp_error *err);
+
+/* ---- CPU-assisted doorbells ---------------------------------------------- */
+
+/* A host thread that rings doorbells for QPs in GNIC_DB_CPU mode. Started
+ * automatically by gnic_qp_create() for such QPs; stop it before destroying
+ * the context or to pause. Idempotent. */
+gnic_status_t gnic_progress_start(struct gnic_ctx *ctx);
+void gnic_progress_stop(struct gnic_ctx *ctx);
+
+/* ---- bootstrap: exchange blobs among N ranks over TCP (rank 0 listens) ---- */
+
+struct gnic_boot;
+/* addr = "host:port" of rank 0. Every wait is bounded by timeout_ms. */
+gnic_status_t gnic_boot_init(const char *addr, int rank, int nranks, uint64_t timeout_ms,
+                             struct gnic_boot **boot_p);
+/* Every rank contributes len bytes; all receives nranks * len, by rank. */
+gnic_status_t gnic_boot_allgather(struct gnic_boot *boot, const void *mine, void *all, size_t len);
+gnic_status_t gnic_boot_barrier(struct gnic_boot *boot);
+void gnic_boot_fini(struct gnic_boot *boot);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GNIC_H */

@@ -1,0 +1,830 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gnic device data path: GPU threads (or CPU threads) drive an mlx5 QP.
+ *
+ * Include from CUDA (.cu) or plain C (.c): the same source runs on GPU
+ * threads and on CPU threads (see gnic_port.h). Every call takes the struct
+ * gnic_dev_qp that gnic_qp_dev() exported.
+ *
+ * The hot path is five steps, each a function below:
+ *   reserve  gnic_dev_sq_reserve()  take basic blocks (BBs) of the SQ
+ *   write    gnic_dev_wqe_*()       build the WQE in its slot
+ *   publish  gnic_dev_sq_commit()   mark it ready, in SQ order
+ *   ring     (inside commit)        doorbell record + register, BlueFlame, or CPU
+ *   poll     gnic_dev_scq_poll()    consume CQEs, free SQ space
+ *
+ * Completions: a WQE asks for a CQE when the caller needs one (waits,
+ * quiet, fetching atomics) and otherwise at least every qp->cqe_every BBs,
+ * which is what keeps SQ space coming back. A CQE retires every WQE up to it.
+ *
+ * Errors: every call returns enum gnic_dev_status. Every wait is bounded by
+ * qp->timeout_ns. The first error CQE or timeout marks the QP failed and is
+ * recorded in qp->err for the host (gnic_qp_error()); later calls return
+ * GNIC_DEV_ERR_QP at once, without posting, until the host resets the QP.
+ *
+ * Ordering: RC executes one QP's WQEs in order at the target, so a put
+ * followed by a signal on the same QP lands data before the signal.
+ * gnic_dev_fence() additionally makes later WQEs wait for earlier READs and
+ * atomics; gnic_dev_quiet() waits for every earlier WQE to complete.
+ */
+#ifndef GNIC_DEV_CUH
+#define GNIC_DEV_CUH
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gnic_dev.h"
+#include "gnic_port.h"
+
+/* Flags of the posting calls. */
+enum {
+	GNIC_DEV_F_SIGNAL = 1 << 0, /* ask for a CQE (the call returns a ticket to wait on) */
+	GNIC_DEV_F_FENCE = 1 << 1,  /* wait for earlier READ/ATOMIC before starting */
+};
+
+/* wait_signal comparisons */
+enum gnic_cmp { GNIC_CMP_EQ, GNIC_CMP_NE, GNIC_CMP_GE, GNIC_CMP_GT, GNIC_CMP_LT, GNIC_CMP_LE };
+
+#define GNIC_DEV_MAX_WQE_BB 4 /* the largest WQE these calls build (inline puts) */
+
+/* ---- bounded waiting -------------------------------------------------------- */
+
+struct gnic_wait {
+	uint64_t deadline;
+	uint32_t round;
+};
+
+GNIC_DEVFN void gnic_wait_init(struct gnic_wait *w, uint64_t timeout_ns)
+{
+	w->deadline = gnic_now_ns() + timeout_ns;
+	w->round = 0;
+}
+
+/* Back off a little; non-zero once the deadline has passed. */
+GNIC_DEVFN int gnic_wait_expired(struct gnic_wait *w)
+{
+	gnic_backoff(w->round++);
+	return (w->round & 15) == 0 && gnic_now_ns() > w->deadline;
+}
+
+/* ---- failure ------------------------------------------------------------------ */
+
+GNIC_DEVFN int gnic_dev_failed(struct gnic_dev_qp *qp)
+{
+	return gnic_load_acq32(&qp->failed) != 0;
+}
+
+/* Record the QP's first failure for the host; returns status. */
+GNIC_DEVFN int gnic_dev_fail(struct gnic_dev_qp *qp, int status,
+                             const struct gnic_mlx5_err_cqe *cqe)
+{
+	struct gnic_dev_err *e = qp->err;
+
+	if (gnic_xchg32(&qp->failed, 1) != 0)
+		return status;
+	e->qpn = qp->qpn;
+	if (cqe) {
+		uint32_t sop = gnic_be32(cqe->s_wqe_opcode_qpn);
+
+		e->syndrome = cqe->syndrome;
+		e->vendor_syndrome = cqe->vendor_err_synd;
+		e->opcode = (uint8_t)(sop >> 24);
+		e->cqe_opcode = gnic_mlx5_cqe_opcode(cqe->op_own);
+		e->wqe_counter = gnic_be16(cqe->wqe_counter);
+	}
+	gnic_store_sys32(&e->status, (uint32_t)status);
+	return status;
+}
+
+/* ---- completions ---------------------------------------------------------------- */
+
+GNIC_DEVFN int gnic_dev_lock(struct gnic_dev_qp *qp, uint32_t *lock)
+{
+	return qp->share == GNIC_SHARE_EXCLUSIVE || gnic_cas32(lock, 0, 1) == 0;
+}
+
+GNIC_DEVFN void gnic_dev_unlock(struct gnic_dev_qp *qp, uint32_t *lock)
+{
+	if (qp->share != GNIC_SHARE_EXCLUSIVE)
+		gnic_store_rel32(lock, 0);
+}
+
+/* The last 4 bytes of a CQE (wqe_counter, signature, op_own), read with
+ * acquire: once op_own says "ours", the rest of the CQE is valid. */
+GNIC_DEVFN uint32_t gnic_cqe_tail(const struct gnic_mlx5_cqe64 *cqe)
+{
+	return gnic_load_sys32(&cqe->wqe_counter);
+}
+
+/* Consume the send CQ's new CQEs and advance sq_retired. Returns the number
+ * consumed (0 also when another thread holds the poller lock), or
+ * GNIC_DEV_ERR_CQE on an error CQE. */
+GNIC_DEVFN int gnic_dev_scq_poll(struct gnic_dev_qp *qp)
+{
+	const struct gnic_dev_cq *cq = &qp->scq;
+	uint64_t ci, retired;
+	int n = 0, rc = 0;
+
+	if (!gnic_dev_lock(qp, &qp->scq_lock))
+		return 0;
+	ci = qp->scq_ci;
+	retired = qp->sq_retired;
+	for (;;) {
+		const struct gnic_mlx5_cqe64 *cqe = &cq->buf[ci & (cq->cqe_cnt - 1)];
+		uint32_t tail = gnic_cqe_tail(cqe);
+		uint8_t op_own = (uint8_t)(tail >> 24);
+		uint16_t wc, opcode = gnic_mlx5_cqe_opcode(op_own);
+		uint64_t idx;
+
+		if (!gnic_mlx5_cqe_sw_owned(op_own, (uint32_t)ci, cq->cqe_cnt))
+			break;
+		ci++;
+		if (opcode != GNIC_MLX5_CQE_REQ) {
+			rc = gnic_dev_fail(qp, GNIC_DEV_ERR_CQE,
+			                   (const struct gnic_mlx5_err_cqe *)cqe);
+			break;
+		}
+		/* the CQE names the WQE's first BB in 16 bits; it is >= retired */
+		wc = gnic_be16((uint16_t)tail);
+		idx = retired + (uint16_t)(wc - (uint16_t)retired);
+		retired = idx + qp->wqe_nbb[idx & (qp->sq_wqe_cnt - 1)];
+		n++;
+	}
+	if (ci != qp->scq_ci) {
+		qp->scq_ci = ci;
+		gnic_store_sys32(cq->dbrec, gnic_be32((uint32_t)ci & 0xffffff));
+		gnic_store_rel64(&qp->sq_retired, retired);
+	}
+	gnic_dev_unlock(qp, &qp->scq_lock);
+	return rc ? rc : n;
+}
+
+/* ---- doorbells ------------------------------------------------------------------- */
+
+/* The 8 bytes written to the doorbell register: {be32(pi << 8), be32(qpn << 8)}. */
+GNIC_DEVFN uint64_t gnic_db_value(const struct gnic_dev_qp *qp, uint64_t pi)
+{
+	return ((uint64_t)gnic_be32(qp->qpn << 8) << 32) | gnic_be32((uint32_t)pi << 8);
+}
+
+/* WQEs are built through segment structs and copied out as words: the word
+ * types may alias anything, or strict aliasing lets the compiler copy
+ * before the segments are written (seen with gcc -O2). */
+typedef uint64_t __attribute__((may_alias)) gnic_u64a_t;
+typedef volatile gnic_u64a_t gnic_word_t;
+
+GNIC_DEVFN void gnic_copy_words(void *dst, const void *src, uint32_t bytes)
+{
+	for (uint32_t i = 0; i < bytes / sizeof(gnic_word_t); i++)
+		((gnic_word_t *)dst)[i] = ((const gnic_word_t *)src)[i];
+}
+
+/* Tell the NIC that every WQE below pi is ready. bf_wqe: the last WQE (nbb
+ * BBs, starting at pi - nbb), copied whole in BlueFlame mode. Caller holds
+ * the doorbell lock (or owns the QP). */
+GNIC_DEVFN void gnic_ring_locked(struct gnic_dev_qp *qp, uint64_t pi, const void *bf_wqe,
+                                 uint32_t nbb)
+{
+	uint64_t *half;
+
+	if (qp->db_mode == GNIC_DB_CPU) {
+		gnic_store_sys64(qp->cpu_db, pi);
+		gnic_store_rel64(&qp->sq_rung, pi);
+		return;
+	}
+	gnic_store_sys32(&qp->dbrec[GNIC_MLX5_SND_DBR], gnic_be32((uint32_t)pi & 0xffff));
+	half = qp->db_reg;
+	if (qp->db_mode == GNIC_DB_BF && qp->bf_size) {
+		half = qp->db_reg + qp->bf_half * (qp->bf_size / 8);
+		qp->bf_half ^= 1;
+		if (bf_wqe && nbb * GNIC_MLX5_SEND_WQE_BB <= qp->bf_size) {
+			/* everything but the first 8 bytes, then those last: the
+			 * NIC starts on the ctrl word */
+			gnic_copy_words(half + 2, (const gnic_u64a_t *)bf_wqe + 2,
+			                nbb * GNIC_MLX5_SEND_WQE_BB - 16);
+			half[1] = ((const gnic_u64a_t *)bf_wqe)[1];
+			gnic_mmio_store64(half, ((const gnic_u64a_t *)bf_wqe)[0]);
+			gnic_store_rel64(&qp->sq_rung, pi);
+			return;
+		}
+	}
+	gnic_mmio_store64(half, gnic_db_value(qp, pi));
+	gnic_store_rel64(&qp->sq_rung, pi);
+}
+
+/* Make sure the NIC knows about every WQE below end. In shared modes the
+ * thread holding the doorbell lock rings for everyone published so far. */
+GNIC_DEVFN int gnic_dev_ring(struct gnic_dev_qp *qp, uint64_t end, const void *bf_wqe, uint32_t nbb)
+{
+	struct gnic_wait w;
+
+	if (qp->share == GNIC_SHARE_EXCLUSIVE) {
+		if (end > qp->sq_rung)
+			gnic_ring_locked(qp, end, bf_wqe, nbb);
+		return GNIC_DEV_OK;
+	}
+	gnic_wait_init(&w, qp->timeout_ns);
+	while (gnic_load_acq64(&qp->sq_rung) < end) {
+		if (gnic_cas32(&qp->db_lock, 0, 1) == 0) {
+			uint64_t pi = gnic_load_acq64(&qp->sq_ready);
+
+			if (pi > qp->sq_rung)
+				gnic_ring_locked(qp, pi, pi == end ? bf_wqe : NULL, nbb);
+			gnic_store_rel32(&qp->db_lock, 0);
+		} else if (gnic_wait_expired(&w)) {
+			return gnic_dev_fail(qp, GNIC_DEV_ERR_TIMEOUT, NULL);
+		}
+	}
+	return GNIC_DEV_OK;
+}
+
+/* Ring for everything published (what batching held back). */
+GNIC_DEVFN int gnic_dev_flush(struct gnic_dev_qp *qp)
+{
+	return gnic_dev_ring(qp, gnic_load_acq64(&qp->sq_ready), NULL, 0);
+}
+
+/* ---- low level: reserve, write, commit ------------------------------------------ */
+
+/* Wait until the SQ has room for every BB below end. */
+GNIC_DEVFN int gnic_dev_sq_wait_space(struct gnic_dev_qp *qp, uint64_t end)
+{
+	struct gnic_wait w;
+	int rc;
+
+	if (end - gnic_load_acq64(&qp->sq_retired) <= qp->sq_wqe_cnt)
+		return GNIC_DEV_OK;
+	gnic_wait_init(&w, qp->timeout_ns);
+	for (;;) {
+		rc = gnic_dev_flush(qp);
+		if (rc == GNIC_DEV_OK)
+			rc = gnic_dev_scq_poll(qp);
+		if (rc < 0)
+			return rc;
+		if (end - gnic_load_acq64(&qp->sq_retired) <= qp->sq_wqe_cnt)
+			return GNIC_DEV_OK;
+		if (gnic_dev_failed(qp))
+			return GNIC_DEV_ERR_QP;
+		if (gnic_wait_expired(&w))
+			return gnic_dev_fail(qp, GNIC_DEV_ERR_TIMEOUT, NULL);
+	}
+}
+
+/* Take nbb consecutive BBs; *idx = the first. The caller must then write and
+ * commit exactly those BBs (or the QP stalls until the timeout fails it). */
+GNIC_DEVFN int gnic_dev_sq_reserve(struct gnic_dev_qp *qp, uint32_t nbb, uint64_t *idx)
+{
+	uint64_t first;
+
+	if (gnic_dev_failed(qp))
+		return GNIC_DEV_ERR_QP;
+	if (qp->share == GNIC_SHARE_EXCLUSIVE) {
+		first = qp->sq_reserved;
+		qp->sq_reserved = first + nbb;
+	} else {
+		first = gnic_add64(&qp->sq_reserved, nbb);
+	}
+	*idx = first;
+	return gnic_dev_sq_wait_space(qp, first + nbb);
+}
+
+/* The 64-byte slot of BB idx. */
+GNIC_DEVFN uint8_t *gnic_dev_sq_slot(const struct gnic_dev_qp *qp, uint64_t idx)
+{
+	return qp->sq_buf + (size_t)(idx & (qp->sq_wqe_cnt - 1)) * GNIC_MLX5_SEND_WQE_BB;
+}
+
+/* fm_ce_se for a WQE of nbb BBs at idx: a CQE when asked, or when the WQE
+ * crosses a cqe_every boundary (so space is always coming back). */
+GNIC_DEVFN uint8_t gnic_dev_ctrl_flags(const struct gnic_dev_qp *qp, uint64_t idx, uint32_t nbb,
+                                       uint32_t flags)
+{
+	uint8_t f = 0;
+
+	if ((flags & GNIC_DEV_F_SIGNAL) || ((idx + nbb) & ~(uint64_t)(qp->cqe_every - 1)) !=
+	                                       (idx & ~(uint64_t)(qp->cqe_every - 1)))
+		f |= GNIC_MLX5_CTRL_CQ_UPDATE;
+	if (flags & GNIC_DEV_F_FENCE)
+		f |= GNIC_MLX5_FM_SMALL_AND_FENCE;
+	return f;
+}
+
+GNIC_DEVFN void gnic_set_ctrl(struct gnic_mlx5_ctrl_seg *c, const struct gnic_dev_qp *qp,
+                              uint64_t idx, uint8_t opcode, uint32_t ds, uint8_t fm_ce_se,
+                              uint32_t imm_be)
+{
+	c->opmod_idx_opcode = gnic_be32(gnic_mlx5_ctrl_word0(0, (uint16_t)idx, opcode));
+	c->qpn_ds = gnic_be32(gnic_mlx5_ctrl_word1(qp->qpn, ds));
+	c->signature = 0;
+	c->rsvd[0] = 0;
+	c->rsvd[1] = 0;
+	c->fm_ce_se = fm_ce_se;
+	c->imm = imm_be;
+}
+
+GNIC_DEVFN void gnic_set_raddr(struct gnic_mlx5_raddr_seg *r, uint64_t raddr, uint32_t rkey)
+{
+	r->raddr = gnic_be64(raddr);
+	r->rkey = gnic_be32(rkey);
+	r->reserved = 0;
+}
+
+GNIC_DEVFN void gnic_set_data(struct gnic_mlx5_data_seg *d, uint64_t addr, uint32_t lkey,
+                              uint32_t len)
+{
+	d->byte_count = gnic_be32(len);
+	d->lkey = gnic_be32(lkey);
+	d->addr = gnic_be64(addr);
+}
+
+/* One BB built in registers, then stored to the SQ in wide stores. */
+union gnic_bb {
+	uint64_t q[8];
+	uint8_t b[GNIC_MLX5_SEND_WQE_BB];
+	struct {
+		struct gnic_mlx5_ctrl_seg ctrl;
+		struct gnic_mlx5_raddr_seg raddr;
+		union {
+			struct gnic_mlx5_data_seg data;
+			struct gnic_mlx5_atomic_seg atomic;
+		} s2;
+		struct gnic_mlx5_data_seg s3;
+	} seg;
+};
+
+/* Copy nbb BBs from wqe into the SQ at idx (wrapping at the end). */
+GNIC_DEVFN void gnic_dev_sq_store(struct gnic_dev_qp *qp, uint64_t idx, const union gnic_bb *wqe,
+                                  uint32_t nbb)
+{
+	for (uint32_t i = 0; i < nbb; i++)
+		gnic_copy_words(gnic_dev_sq_slot(qp, idx + i), wqe[i].q, GNIC_MLX5_SEND_WQE_BB);
+	qp->wqe_nbb[idx & (qp->sq_wqe_cnt - 1)] = (uint8_t)nbb;
+}
+
+/* RDMA WRITE / READ / SEND: ctrl + [raddr] + one data segment, one BB. The
+ * WQE is built in *out (the caller keeps it for BlueFlame) and stored. */
+GNIC_DEVFN void gnic_dev_wqe_rdma(struct gnic_dev_qp *qp, uint64_t idx, uint8_t opcode,
+                                  uint64_t laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey,
+                                  uint32_t len, uint32_t flags, uint32_t imm_be, union gnic_bb *out)
+{
+	union gnic_bb bb;
+	uint8_t f = gnic_dev_ctrl_flags(qp, idx, 1, flags);
+
+	if (opcode == GNIC_MLX5_OPCODE_SEND || opcode == GNIC_MLX5_OPCODE_SEND_IMM) {
+		gnic_set_ctrl(&bb.seg.ctrl, qp, idx, opcode, 2, f, imm_be);
+		gnic_set_data((struct gnic_mlx5_data_seg *)&bb.seg.raddr, laddr, lkey, len);
+		bb.q[4] = bb.q[5] = bb.q[6] = bb.q[7] = 0;
+	} else {
+		gnic_set_ctrl(&bb.seg.ctrl, qp, idx, opcode, 3, f, imm_be);
+		gnic_set_raddr(&bb.seg.raddr, raddr, rkey);
+		gnic_set_data(&bb.seg.s2.data, laddr, lkey, len);
+		bb.q[6] = bb.q[7] = 0;
+	}
+	gnic_dev_sq_store(qp, idx, &bb, 1);
+	if (out)
+		*out = bb;
+}
+
+/* ATOMIC FA / CS: ctrl + raddr + atomic + data (8-byte result), one BB. The
+ * result lands in qp->scratch[idx], readable after the WQE completes. */
+GNIC_DEVFN void gnic_dev_wqe_atomic(struct gnic_dev_qp *qp, uint64_t idx, uint8_t opcode,
+                                    uint64_t raddr, uint32_t rkey, uint64_t swap_add,
+                                    uint64_t compare, uint32_t flags, union gnic_bb *out)
+{
+	uint64_t slot = idx & (2 * (uint64_t)qp->sq_wqe_cnt - 1);
+	union gnic_bb bb;
+
+	gnic_set_ctrl(&bb.seg.ctrl, qp, idx, opcode, 4, gnic_dev_ctrl_flags(qp, idx, 1, flags), 0);
+	gnic_set_raddr(&bb.seg.raddr, raddr, rkey);
+	bb.seg.s2.atomic.swap_add = gnic_be64(swap_add);
+	bb.seg.s2.atomic.compare = gnic_be64(compare);
+	gnic_set_data(&bb.seg.s3, qp->scratch_iova + slot * 8, qp->scratch_lkey, 8);
+	gnic_dev_sq_store(qp, idx, &bb, 1);
+	if (out)
+		*out = bb;
+}
+
+GNIC_DEVFN void gnic_dev_wqe_nop(struct gnic_dev_qp *qp, uint64_t idx, uint32_t flags)
+{
+	union gnic_bb bb;
+
+	gnic_set_ctrl(&bb.seg.ctrl, qp, idx, GNIC_MLX5_OPCODE_NOP, 1,
+	              gnic_dev_ctrl_flags(qp, idx, 1, flags), 0);
+	for (int i = 2; i < 8; i++)
+		bb.q[i] = 0;
+	gnic_dev_sq_store(qp, idx, &bb, 1);
+}
+
+/* BBs an inline WRITE of len bytes takes. */
+GNIC_DEVFN uint32_t gnic_dev_inline_nbb(uint32_t len)
+{
+	uint32_t ds = 2 + (4 + len + 15) / 16;
+
+	return (ds * 16 + GNIC_MLX5_SEND_WQE_BB - 1) / GNIC_MLX5_SEND_WQE_BB;
+}
+
+/* RDMA WRITE with the data inside the WQE (len <= qp->max_inline). */
+GNIC_DEVFN void gnic_dev_wqe_put_inline(struct gnic_dev_qp *qp, uint64_t idx, const void *src,
+                                        uint32_t len, uint64_t raddr, uint32_t rkey, uint32_t flags)
+{
+	union gnic_bb wqe[GNIC_DEV_MAX_WQE_BB];
+	uint32_t nbb = gnic_dev_inline_nbb(len), ds = 2 + (4 + len + 15) / 16;
+	uint8_t *p = wqe[0].b + 32;
+
+	for (uint32_t i = 0; i < nbb * 8; i++)
+		wqe[i / 8].q[i % 8] = 0;
+	gnic_set_ctrl(&wqe[0].seg.ctrl, qp, idx, GNIC_MLX5_OPCODE_RDMA_WRITE, ds,
+	              gnic_dev_ctrl_flags(qp, idx, nbb, flags), 0);
+	gnic_set_raddr(&wqe[0].seg.raddr, raddr, rkey);
+	*(gnic_be32_t *)p = gnic_be32(len | GNIC_MLX5_INLINE_SEG);
+	for (uint32_t i = 0; i < len; i++)
+		p[4 + i] = ((const uint8_t *)src)[i];
+	gnic_dev_sq_store(qp, idx, wqe, nbb);
+}
+
+/* Publish BBs [idx, idx + nbb) in SQ order, then ring (or leave it to
+ * batching). bf_wqe: the WQE's bytes for BlueFlame, or NULL. */
+GNIC_DEVFN int gnic_dev_sq_commit(struct gnic_dev_qp *qp, uint64_t idx, uint32_t nbb,
+                                  const void *bf_wqe)
+{
+	struct gnic_wait w;
+
+	if (qp->share == GNIC_SHARE_EXCLUSIVE) {
+		gnic_store_rel64(&qp->sq_ready, idx + nbb);
+	} else {
+		gnic_wait_init(&w, qp->timeout_ns);
+		while (gnic_load_acq64(&qp->sq_ready) != idx) {
+			if (gnic_dev_failed(qp))
+				return GNIC_DEV_ERR_QP;
+			if (gnic_wait_expired(&w))
+				return gnic_dev_fail(qp, GNIC_DEV_ERR_TIMEOUT, NULL);
+		}
+		gnic_store_rel64(&qp->sq_ready, idx + nbb);
+	}
+	if (qp->db_batch > 1 && gnic_add32(&qp->unrung, 1) + 1 < qp->db_batch)
+		return GNIC_DEV_OK;
+	if (qp->db_batch > 1)
+		gnic_store_rel32(&qp->unrung, 0);
+	return gnic_dev_ring(qp, idx + nbb, bf_wqe, nbb);
+}
+
+/* Wait until every WQE below ticket has completed. */
+GNIC_DEVFN int gnic_dev_wait(struct gnic_dev_qp *qp, uint64_t ticket)
+{
+	struct gnic_wait w;
+	int rc;
+
+	gnic_wait_init(&w, qp->timeout_ns);
+	while (gnic_load_acq64(&qp->sq_retired) < ticket) {
+		rc = gnic_dev_flush(qp);
+		if (rc == GNIC_DEV_OK)
+			rc = gnic_dev_scq_poll(qp);
+		if (rc < 0)
+			return rc;
+		if (gnic_load_acq64(&qp->sq_retired) >= ticket)
+			break;
+		if (gnic_dev_failed(qp))
+			return GNIC_DEV_ERR_QP;
+		if (gnic_wait_expired(&w))
+			return gnic_dev_fail(qp, GNIC_DEV_ERR_TIMEOUT, NULL);
+	}
+	return GNIC_DEV_OK;
+}
+
+/* ---- high level: thread scope ------------------------------------------------------
+ * laddr: local buffer, as registered (gnic_mr_reg); raddr/rkey: the peer's
+ * (gnic_rmem). ticket (may be NULL): with GNIC_DEV_F_SIGNAL, the value to
+ * give gnic_dev_wait() for this operation. */
+
+GNIC_DEVFN int gnic_dev_post_rdma(struct gnic_dev_qp *qp, uint8_t opcode, const void *laddr,
+                                  uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t len,
+                                  uint32_t flags, uint32_t imm_be, uint64_t *ticket)
+{
+	union gnic_bb bb;
+	uint64_t idx;
+	int rc = gnic_dev_sq_reserve(qp, 1, &idx);
+
+	if (rc)
+		return rc;
+	gnic_dev_wqe_rdma(qp, idx, opcode, (uint64_t)(uintptr_t)laddr, lkey, raddr, rkey, len,
+	                  flags, imm_be, &bb);
+	if (ticket)
+		*ticket = idx + 1;
+	return gnic_dev_sq_commit(qp, idx, 1, &bb);
+}
+
+/* RDMA WRITE of len bytes. Completes at the next quiet (or its ticket). */
+GNIC_DEVFN int gnic_dev_put(struct gnic_dev_qp *qp, const void *laddr, uint32_t lkey,
+                            uint64_t raddr, uint32_t rkey, uint32_t len, uint32_t flags,
+                            uint64_t *ticket)
+{
+	return gnic_dev_post_rdma(qp, GNIC_MLX5_OPCODE_RDMA_WRITE, laddr, lkey, raddr, rkey, len,
+	                          flags, 0, ticket);
+}
+
+/* RDMA WRITE with the bytes copied into the WQE: src needs no registration
+ * and may be reused at once. len <= qp->max_inline. */
+GNIC_DEVFN int gnic_dev_put_inline(struct gnic_dev_qp *qp, const void *src, uint32_t len,
+                                   uint64_t raddr, uint32_t rkey, uint32_t flags)
+{
+	uint32_t nbb = gnic_dev_inline_nbb(len);
+	uint64_t idx;
+	int rc;
+
+	if (len > qp->max_inline || nbb > GNIC_DEV_MAX_WQE_BB)
+		return GNIC_DEV_ERR_INVAL;
+	rc = gnic_dev_sq_reserve(qp, nbb, &idx);
+	if (rc)
+		return rc;
+	gnic_dev_wqe_put_inline(qp, idx, src, len, raddr, rkey, flags);
+	return gnic_dev_sq_commit(qp, idx, nbb, NULL);
+}
+
+/* RDMA READ of len bytes into laddr; wait with the ticket (or quiet). */
+GNIC_DEVFN int gnic_dev_get(struct gnic_dev_qp *qp, void *laddr, uint32_t lkey, uint64_t raddr,
+                            uint32_t rkey, uint32_t len, uint64_t *ticket)
+{
+	return gnic_dev_post_rdma(qp, GNIC_MLX5_OPCODE_RDMA_READ, laddr, lkey, raddr, rkey, len,
+	                          ticket ? GNIC_DEV_F_SIGNAL : 0, 0, ticket);
+}
+
+/* RDMA READ, returning when the data is in laddr. */
+GNIC_DEVFN int gnic_dev_get_wait(struct gnic_dev_qp *qp, void *laddr, uint32_t lkey, uint64_t raddr,
+                                 uint32_t rkey, uint32_t len)
+{
+	uint64_t ticket;
+	int rc = gnic_dev_get(qp, laddr, lkey, raddr, rkey, len, &ticket);
+
+	return rc ? rc : gnic_dev_wait(qp, ticket);
+}
+
+/* Remote 64-bit atomics, returning the value before the operation. */
+GNIC_DEVFN int gnic_dev_atomic(struct gnic_dev_qp *qp, uint8_t opcode, uint64_t raddr,
+                               uint32_t rkey, uint64_t swap_add, uint64_t compare, uint64_t *old)
+{
+	union gnic_bb bb;
+	uint64_t idx;
+	int rc = gnic_dev_sq_reserve(qp, 1, &idx);
+
+	if (rc)
+		return rc;
+	gnic_dev_wqe_atomic(qp, idx, opcode, raddr, rkey, swap_add, compare, GNIC_DEV_F_SIGNAL,
+	                    &bb);
+	rc = gnic_dev_sq_commit(qp, idx, 1, &bb);
+	if (rc == GNIC_DEV_OK)
+		rc = gnic_dev_wait(qp, idx + 1);
+	if (rc == GNIC_DEV_OK && old)
+		*old = gnic_load_sys64(&qp->scratch[idx & (2 * (uint64_t)qp->sq_wqe_cnt - 1)]);
+	return rc;
+}
+
+GNIC_DEVFN int gnic_dev_atomic_fetch_add(struct gnic_dev_qp *qp, uint64_t raddr, uint32_t rkey,
+                                         uint64_t add, uint64_t *old)
+{
+	return gnic_dev_atomic(qp, GNIC_MLX5_OPCODE_ATOMIC_FA, raddr, rkey, add, 0, old);
+}
+
+GNIC_DEVFN int gnic_dev_atomic_cas(struct gnic_dev_qp *qp, uint64_t raddr, uint32_t rkey,
+                                   uint64_t compare, uint64_t swap, uint64_t *old)
+{
+	return gnic_dev_atomic(qp, GNIC_MLX5_OPCODE_ATOMIC_CS, raddr, rkey, swap, compare, old);
+}
+
+/* Add to a remote 64-bit signal word without waiting. */
+GNIC_DEVFN int gnic_dev_signal(struct gnic_dev_qp *qp, uint64_t sig_raddr, uint32_t sig_rkey,
+                               uint64_t add, uint32_t flags)
+{
+	union gnic_bb bb;
+	uint64_t idx;
+	int rc = gnic_dev_sq_reserve(qp, 1, &idx);
+
+	if (rc)
+		return rc;
+	gnic_dev_wqe_atomic(qp, idx, GNIC_MLX5_OPCODE_ATOMIC_FA, sig_raddr, sig_rkey, add, 0, flags,
+	                    &bb);
+	return gnic_dev_sq_commit(qp, idx, 1, &bb);
+}
+
+/* put, then add to the peer's signal word: one reservation, one doorbell;
+ * the target sees the data before the signal changes. */
+GNIC_DEVFN int gnic_dev_put_signal(struct gnic_dev_qp *qp, const void *laddr, uint32_t lkey,
+                                   uint64_t raddr, uint32_t rkey, uint32_t len, uint64_t sig_raddr,
+                                   uint32_t sig_rkey, uint64_t add, uint32_t flags)
+{
+	uint64_t idx;
+	int rc = gnic_dev_sq_reserve(qp, 2, &idx);
+
+	if (rc)
+		return rc;
+	gnic_dev_wqe_rdma(qp, idx, GNIC_MLX5_OPCODE_RDMA_WRITE, (uint64_t)(uintptr_t)laddr, lkey,
+	                  raddr, rkey, len, flags & GNIC_DEV_F_FENCE, 0, NULL);
+	gnic_dev_wqe_atomic(qp, idx + 1, GNIC_MLX5_OPCODE_ATOMIC_FA, sig_raddr, sig_rkey, add, 0,
+	                    flags & GNIC_DEV_F_SIGNAL, NULL);
+	return gnic_dev_sq_commit(qp, idx, 2, NULL);
+}
+
+/* SEND of len bytes to the peer's next posted receive. */
+GNIC_DEVFN int gnic_dev_send(struct gnic_dev_qp *qp, const void *laddr, uint32_t lkey, uint32_t len,
+                             uint32_t flags)
+{
+	return gnic_dev_post_rdma(qp, GNIC_MLX5_OPCODE_SEND, laddr, lkey, 0, 0, len, flags, 0,
+	                          NULL);
+}
+
+/* Later WQEs start only after every earlier READ and atomic has completed. */
+GNIC_DEVFN int gnic_dev_fence(struct gnic_dev_qp *qp)
+{
+	uint64_t idx;
+	int rc = gnic_dev_sq_reserve(qp, 1, &idx);
+
+	if (rc)
+		return rc;
+	gnic_dev_wqe_nop(qp, idx, GNIC_DEV_F_FENCE);
+	return gnic_dev_sq_commit(qp, idx, 1, NULL);
+}
+
+/* Wait until every WQE posted before this call has completed. */
+GNIC_DEVFN int gnic_dev_quiet(struct gnic_dev_qp *qp)
+{
+	uint64_t idx;
+	int rc;
+
+	if (gnic_dev_failed(qp))
+		return GNIC_DEV_ERR_QP;
+	if (gnic_load_acq64(&qp->sq_retired) >= gnic_load_acq64(&qp->sq_reserved))
+		return GNIC_DEV_OK;
+	/* a signaled NOP behind everything: its CQE retires all before it */
+	rc = gnic_dev_sq_reserve(qp, 1, &idx);
+	if (rc)
+		return rc;
+	gnic_dev_wqe_nop(qp, idx, GNIC_DEV_F_SIGNAL);
+	rc = gnic_dev_sq_commit(qp, idx, 1, NULL);
+	return rc ? rc : gnic_dev_wait(qp, idx + 1);
+}
+
+/* Wait until the local 64-bit word at addr (written by the NIC) compares
+ * true against value. GNIC_DEV_ERR_TIMEOUT after timeout_ns. */
+GNIC_DEVFN int gnic_dev_wait_signal(const uint64_t *addr, int cmp, uint64_t value,
+                                    uint64_t timeout_ns)
+{
+	struct gnic_wait w;
+
+	gnic_wait_init(&w, timeout_ns);
+	for (;;) {
+		uint64_t v = gnic_load_sys64(addr);
+		int ok = cmp == GNIC_CMP_EQ   ? v == value
+		         : cmp == GNIC_CMP_NE ? v != value
+		         : cmp == GNIC_CMP_GE ? v >= value
+		         : cmp == GNIC_CMP_GT ? v > value
+		         : cmp == GNIC_CMP_LT ? v < value
+		                              : v <= value;
+
+		if (ok)
+			return GNIC_DEV_OK;
+		if (gnic_wait_expired(&w))
+			return GNIC_DEV_ERR_TIMEOUT;
+	}
+}
+
+/* ---- receives ------------------------------------------------------------------------ */
+
+/* Post one receive buffer (len bytes at laddr). */
+GNIC_DEVFN int gnic_dev_recv_post(struct gnic_dev_qp *qp, void *laddr, uint32_t lkey, uint32_t len)
+{
+	struct gnic_dev_qp *q = qp;
+	struct gnic_mlx5_data_seg *seg;
+	struct gnic_wait w;
+	uint64_t idx;
+
+	if (!q->rq_wqe_cnt)
+		return GNIC_DEV_ERR_INVAL;
+	if (gnic_dev_failed(q))
+		return GNIC_DEV_ERR_QP;
+	gnic_wait_init(&w, q->timeout_ns);
+	while (!gnic_dev_lock(q, &q->rq_lock))
+		if (gnic_wait_expired(&w))
+			return GNIC_DEV_ERR_TIMEOUT;
+	idx = q->rq_posted;
+	if (idx - gnic_load_acq64(&q->rq_done) >= q->rq_wqe_cnt) {
+		gnic_dev_unlock(q, &q->rq_lock);
+		return GNIC_DEV_ERR_INVAL; /* RQ full: consume completions first */
+	}
+	seg = (struct gnic_mlx5_data_seg *)(q->rq_buf +
+	                                    (size_t)(idx & (q->rq_wqe_cnt - 1)) * q->rq_stride);
+	gnic_set_data(seg, (uint64_t)(uintptr_t)laddr, lkey, len);
+	if (q->rq_stride > sizeof(*seg))
+		gnic_set_data(seg + 1, 0, GNIC_MLX5_INVALID_LKEY, 0);
+	q->rq_posted = idx + 1;
+	gnic_store_sys32(&q->dbrec[GNIC_MLX5_RCV_DBR], gnic_be32((uint32_t)(idx + 1) & 0xffff));
+	gnic_dev_unlock(q, &q->rq_lock);
+	return GNIC_DEV_OK;
+}
+
+/* Wait for the next receive completion: its byte count and (for SEND_IMM /
+ * WRITE_IMM) immediate, big-endian as sent. */
+GNIC_DEVFN int gnic_dev_recv_wait(struct gnic_dev_qp *qp, uint32_t *len, uint32_t *imm_be)
+{
+	const struct gnic_dev_cq *cq = &qp->rcq;
+	struct gnic_wait w;
+
+	gnic_wait_init(&w, qp->timeout_ns);
+	for (;;) {
+		if (gnic_dev_lock(qp, &qp->rcq_lock)) {
+			uint64_t ci = qp->rcq_ci;
+			const struct gnic_mlx5_cqe64 *cqe = &cq->buf[ci & (cq->cqe_cnt - 1)];
+			uint8_t op_own = (uint8_t)(gnic_cqe_tail(cqe) >> 24);
+
+			if (gnic_mlx5_cqe_sw_owned(op_own, (uint32_t)ci, cq->cqe_cnt)) {
+				int err = gnic_mlx5_cqe_opcode(op_own) == GNIC_MLX5_CQE_RESP_ERR;
+
+				if (len)
+					*len = gnic_be32(cqe->byte_cnt);
+				if (imm_be)
+					*imm_be = cqe->imm_inval_pkey;
+				qp->rcq_ci = ci + 1;
+				gnic_store_sys32(cq->dbrec,
+				                 gnic_be32((uint32_t)(ci + 1) & 0xffffff));
+				gnic_add64(&qp->rq_done, 1);
+				gnic_dev_unlock(qp, &qp->rcq_lock);
+				return err ? gnic_dev_fail(qp, GNIC_DEV_ERR_CQE,
+				                           (const struct gnic_mlx5_err_cqe *)cqe)
+				           : GNIC_DEV_OK;
+			}
+			gnic_dev_unlock(qp, &qp->rcq_lock);
+		}
+		if (gnic_wait_expired(&w))
+			return GNIC_DEV_ERR_TIMEOUT;
+	}
+}
+
+/* ---- warp and CTA scope (CUDA) --------------------------------------------------------
+ * Every active lane of the warp (every thread of the CTA) calls with its own
+ * operands; one reservation and one doorbell serve them all, lanes write
+ * their WQEs in parallel. On CPU threads a "warp" is the calling thread. */
+#if GNIC_ON_GPU
+
+GNIC_DEVFN int gnic_dev_put_warp(struct gnic_dev_qp *qp, const void *laddr, uint32_t lkey,
+                                 uint64_t raddr, uint32_t rkey, uint32_t len, uint32_t flags)
+{
+	unsigned mask = __activemask();
+	int lane = threadIdx.x & 31, leader = __ffs(mask) - 1;
+	uint32_t n = __popc(mask), rank = __popc(mask & ((1u << lane) - 1));
+	unsigned long long base = 0;
+	int rc = 0;
+
+	if (lane == leader)
+		rc = gnic_dev_sq_reserve(qp, n, (uint64_t *)&base);
+	rc = __shfl_sync(mask, rc, leader);
+	if (rc)
+		return rc;
+	base = __shfl_sync(mask, base, leader);
+	gnic_dev_wqe_rdma(qp, base + rank, GNIC_MLX5_OPCODE_RDMA_WRITE, (uint64_t)(uintptr_t)laddr,
+	                  lkey, raddr, rkey, len, flags, 0, NULL);
+	__syncwarp(mask);
+	if (lane == leader)
+		rc = gnic_dev_sq_commit(qp, base, n, NULL);
+	return __shfl_sync(mask, rc, leader);
+}
+
+GNIC_DEVFN int gnic_dev_put_cta(struct gnic_dev_qp *qp, const void *laddr, uint32_t lkey,
+                                uint64_t raddr, uint32_t rkey, uint32_t len, uint32_t flags)
+{
+	__shared__ unsigned long long base;
+	__shared__ int rc;
+	uint32_t n = blockDim.x * blockDim.y * blockDim.z;
+	uint32_t tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+	int ret;
+
+	if (tid == 0)
+		rc = gnic_dev_sq_reserve(qp, n, (uint64_t *)&base);
+	__syncthreads();
+	if (rc == 0)
+		gnic_dev_wqe_rdma(qp, base + tid, GNIC_MLX5_OPCODE_RDMA_WRITE,
+		                  (uint64_t)(uintptr_t)laddr, lkey, raddr, rkey, len, flags, 0,
+		                  NULL);
+	__syncthreads();
+	if (tid == 0 && rc == 0)
+		rc = gnic_dev_sq_commit(qp, base, n, NULL);
+	__syncthreads();
+	ret = rc;
+	__syncthreads(); /* nobody may overwrite rc before all have read it */
+	return ret;
+}
+
+#else
+
+GNIC_DEVFN int gnic_dev_put_warp(struct gnic_dev_qp *qp, const void *laddr, uint32_t lkey,
+                                 uint64_t raddr, uint32_t rkey, uint32_t len, uint32_t flags)
+{
+	return gnic_dev_put(qp, laddr, lkey, raddr, rkey, len, flags, NULL);
+}
+
+GNIC_DEVFN int gnic_dev_put_cta(struct gnic_dev_qp *qp, const void *laddr, uint32_t lkey,
+                                uint64_t raddr, uint32_t rkey, uint32_t len, uint32_t flags)
+{
+	return gnic_dev_put(qp, laddr, lkey, raddr, rkey, len, flags, NULL);
+}
+
+#endif /* GNIC_ON_GPU */
+
+#endif /* GNIC_DEV_CUH */

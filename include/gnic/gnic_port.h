@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The portable layer under the device data path: atomics, ordering, MMIO
+ * stores, clocks. One CUDA implementation (PTX) and one C11/GNU C
+ * implementation, so gnic_dev.cuh compiles unchanged for GPU threads and for
+ * CPU threads (which is how CI, with no GPU, runs the real data path).
+ *
+ * Scopes: "gpu" operations are on counters in the memory of the device
+ * running the code (GPU memory for kernels, host memory for CPU threads);
+ * "sys" operations are on memory the NIC reads or writes (host-pinned queues,
+ * doorbells), which must be ordered against the NIC, i.e. system-wide.
+ */
+#ifndef GNIC_PORT_H
+#define GNIC_PORT_H
+
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+
+#define GNIC_DEVFN  static __device__ __forceinline__
+#define GNIC_ON_GPU 1
+
+GNIC_DEVFN uint64_t gnic_add64(uint64_t *p, uint64_t v)
+{
+	return atomicAdd((unsigned long long *)p, (unsigned long long)v);
+}
+
+GNIC_DEVFN uint32_t gnic_add32(uint32_t *p, uint32_t v)
+{
+	return atomicAdd(p, v);
+}
+
+GNIC_DEVFN uint32_t gnic_cas32(uint32_t *p, uint32_t cmp, uint32_t v)
+{
+	return atomicCAS(p, cmp, v);
+}
+
+GNIC_DEVFN uint32_t gnic_xchg32(uint32_t *p, uint32_t v)
+{
+	return atomicExch(p, v);
+}
+
+GNIC_DEVFN uint64_t gnic_load_acq64(const uint64_t *p)
+{
+	uint64_t v;
+
+	asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
+}
+
+GNIC_DEVFN uint32_t gnic_load_acq32(const uint32_t *p)
+{
+	uint32_t v;
+
+	asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return v;
+}
+
+GNIC_DEVFN void gnic_store_rel64(uint64_t *p, uint64_t v)
+{
+	asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+GNIC_DEVFN void gnic_store_rel32(uint32_t *p, uint32_t v)
+{
+	asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+/* Loads of memory the NIC writes (CQEs, atomic results, signals). */
+GNIC_DEVFN uint32_t gnic_load_sys32(const void *p)
+{
+	uint32_t v;
+
+	asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return v;
+}
+
+GNIC_DEVFN uint64_t gnic_load_sys64(const void *p)
+{
+	uint64_t v;
+
+	asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
+}
+
+/* A store the NIC must see after every store before it (doorbell record). */
+GNIC_DEVFN void gnic_store_sys32(void *p, uint32_t v)
+{
+	asm volatile("fence.release.sys;\n\tst.relaxed.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v)
+	             : "memory");
+}
+
+GNIC_DEVFN void gnic_store_sys64(void *p, uint64_t v)
+{
+	asm volatile("fence.release.sys;\n\tst.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v)
+	             : "memory");
+}
+
+/* The doorbell register: an MMIO store, after every earlier store. */
+GNIC_DEVFN void gnic_mmio_store64(void *reg, uint64_t v)
+{
+	asm volatile("fence.release.sys;\n\tst.mmio.relaxed.sys.global.u64 [%0], %1;" ::"l"(reg),
+	             "l"(v)
+	             : "memory");
+}
+
+GNIC_DEVFN uint64_t gnic_now_ns(void)
+{
+	uint64_t t;
+
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+
+GNIC_DEVFN void gnic_backoff(uint32_t round)
+{
+	__nanosleep(round < 8 ? 32u << round : 4096u);
+}
+
+#else /* CPU threads */
+
+#include <sched.h>
+#include <time.h>
+
+#define GNIC_DEVFN  static inline
+#define GNIC_ON_GPU 0
+
+GNIC_DEVFN uint64_t gnic_add64(uint64_t *p, uint64_t v)
+{
+	return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
+}
+
+GNIC_DEVFN uint32_t gnic_add32(uint32_t *p, uint32_t v)
+{
+	return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
+}
+
+GNIC_DEVFN uint32_t gnic_cas32(uint32_t *p, uint32_t cmp, uint32_t v)
+{
+	__atomic_compare_exchange_n(p, &cmp, v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	return cmp;
+}
+
+GNIC_DEVFN uint32_t gnic_xchg32(uint32_t *p, uint32_t v)
+{
+	return __atomic_exchange_n(p, v, __ATOMIC_ACQ_REL);
+}
+
+GNIC_DEVFN uint64_t gnic_load_acq64(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+GNIC_DEVFN uint32_t gnic_load_acq32(const uint32_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+GNIC_DEVFN void gnic_store_rel64(uint64_t *p, uint64_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+GNIC_DEVFN void gnic_store_rel32(uint32_t *p, uint32_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+GNIC_DEVFN uint32_t gnic_load_sys32(const void *p)
+{
+	return __atomic_load_n((const uint32_t *)p, __ATOMIC_ACQUIRE);
+}
+
+GNIC_DEVFN uint64_t gnic_load_sys64(const void *p)
+{
+	return __atomic_load_n((const uint64_t *)p, __ATOMIC_ACQUIRE);
+}
+
+/* Release stores order every earlier store before them (no fences: TSan
+ * does not model fences, and these are all the ordering the NIC needs). */
+GNIC_DEVFN void gnic_store_sys32(void *p, uint32_t v)
+{
+	__atomic_store_n((uint32_t *)p, v, __ATOMIC_RELEASE);
+}
+
+GNIC_DEVFN void gnic_store_sys64(void *p, uint64_t v)
+{
+	__atomic_store_n((uint64_t *)p, v, __ATOMIC_RELEASE);
+}
+
+GNIC_DEVFN void gnic_mmio_store64(void *reg, uint64_t v)
+{
+	__atomic_store_n((uint64_t *)reg, v, __ATOMIC_RELEASE);
+}
+
+GNIC_DEVFN uint64_t gnic_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* CPU threads may outnumber cores (CI has two): yield while waiting. */
+GNIC_DEVFN void gnic_backoff(uint32_t round)
+{
+	if (round >= 4)
+		sched_yield();
+#if defined(__x86_64__) || defined(__i386__)
+	else
+		__builtin_ia32_pause();
+#endif
+}
+
+#endif /* __CUDACC__ */
+
+#endif /* GNIC_PORT_H */

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Configuration: every GNIC_* environment knob lives in the table below
+ * (name, type, default, help). This is the only file of libgnic that calls
+ * getenv(); the rest reads gnic_config(). The table is read once, at the
+ * first use.
+ *
+ * A malformed GNIC_PROVIDER or GNIC_EMU_LIB is not ignored: they choose what
+ * runs, so gnic_ctx_create() refuses to start (config.error). A malformed
+ * GNIC_LOG is reported and left at its default.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gnic_int.h"
+
+enum knob_type { KNOB_PROVIDER, KNOB_PATH, KNOB_LOG };
+
+struct knob {
+	const char *name;
+	enum knob_type type;
+	const char *def;
+	const char *help;
+};
+
+static const struct knob knobs[] = {
+    {"GNIC_PROVIDER", KNOB_PROVIDER, "auto",
+     "auto|verbs|emu: which verbs provider a context with provider AUTO uses"},
+    {"GNIC_EMU_LIB", KNOB_PATH, "",
+     "path of libgnic_emu.so.0; empty: next to libgnic.so, then the loader's search"},
+    {"GNIC_LOG", KNOB_LOG, "1", "log level on stderr: 0 error, 1 warn, 2 info, 3 debug"},
+};
+
+#define NUM_KNOBS (sizeof(knobs) / sizeof(knobs[0]))
+
+static struct gnic_config cfg = {.log_level = GNIC_LOG_WARN};
+static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
+
+static const char *const provider_names[] = {
+    [GNIC_PROVIDER_AUTO] = "auto",
+    [GNIC_PROVIDER_VERBS] = "verbs",
+    [GNIC_PROVIDER_EMU] = "emu",
+};
+
+/* gnic_log() needs the configuration: while loading it, warn directly. */
+static void config_warn(const char *name, const char *value, const char *want)
+{
+	fprintf(stderr, "gnic[%d]: warn: config: ignoring %s=\"%s\" (want %s)\n", (int)getpid(),
+	        name, value, want);
+}
+
+static void config_fail(const char *name, const char *value, const char *want)
+{
+	if (!cfg.error[0])
+		snprintf(cfg.error, sizeof(cfg.error), "%s=\"%.200s\" is invalid: want %s", name,
+		         value, want);
+}
+
+static int parse_provider(const char *s)
+{
+	for (int i = 0; i < (int)(sizeof(provider_names) / sizeof(provider_names[0])); i++)
+		if (!strcmp(s, provider_names[i]))
+			return i;
+	return -1;
+}
+
+static void knob_provider(const struct knob *k, const char *s)
+{
+	int p = parse_provider(s);
+
+	if (p < 0) {
+		config_fail(k->name, s, "auto, verbs or emu");
+		return;
+	}
+	cfg.provider = p;
+}
+
+static void knob_path(const struct knob *k, const char *s)
+{
+	if (strlen(s) >= sizeof(cfg.emu_lib)) {
+		config_fail(k->name, s, "a path shorter than 256 bytes");
+		return;
+	}
+	strcpy(cfg.emu_lib, s);
+}
+
+static void knob_log(const struct knob *k, const char *s)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+
+	if (end == s || *end || v < GNIC_LOG_ERR || v > GNIC_LOG_DEBUG) {
+		config_warn(k->name, s, "an integer in [0, 3]");
+		return;
+	}
+	cfg.log_level = (int)v;
+}
+
+static void knob_set(const struct knob *k, const char *s)
+{
+	switch (k->type) {
+	case KNOB_PROVIDER:
+		knob_provider(k, s);
+		break;
+	case KNOB_PATH:
+		knob_path(k, s);
+		break;
+	case KNOB_LOG:
+		knob_log(k, s);
+		break;
+	}
+}
+
+static void config_load(void)
+{
+	for (size_t i = 0; i < NUM_KNOBS; i++) {
+		const char *s = getenv(knobs[i].name);
+
+		knob_set(&knobs[i], knobs[i].def);
+		if (s)
+			knob_set(&knobs[i], s);
+	}
+}
+
+const struct gnic_config *gnic_config(void)
+{
+	pthread_once(&cfg_once, config_load);
+	return &cfg;
+}

@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A context: one RDMA device (port 1, GID index 0), one PD, and optionally
+ * one GPU (its primary CUDA context). The verbs provider is chosen here:
+ * attr->provider, where AUTO defers to GNIC_PROVIDER, where AUTO means a real
+ * mlx5 device through rdma-core if one is listed, else gnic-emu.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gnic_int.h"
+
+GNIC_API void gnic_ctx_attr_init(struct gnic_ctx_attr *attr)
+{
+	if (!attr)
+		return;
+	memset(attr, 0, sizeof(*attr));
+	attr->provider = GNIC_PROVIDER_AUTO;
+	attr->device = NULL;
+	attr->gpu = GNIC_GPU_AUTO;
+}
+
+static gnic_status_t check_attr(const struct gnic_ctx_attr *attr)
+{
+	if (attr->provider < GNIC_PROVIDER_AUTO || attr->provider > GNIC_PROVIDER_EMU)
+		return gnic_error(GNIC_ERR_INVALID, "ctx: unknown provider %d", attr->provider);
+	if (attr->gpu < GNIC_GPU_AUTO)
+		return gnic_error(GNIC_ERR_INVALID, "ctx: gpu %d is not an ordinal, NONE or AUTO",
+		                  attr->gpu);
+	if (attr->device && strlen(attr->device) >= sizeof(((struct gnic_ctx *)0)->device))
+		return gnic_error(GNIC_ERR_INVALID, "ctx: device name too long");
+	if (gnic_config()->error[0])
+		return gnic_error(GNIC_ERR_INVALID, "environment: %s", gnic_config()->error);
+	return GNIC_OK;
+}
+
+/* The environment decides only what the program left to AUTO. */
+static enum gnic_provider wanted_provider(const struct gnic_ctx_attr *attr)
+{
+	if (attr->provider != GNIC_PROVIDER_AUTO)
+		return attr->provider;
+	return (enum gnic_provider)gnic_config()->provider;
+}
+
+/* By name; without one, the first device (the first mlx5 one on rdma-core,
+ * where other kinds of device may be listed too). */
+static struct ibv_device *pick_device(struct gnic_ctx *ctx, struct ibv_device **list, int n,
+                                      const char *name)
+{
+	for (int i = 0; i < n; i++) {
+		const char *dn = ctx->v->get_device_name(list[i]);
+
+		if (name ? !strcmp(dn, name)
+		         : ctx->v->provider == GNIC_PROVIDER_EMU || !strncmp(dn, "mlx5", 4))
+			return list[i];
+	}
+	return NULL;
+}
+
+static gnic_status_t open_device(struct gnic_ctx *ctx, const char *name)
+{
+	struct ibv_device **list;
+	struct ibv_device *dev;
+	int n = 0;
+
+	errno = 0;
+	list = ctx->v->get_device_list(&n);
+	if (!list)
+		return gnic_error(GNIC_ERR_NO_DEVICE, "%s lists no RDMA device (errno %d: %s)",
+		                  ctx->v->lib_path, errno, strerror(errno));
+	dev = pick_device(ctx, list, n, name);
+	if (dev) {
+		snprintf(ctx->device, sizeof(ctx->device), "%s", ctx->v->get_device_name(dev));
+		ctx->ibctx = ctx->v->open_device(dev);
+	}
+	ctx->v->free_device_list(list);
+	if (!dev)
+		return gnic_error(GNIC_ERR_NO_DEVICE, "no RDMA device %s%s%s among the %d of %s",
+		                  name ? "\"" : "", name ? name : "of kind mlx5", name ? "\"" : "",
+		                  n, ctx->v->lib_path);
+	if (!ctx->ibctx)
+		return gnic_error(GNIC_ERR_SYSTEM, "open_device(%s): %s", ctx->device,
+		                  strerror(errno));
+	return GNIC_OK;
+}
+
+static gnic_status_t query_port(struct gnic_ctx *ctx)
+{
+	struct ibv_port_attr pa;
+	int r = gnic_verbs_query_port(ctx->v, ctx->ibctx, GNIC_PORT, &pa);
+
+	if (r)
+		return gnic_error(GNIC_ERR_SYSTEM, "query_port(%s, %d): %s", ctx->device, GNIC_PORT,
+		                  strerror(r));
+	if (pa.state != IBV_PORT_ACTIVE)
+		gnic_warn("%s port %d is not ACTIVE (state %d)", ctx->device, GNIC_PORT, pa.state);
+	ctx->mtu = pa.active_mtu;
+	r = ctx->v->query_gid(ctx->ibctx, GNIC_PORT, GNIC_GID_INDEX, &ctx->gid);
+	if (r)
+		return gnic_error(GNIC_ERR_SYSTEM, "query_gid(%s, %d, %d): %s", ctx->device,
+		                  GNIC_PORT, GNIC_GID_INDEX, strerror(r));
+	return GNIC_OK;
+}
+
+static gnic_status_t open_verbs(struct gnic_ctx *ctx, const struct gnic_ctx_attr *attr)
+{
+	gnic_status_t st = gnic_verbs_select(wanted_provider(attr), &ctx->v);
+
+	if (!st)
+		st = open_device(ctx, attr->device);
+	if (!st)
+		st = query_port(ctx);
+	if (!st) {
+		ctx->pd = ctx->v->alloc_pd(ctx->ibctx);
+		if (!ctx->pd)
+			st = gnic_error(GNIC_ERR_SYSTEM, "alloc_pd(%s): %s", ctx->device,
+			                strerror(errno));
+	}
+	return st;
+}
+
+static void close_verbs(struct gnic_ctx *ctx)
+{
+	if (ctx->pd)
+		ctx->v->dealloc_pd(ctx->pd);
+	if (ctx->ibctx)
+		ctx->v->close_device(ctx->ibctx);
+}
+
+GNIC_API gnic_status_t gnic_ctx_create(const struct gnic_ctx_attr *attr, struct gnic_ctx **ctx_p)
+{
+	struct gnic_ctx_attr defaults;
+	struct gnic_ctx *ctx;
+	gnic_status_t st;
+
+	if (!ctx_p)
+		return gnic_error(GNIC_ERR_INVALID, "ctx_create: ctx_p is NULL");
+	if (!attr) {
+		gnic_ctx_attr_init(&defaults);
+		attr = &defaults;
+	}
+	st = check_attr(attr);
+	if (st)
+		return st;
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return gnic_error(GNIC_ERR_NOMEM, "ctx_create: out of memory");
+	ctx->gpu.ordinal = GNIC_GPU_NONE;
+	st = open_verbs(ctx, attr);
+	if (!st)
+		st = gnic_cuda_open(attr->gpu, &ctx->gpu);
+	if (st) {
+		close_verbs(ctx);
+		free(ctx);
+		return st;
+	}
+	pthread_mutex_init(&ctx->prog_lock, NULL);
+	gnic_info("context on %s (%s), GPU %d", ctx->device, ctx->v->lib_path, ctx->gpu.ordinal);
+	*ctx_p = ctx;
+	return GNIC_OK;
+}
+
+GNIC_API void gnic_ctx_destroy(struct gnic_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	if (ctx->nqp || ctx->nmr) {
+		gnic_error(GNIC_ERR_STATE,
+		           "ctx_destroy: %d QPs and %d MRs still exist; not destroyed", ctx->nqp,
+		           ctx->nmr);
+		gnic_log(GNIC_LOG_ERR, "%s", gnic_last_error());
+		return;
+	}
+	gnic_progress_stop(ctx);
+	gnic_cuda_close(&ctx->gpu);
+	close_verbs(ctx);
+	pthread_mutex_destroy(&ctx->prog_lock);
+	free(ctx);
+}
+
+GNIC_API gnic_status_t gnic_ctx_query(struct gnic_ctx *ctx, struct gnic_ctx_info *info)
+{
+	if (!ctx || !info)
+		return gnic_error(GNIC_ERR_INVALID, "ctx_query: NULL argument");
+	memset(info, 0, sizeof(*info));
+	info->provider = ctx->v->provider;
+	snprintf(info->device, sizeof(info->device), "%s", ctx->device);
+	snprintf(info->provider_lib, sizeof(info->provider_lib), "%s", ctx->v->lib_path);
+	info->gpu = ctx->gpu.ordinal;
+	if (gnic_ctx_has_gpu(ctx))
+		snprintf(info->gpu_name, sizeof(info->gpu_name), "%s", ctx->gpu.name);
+	return GNIC_OK;
+}

@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libgnic internals: the objects behind the handles of gnic.h and the
+ * interfaces between the files of src/.
+ *
+ *   status.c  error texts (thread-local), gnic_strerror
+ *   log.c     stderr logging, GNIC_LOG level
+ *   config.c  every GNIC_* environment knob, read once
+ *   verbs.c   the verbs call table: rdma-core or gnic-emu, by dlopen
+ *   cuda.c    the CUDA driver API, by dlopen, only for GPU contexts
+ *   hostmap.c host memory registered with CUDA (refcounted by page range)
+ *   ctx.c mr.c qp.c qp_attr.c qp_dev.c qp_conn.c qp_error.c blob.c
+ *   progress.c boot.c   one object each
+ *
+ * libgnic links neither rdma-core nor CUDA: verbs.h and mlx5dv.h provide
+ * types only, and every call goes through struct gnic_verbs / cuda.c.
+ */
+#ifndef GNIC_INT_H
+#define GNIC_INT_H
+
+#include <infiniband/mlx5dv.h>
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gnic/gnic.h"
+
+#define GNIC_API       __attribute__((visibility("default")))
+#define GNIC_PAGE      4096u
+#define GNIC_PORT      1
+#define GNIC_GID_INDEX 0
+#define GNIC_MAX_QP_WR 32768u /* 16-bit WQE counters: sq_wqe_cnt <= 32768 */
+
+/* ---- status.c ------------------------------------------------------------ */
+/* Sets this thread's last-error text and returns status, so callers can
+ * write `return gnic_error(GNIC_ERR_INVALID, "...")`. */
+gnic_status_t gnic_error(gnic_status_t status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- log.c --------------------------------------------------------------- */
+enum { GNIC_LOG_ERR, GNIC_LOG_WARN, GNIC_LOG_INFO, GNIC_LOG_DEBUG };
+void gnic_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define gnic_warn(...) gnic_log(GNIC_LOG_WARN, __VA_ARGS__)
+#define gnic_info(...) gnic_log(GNIC_LOG_INFO, __VA_ARGS__)
+#define gnic_dbg(...)  gnic_log(GNIC_LOG_DEBUG, __VA_ARGS__)
+
+/* ---- config.c ------------------------------------------------------------ */
+struct gnic_config {
+	int provider;      /* GNIC_PROVIDER: enum gnic_provider, AUTO if unset */
+	char emu_lib[256]; /* GNIC_EMU_LIB: "" = search next to libgnic.so */
+	int log_level;     /* GNIC_LOG: 0 error .. 3 debug */
+	char error[512];   /* a knob that must not be ignored is malformed */
+};
+const struct gnic_config *gnic_config(void); /* loaded on first use */
+
+/* ---- verbs.c: the calls we need, from rdma-core or from gnic-emu --------- */
+struct gnic_verbs {
+	enum gnic_provider provider; /* VERBS or EMU */
+	char lib_path[256];          /* the library the calls come from */
+	struct ibv_device **(*get_device_list)(int *num);
+	void (*free_device_list)(struct ibv_device **list);
+	const char *(*get_device_name)(struct ibv_device *dev);
+	struct ibv_context *(*open_device)(struct ibv_device *dev);
+	int (*close_device)(struct ibv_context *ctx);
+	/* one of the two: gemu_query_port, or rdma-core's exported symbol */
+	int (*query_port)(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr,
+	                  size_t attr_len);
+	int (*query_port_compat)(struct ibv_context *ctx, uint8_t port, void *attr);
+	int (*query_gid)(struct ibv_context *ctx, uint8_t port, int index, union ibv_gid *gid);
+	struct ibv_pd *(*alloc_pd)(struct ibv_context *ctx);
+	int (*dealloc_pd)(struct ibv_pd *pd);
+	/* reg_mr_iova2 when the library has it, else the plain exported one */
+	struct ibv_mr *(*reg_mr_iova2)(struct ibv_pd *pd, void *addr, size_t len, uint64_t iova,
+	                               unsigned int access);
+	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t len, int access);
+	struct ibv_mr *(*reg_dmabuf_mr)(struct ibv_pd *pd, uint64_t offset, size_t len,
+	                                uint64_t iova, int fd, int access); /* may be NULL */
+	int (*dereg_mr)(struct ibv_mr *mr);
+	struct ibv_cq *(*create_cq)(struct ibv_context *ctx, int cqe, void *cq_context,
+	                            struct ibv_comp_channel *channel, int comp_vector);
+	int (*destroy_cq)(struct ibv_cq *cq);
+	struct ibv_qp *(*create_qp)(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
+	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
+	int (*query_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
+	                struct ibv_qp_init_attr *init_attr);
+	int (*destroy_qp)(struct ibv_qp *qp);
+	int (*mlx5dv_init_obj)(struct mlx5dv_obj *obj, uint64_t obj_type);
+};
+/* The table for provider (VERBS or EMU), loaded once per process. */
+gnic_status_t gnic_verbs_get(enum gnic_provider provider, const struct gnic_verbs **v);
+/* AUTO: rdma-core when it lists an mlx5 device, else gnic-emu. */
+gnic_status_t gnic_verbs_select(enum gnic_provider want, const struct gnic_verbs **v);
+int gnic_verbs_query_port(const struct gnic_verbs *v, struct ibv_context *ctx, uint8_t port,
+                          struct ibv_port_attr *attr);
+struct ibv_mr *gnic_verbs_reg_mr(const struct gnic_verbs *v, struct ibv_pd *pd, void *addr,
+                                 size_t len, int access);
+
+/* ---- cuda.c: the CUDA driver API, loaded only for GPU contexts ---------- */
+struct gnic_gpu {
+	int ordinal;  /* GNIC_GPU_NONE: no GPU, the fields below are unused */
+	int dev;      /* CUdevice */
+	void *cu_ctx; /* the device's primary context (retained) */
+	char name[128];
+};
+/* want: an ordinal, GNIC_GPU_AUTO or GNIC_GPU_NONE. AUTO without CUDA or a
+ * GPU gives gpu->ordinal = GNIC_GPU_NONE and GNIC_OK. */
+gnic_status_t gnic_cuda_open(int want, struct gnic_gpu *gpu);
+void gnic_cuda_close(struct gnic_gpu *gpu);
+/* Make gpu's context current for this thread; leave() restores the old one. */
+gnic_status_t gnic_cuda_enter(const struct gnic_gpu *gpu, void **prev);
+void gnic_cuda_leave(void *prev);
+bool gnic_cuda_is_device_mem(const void *addr); /* false without CUDA */
+gnic_status_t gnic_cuda_alloc(size_t len, uint64_t *dptr);
+void gnic_cuda_free(uint64_t dptr);
+gnic_status_t gnic_cuda_htod(uint64_t dst, const void *src, size_t len);
+gnic_status_t gnic_cuda_dtoh(void *dst, uint64_t src, size_t len);
+enum { GNIC_CUDA_REG_IOMEM = 1 }; /* gnic_cuda_host_register flags */
+/* 0, or the CUresult (the text is set) */
+int gnic_cuda_host_register(void *addr, size_t len, unsigned flags);
+void gnic_cuda_host_unregister(void *addr);
+gnic_status_t gnic_cuda_host_dev_ptr(void *addr, uint64_t *dptr);
+/* A dma-buf fd for [dptr, dptr + len) of device memory, or -1 (text set). */
+int gnic_cuda_dmabuf_fd(uint64_t dptr, size_t len);
+#define GNIC_CUDA_ERROR_ALREADY_REGISTERED 712
+
+/* ---- hostmap.c: host pages mapped into the GPU, shared by refcount ------
+ * CUDA refuses to register a page twice, and on real mlx5 doorbell records
+ * and UAR pages are shared by several QPs/CQs, so every registration goes
+ * through this process-wide table of page ranges. Call inside
+ * gnic_cuda_enter(). */
+gnic_status_t gnic_hostmap_add(void *addr, size_t len, unsigned flags);
+void gnic_hostmap_del(void *addr, size_t len);
+
+/* ---- ctx.c --------------------------------------------------------------- */
+struct gnic_ctx {
+	const struct gnic_verbs *v;
+	struct ibv_context *ibctx;
+	struct ibv_pd *pd;
+	union ibv_gid gid; /* GID index 0 of port 1 */
+	enum ibv_mtu mtu;  /* the port's active MTU */
+	char device[64];
+	struct gnic_gpu gpu;
+	int nqp, nmr; /* live objects: destroy refuses while any */
+	/* progress.c: the doorbell thread for GNIC_DB_CPU QPs */
+	pthread_mutex_t prog_lock; /* guards the list and the QPs' rung */
+	struct gnic_qp *prog_qps;
+	pthread_t prog_thread;
+	bool prog_running;
+	atomic_bool prog_stop;
+};
+
+static inline bool gnic_ctx_has_gpu(const struct gnic_ctx *ctx)
+{
+	return ctx->gpu.ordinal != GNIC_GPU_NONE;
+}
+
+/* ---- qp.c / qp_*.c ------------------------------------------------------- */
+#define GNIC_QP_MAX_MAPS 10
+
+struct gnic_qp {
+	struct gnic_ctx *ctx;
+	struct gnic_qp_attr attr; /* as validated; db_mode resolved at placement */
+	bool connected;           /* left RESET through gnic_qp_connect */
+	uint32_t psn;             /* our starting PSN, kept across resets */
+	/* verbs objects and their hardware view */
+	struct ibv_cq *scq, *rcq;
+	struct ibv_qp *ibqp;
+	struct mlx5dv_qp dv;
+	struct mlx5dv_cq dv_scq, dv_rcq;
+	/* host block (page-aligned, its own pages): scratch, err, cpu_db */
+	void *hblk;
+	size_t hblk_len;
+	uint64_t *scratch;
+	struct gnic_dev_err *err;
+	uint64_t *cpu_db;
+	struct ibv_mr *scratch_mr;
+	/* the device view: img is the struct as the host builds it (and, without
+	 * a GPU, the struct itself); on a GPU it is copied to dev_gpu */
+	struct gnic_dev_qp *img;
+	uint8_t *wqe_nbb;     /* host array (no GPU) */
+	uint64_t wqe_nbb_gpu; /* CUdeviceptr (GPU) */
+	uint64_t dev_gpu;     /* CUdeviceptr of the struct (GPU) */
+	struct {
+		void *addr;
+		size_t len;
+	} maps[GNIC_QP_MAX_MAPS]; /* hostmap registrations, undone in reverse */
+	int nmaps;
+	/* progress.c */
+	struct gnic_qp *prog_next;
+	uint64_t rung; /* producer index the progress thread rang last */
+	bool on_progress;
+};
+
+/* qp_attr.c */
+gnic_status_t gnic_qp_attr_check(const struct gnic_qp_attr *attr);
+gnic_status_t gnic_qp_attr_check_geometry(const struct gnic_qp_attr *attr, uint32_t sq_wqe_cnt);
+uint32_t gnic_qp_scq_depth(const struct gnic_qp_attr *attr);
+uint32_t gnic_qp_rcq_depth(const struct gnic_qp_attr *attr);
+/* qp_dev.c: the device view (struct gnic_dev_qp and where it lives) */
+gnic_status_t gnic_qp_dev_create(struct gnic_qp *qp);
+void gnic_qp_dev_destroy(struct gnic_qp *qp);
+gnic_status_t gnic_qp_dev_reset(struct gnic_qp *qp);
+/* qp_conn.c */
+gnic_status_t gnic_qp_to_reset(struct gnic_qp *qp);
+/* qp_error.c */
+const char *gnic_syndrome_name(uint8_t syndrome);
+const char *gnic_opcode_name(uint8_t opcode);
+
+/* ---- blob.c -------------------------------------------------------------- */
+struct gnic_blob_info {
+	uint8_t gid[16];
+	uint32_t qpn; /* 24 bits */
+	uint32_t psn; /* 24 bits */
+	uint8_t mtu;  /* enum ibv_mtu */
+	uint16_t flags;
+};
+void gnic_blob_encode(const struct gnic_blob_info *info, struct gnic_blob *blob);
+gnic_status_t gnic_blob_decode(const struct gnic_blob *blob, struct gnic_blob_info *info);
+uint32_t gnic_crc32(const void *buf, size_t len);
+
+/* ---- progress.c ---------------------------------------------------------- */
+gnic_status_t gnic_progress_add(struct gnic_qp *qp); /* and start the thread */
+void gnic_progress_remove(struct gnic_qp *qp);
+void gnic_progress_rewind(struct gnic_qp *qp); /* after a reset: index 0 */
+
+/* ---- util.c -------------------------------------------------------------- */
+uint64_t gnic_time_ns(void);
+uint32_t gnic_pow2_ceil(uint32_t v);
+void gnic_put_le16(uint8_t *p, uint16_t v);
+void gnic_put_le32(uint8_t *p, uint32_t v);
+void gnic_put_le64(uint8_t *p, uint64_t v);
+uint16_t gnic_get_le16(const uint8_t *p);
+uint32_t gnic_get_le32(const uint8_t *p);
+uint64_t gnic_get_le64(const uint8_t *p);
+
+#endif /* GNIC_INT_H */

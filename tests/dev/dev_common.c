@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdlib.h>
+
+#include "dev_common.h"
+
+void pair_connect(struct pair *p)
+{
+	struct gnic_blob ba, bb;
+
+	CHECK_GNIC(gnic_qp_export(p->qa, &ba));
+	CHECK_GNIC(gnic_qp_export(p->qb, &bb));
+	CHECK_GNIC(gnic_qp_connect(p->qa, &bb));
+	CHECK_GNIC(gnic_qp_connect(p->qb, &ba));
+}
+
+static uint8_t *alloc_buf(size_t len)
+{
+	void *b = NULL;
+
+	CHECK_EQ(posix_memalign(&b, 4096, len), 0);
+	memset(b, 0, len);
+	return b;
+}
+
+void pair_open(struct pair *p, const struct gnic_qp_attr *attr, size_t len)
+{
+	struct gnic_ctx_attr ca;
+	struct gnic_qp_attr qa;
+
+	memset(p, 0, sizeof(*p));
+	gnic_ctx_attr_init(&ca);
+	ca.provider = GNIC_PROVIDER_EMU;
+	ca.gpu = GNIC_GPU_NONE;
+	CHECK_GNIC(gnic_ctx_create(&ca, &p->ctx));
+	if (!attr) {
+		gnic_qp_attr_init(&qa);
+		attr = &qa;
+	}
+	CHECK_GNIC(gnic_qp_create(p->ctx, attr, &p->qa));
+	CHECK_GNIC(gnic_qp_create(p->ctx, attr, &p->qb));
+	pair_connect(p);
+	p->a = gnic_qp_dev(p->qa);
+	p->b = gnic_qp_dev(p->qb);
+	CHECK(p->a && p->b);
+	p->len = len;
+	p->abuf = alloc_buf(len);
+	p->bbuf = alloc_buf(len);
+	CHECK_GNIC(gnic_mr_reg(p->ctx, p->abuf, len, GNIC_ACCESS_ALL, &p->amr));
+	CHECK_GNIC(gnic_mr_reg(p->ctx, p->bbuf, len, GNIC_ACCESS_ALL, &p->bmr));
+	gnic_mr_rmem(p->bmr, &p->brm);
+	gnic_mr_rmem(p->amr, &p->arm);
+}
+
+void pair_close(struct pair *p)
+{
+	gnic_mr_dereg(p->amr);
+	gnic_mr_dereg(p->bmr);
+	gnic_qp_destroy(p->qa);
+	gnic_qp_destroy(p->qb);
+	gnic_ctx_destroy(p->ctx);
+	free(p->abuf);
+	free(p->bbuf);
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Set-up shared by the CPU data-path tests: a gnic context on gnic-emu with
+ * no GPU, two RC QPs connected to each other in this process ("a" posts, "b"
+ * is the target), and registered buffers on both sides.
+ */
+#ifndef GNIC_TEST_DEV_COMMON_H
+#define GNIC_TEST_DEV_COMMON_H
+
+#include <gnic/gnic.h>
+#include <gnic/gnic_dev.cuh>
+
+#include "common.h"
+
+#define CHECK_GNIC(expr)                                                                           \
+	do {                                                                                       \
+		gnic_status_t s_ = (expr);                                                         \
+		if (s_ != GNIC_OK)                                                                 \
+			T_FAIL("%s = %d (%s): %s", #expr, s_, gnic_strerror(s_),                   \
+			       gnic_last_error());                                                 \
+	} while (0)
+
+#define CHECK_DEV(expr) CHECK_EQ((expr), GNIC_DEV_OK)
+
+struct pair {
+	struct gnic_ctx *ctx;
+	struct gnic_qp *qa, *qb;
+	struct gnic_dev_qp *a, *b; /* device views (host memory: no GPU) */
+	uint8_t *abuf, *bbuf;      /* local source / remote target */
+	size_t len;
+	struct gnic_mr *amr, *bmr;
+	struct gnic_rmem brm, arm;
+};
+
+/* attr may be NULL (defaults). */
+void pair_open(struct pair *p, const struct gnic_qp_attr *attr, size_t len);
+void pair_close(struct pair *p);
+/* Connect (or reconnect after gnic_qp_reset) both QPs to each other. */
+void pair_connect(struct pair *p);
+
+#endif

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Many CPU threads share one QP (GNIC_SHARE_GPU), as GPU threads of a whole
+ * grid would: each posts puts to its own slots and signal adds to one
+ * counter, then quiets. Every byte and the exact counter are checked, for
+ * each doorbell mode, batched and unbatched, with and without CQE moderation.
+ */
+#include <pthread.h>
+
+#include "dev_common.h"
+
+#define THREADS 6
+#define OPS     3000
+#define SLOT    64
+
+struct worker {
+	struct pair *p;
+	uint64_t sig; /* remote address of the signal counter */
+	int id;
+	int rc;
+};
+
+static void *run(void *arg)
+{
+	struct worker *w = arg;
+	struct pair *p = w->p;
+	uint32_t lkey = gnic_mr_lkey(p->amr);
+
+	for (int i = 0; i < OPS && !w->rc; i++) {
+		size_t off = ((size_t)w->id * OPS + i) * SLOT;
+
+		memset(p->abuf + off, (uint8_t)(w->id * 31 + i), SLOT);
+		if (i % 8 == 7)
+			w->rc = gnic_dev_put_signal(p->a, p->abuf + off, lkey, p->brm.addr + off,
+			                            p->brm.rkey, SLOT, w->sig, p->brm.rkey, 1, 0);
+		else
+			w->rc = gnic_dev_put(p->a, p->abuf + off, lkey, p->brm.addr + off,
+			                     p->brm.rkey, SLOT, 0, NULL);
+	}
+	if (!w->rc)
+		w->rc = gnic_dev_quiet(p->a);
+	return NULL;
+}
+
+static void one(enum gnic_db_mode mode, uint32_t batch, uint32_t cqe_every)
+{
+	struct gnic_qp_attr attr;
+	struct worker w[THREADS];
+	pthread_t th[THREADS];
+	struct pair p;
+	size_t n = (size_t)THREADS * OPS * SLOT;
+
+	t_case("db_mode %d db_batch %u cqe_every %u", mode, batch, cqe_every);
+	gnic_qp_attr_init(&attr);
+	attr.share = GNIC_SHARE_GPU;
+	attr.db_mode = mode;
+	attr.db_batch = batch;
+	attr.cqe_every = cqe_every;
+	attr.sq_depth = 256;
+	pair_open(&p, &attr, n + SLOT);
+	CHECK_EQ(p.a->db_mode, mode);
+	/* slot 0 holds the signal counter: shift the data past it */
+	p.abuf += SLOT;
+	p.brm.addr += SLOT;
+	for (int i = 0; i < THREADS; i++) {
+		w[i] = (struct worker){.p = &p, .sig = p.brm.addr - SLOT, .id = i};
+		CHECK_EQ(pthread_create(&th[i], NULL, run, &w[i]), 0);
+	}
+	for (int i = 0; i < THREADS; i++) {
+		pthread_join(th[i], NULL);
+		CHECK_EQ(w[i].rc, GNIC_DEV_OK);
+	}
+	CHECK(memcmp(p.abuf, p.bbuf + SLOT, n) == 0);
+	CHECK_EQ(*(uint64_t *)p.bbuf, (uint64_t)THREADS * (OPS / 8));
+	CHECK_EQ(p.a->sq_retired, p.a->sq_reserved);
+	p.abuf -= SLOT;
+	pair_close(&p);
+}
+
+int main(void)
+{
+	one(GNIC_DB_SM, 1, 16);
+	one(GNIC_DB_SM, 8, 1);
+	one(GNIC_DB_BF, 1, 16);
+	one(GNIC_DB_CPU, 1, 16);
+	one(GNIC_DB_CPU, 4, 64);
+	return T_EXIT_PASS;
+}

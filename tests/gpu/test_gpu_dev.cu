@@ -1,0 +1,398 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * GPU data path, two processes, through gnic-emu: CUDA kernels on the
+ * client post puts (thread, warp and CTA scope), signals, atomics and gets
+ * into the server's GPU memory; the server waits for the signal in a kernel
+ * and checks every byte. Runs once per doorbell mode (SM, BlueFlame,
+ * CPU-assisted).
+ *
+ *   test_gpu_dev            fork a server and a client, run all, exit 0/1/77
+ *   test_gpu_dev --bench    also print put rates (for docs/perf.md)
+ *
+ * Exit 77 (skip) when there is no GPU. Every wait is bounded.
+ */
+#include <cuda_runtime.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gnic/gnic.h>
+#include <gnic/gnic_dev.cuh>
+
+#define SLOT    64
+#define CTAS    8
+#define THREADS 128
+#define NSLOTS  (CTAS * THREADS)
+#define TMO_NS  10000000000ull
+
+enum scope { SC_THREAD, SC_WARP, SC_CTA, SC_COUNT };
+static const char *scope_name[] = {"thread", "warp", "cta"};
+
+#define CK(expr)                                                                                   \
+	do {                                                                                       \
+		gnic_status_t s_ = (expr);                                                         \
+		if (s_ != GNIC_OK) {                                                               \
+			fprintf(stderr, "%s:%d: %s = %s: %s\n", __FILE__, __LINE__, #expr,         \
+			        gnic_strerror(s_), gnic_last_error());                             \
+			exit(1);                                                                   \
+		}                                                                                  \
+	} while (0)
+
+#define CKC(expr)                                                                                  \
+	do {                                                                                       \
+		cudaError_t e_ = (expr);                                                           \
+		if (e_ != cudaSuccess) {                                                           \
+			fprintf(stderr, "%s:%d: %s = %s\n", __FILE__, __LINE__, #expr,             \
+			        cudaGetErrorString(e_));                                           \
+			exit(1);                                                                   \
+		}                                                                                  \
+	} while (0)
+
+/* What the server publishes to the client. */
+struct srv_info {
+	struct gnic_blob blob;
+	struct gnic_rmem data; /* GPU memory, NSLOTS * SLOT */
+	struct gnic_rmem sig;  /* host memory: signal word + atomic counter */
+};
+
+static __host__ __device__ uint8_t pattern(uint32_t slot, uint32_t i, uint32_t round)
+{
+	return (uint8_t)(slot * 13 + i * 7 + round * 101 + 1);
+}
+
+__global__ void fill_kernel(uint8_t *src, uint32_t round)
+{
+	uint32_t slot = blockIdx.x * blockDim.x + threadIdx.x;
+
+	for (uint32_t i = 0; i < SLOT; i++)
+		src[slot * SLOT + i] = pattern(slot, i, round);
+}
+
+/* Client: every thread puts its slot, each CTA then signals once. */
+__global__ void put_kernel(struct gnic_dev_qp *qp, const uint8_t *src, uint32_t lkey,
+                           struct srv_info info, int scope, int *rc_out)
+{
+	uint32_t slot = blockIdx.x * blockDim.x + threadIdx.x;
+	const uint8_t *l = src + (size_t)slot * SLOT;
+	uint64_t r = info.data.addr + (uint64_t)slot * SLOT;
+	int rc;
+
+	if (scope == SC_THREAD)
+		rc = gnic_dev_put(qp, l, lkey, r, info.data.rkey, SLOT, 0, NULL);
+	else if (scope == SC_WARP)
+		rc = gnic_dev_put_warp(qp, l, lkey, r, info.data.rkey, SLOT, 0);
+	else
+		rc = gnic_dev_put_cta(qp, l, lkey, r, info.data.rkey, SLOT, 0);
+	if (rc)
+		atomicCAS(rc_out, 0, rc);
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		rc = gnic_dev_quiet(qp);
+		if (rc == 0)
+			rc = gnic_dev_signal(qp, info.sig.addr, info.sig.rkey, 1, 0);
+		if (rc == 0)
+			rc = gnic_dev_quiet(qp);
+		if (rc)
+			atomicCAS(rc_out, 0, rc);
+	}
+}
+
+/* Client: atomics and a get, one thread. */
+__global__ void misc_kernel(struct gnic_dev_qp *qp, uint8_t *dst, uint32_t lkey,
+                            struct srv_info info, unsigned long long *old_out, int *rc_out)
+{
+	uint64_t old = 0;
+	int rc = gnic_dev_atomic_fetch_add(qp, info.sig.addr + 8, info.sig.rkey, 5, &old);
+
+	old_out[0] = old;
+	if (rc == 0)
+		rc = gnic_dev_atomic_cas(qp, info.sig.addr + 8, info.sig.rkey, old + 5, 1000, &old);
+	old_out[1] = old;
+	if (rc == 0)
+		rc =
+		    gnic_dev_get_wait(qp, dst, lkey, info.data.addr, info.data.rkey, NSLOTS * SLOT);
+	*rc_out = rc;
+}
+
+/* Server: wait in a kernel for the client's CTAs to signal. */
+__global__ void wait_kernel(const uint64_t *sig, uint64_t want, int *rc_out)
+{
+	*rc_out = gnic_dev_wait_signal(sig, GNIC_CMP_GE, want, TMO_NS);
+}
+
+/* Client, --bench: puts per second at each scope, many rounds. */
+__global__ void bench_kernel(struct gnic_dev_qp *qp, const uint8_t *src, uint32_t lkey,
+                             struct srv_info info, int scope, int rounds, int *rc_out)
+{
+	uint32_t slot = blockIdx.x * blockDim.x + threadIdx.x;
+	int rc = 0;
+
+	for (int k = 0; k < rounds && rc == 0; k++) {
+		const uint8_t *l = src + (size_t)slot * SLOT;
+		uint64_t r = info.data.addr + (uint64_t)slot * SLOT;
+
+		if (scope == SC_THREAD)
+			rc = gnic_dev_put(qp, l, lkey, r, info.data.rkey, SLOT, 0, NULL);
+		else if (scope == SC_WARP)
+			rc = gnic_dev_put_warp(qp, l, lkey, r, info.data.rkey, SLOT, 0);
+		else
+			rc = gnic_dev_put_cta(qp, l, lkey, r, info.data.rkey, SLOT, 0);
+	}
+	__syncthreads();
+	if (threadIdx.x == 0 && rc == 0)
+		rc = gnic_dev_quiet(qp);
+	if (rc)
+		atomicCAS(rc_out, 0, rc);
+}
+
+static struct gnic_ctx *open_ctx(void)
+{
+	struct gnic_ctx_attr ca;
+	struct gnic_ctx *ctx;
+
+	gnic_ctx_attr_init(&ca);
+	ca.provider = GNIC_PROVIDER_EMU;
+	ca.gpu = 0;
+	CK(gnic_ctx_create(&ca, &ctx));
+	return ctx;
+}
+
+static struct gnic_qp *make_qp(struct gnic_ctx *ctx, enum gnic_db_mode mode)
+{
+	struct gnic_qp_attr qa;
+	struct gnic_qp *qp;
+
+	gnic_qp_attr_init(&qa);
+	qa.db_mode = mode;
+	qa.share = GNIC_SHARE_GPU;
+	qa.sq_depth = 4096;
+	CK(gnic_qp_create(ctx, &qa, &qp));
+	return qp;
+}
+
+static void report_qp_error(struct gnic_qp *qp, const char *who)
+{
+	struct gnic_qp_error e;
+
+	if (gnic_qp_error(qp, &e) == GNIC_OK && e.dev_status)
+		fprintf(stderr, "%s: QP error: %s\n", who, e.text);
+}
+
+static int server(struct gnic_boot *boot, enum gnic_db_mode mode)
+{
+	struct gnic_ctx *ctx = open_ctx();
+	struct gnic_qp *qp = make_qp(ctx, mode);
+	struct srv_info mine, all[2];
+	struct gnic_mr *dmr, *smr;
+	uint64_t *sig;
+	uint8_t *data, *host;
+	int *rc_dev, rc = 0, fails = 0;
+
+	CKC(cudaMalloc((void **)&data, NSLOTS * SLOT));
+	CKC(cudaMemset(data, 0, NSLOTS * SLOT));
+	CKC(cudaHostAlloc((void **)&sig, 4096, cudaHostAllocMapped));
+	CKC(cudaMalloc((void **)&rc_dev, sizeof(int)));
+	host = (uint8_t *)malloc(NSLOTS * SLOT);
+	CK(gnic_mr_reg(ctx, data, NSLOTS * SLOT, GNIC_ACCESS_ALL, &dmr));
+	CK(gnic_mr_reg(ctx, sig, 4096, GNIC_ACCESS_ALL, &smr));
+	memset(&mine, 0, sizeof(mine));
+	CK(gnic_qp_export(qp, &mine.blob));
+	gnic_mr_rmem(dmr, &mine.data);
+	gnic_mr_rmem(smr, &mine.sig);
+	CK(gnic_boot_allgather(boot, &mine, all, sizeof(mine)));
+	CK(gnic_qp_connect(qp, &all[1].blob));
+	for (int round = 0; round < SC_COUNT; round++) {
+		uint64_t *sig_dev;
+
+		sig[0] = 0;
+		sig[1] = 100;
+		CKC(cudaHostGetDevicePointer((void **)&sig_dev, sig, 0));
+		CK(gnic_boot_barrier(boot)); /* ready */
+		wait_kernel<<<1, 1>>>(sig_dev, CTAS, rc_dev);
+		CKC(cudaDeviceSynchronize());
+		CKC(cudaMemcpy(&rc, rc_dev, sizeof(int), cudaMemcpyDeviceToHost));
+		CKC(cudaMemcpy(host, data, NSLOTS * SLOT, cudaMemcpyDeviceToHost));
+		for (uint32_t s = 0; s < NSLOTS && !rc; s++)
+			for (uint32_t i = 0; i < SLOT; i++)
+				if (host[s * SLOT + i] != pattern(s, i, round)) {
+					fprintf(stderr,
+					        "server: %s scope, slot %u byte %u: %u != %u\n",
+					        scope_name[round], s, i, host[s * SLOT + i],
+					        pattern(s, i, round));
+					rc = 1;
+					break;
+				}
+		if (rc)
+			fprintf(stderr, "server: mode %d %s scope: FAIL (rc %d)\n", mode,
+			        scope_name[round], rc);
+		fails += rc != 0;
+		CK(gnic_boot_barrier(boot)); /* checked: client runs atomics/get */
+		CK(gnic_boot_barrier(boot)); /* client done with this round */
+		if (round == 0 && sig[1] != 1000) {
+			fprintf(stderr, "server: atomic counter %llu, want 1000\n",
+			        (unsigned long long)sig[1]);
+			fails++;
+		}
+	}
+	CK(gnic_boot_barrier(boot)); /* client bench done */
+	report_qp_error(qp, "server");
+	gnic_mr_dereg(dmr);
+	gnic_mr_dereg(smr);
+	gnic_qp_destroy(qp);
+	gnic_ctx_destroy(ctx);
+	return fails ? 1 : 0;
+}
+
+static double bench(struct gnic_dev_qp *dqp, const uint8_t *src, uint32_t lkey,
+                    const struct srv_info *info, int scope, int ctas, int *rc_dev)
+{
+	const int rounds = 200;
+	cudaEvent_t t0, t1;
+	float ms = 0;
+	int rc = 0;
+
+	CKC(cudaEventCreate(&t0));
+	CKC(cudaEventCreate(&t1));
+	CKC(cudaMemset(rc_dev, 0, sizeof(int)));
+	CKC(cudaEventRecord(t0));
+	bench_kernel<<<ctas, THREADS>>>(dqp, src, lkey, *info, scope, rounds, rc_dev);
+	CKC(cudaEventRecord(t1));
+	CKC(cudaEventSynchronize(t1));
+	CKC(cudaEventElapsedTime(&ms, t0, t1));
+	CKC(cudaMemcpy(&rc, rc_dev, sizeof(int), cudaMemcpyDeviceToHost));
+	if (rc) {
+		fprintf(stderr, "bench: %s scope rc %d\n", scope_name[scope], rc);
+		return -1;
+	}
+	return (double)ctas * THREADS * rounds / (ms / 1000.0) / 1e6;
+}
+
+static int client(struct gnic_boot *boot, enum gnic_db_mode mode, bool do_bench)
+{
+	struct gnic_ctx *ctx = open_ctx();
+	struct gnic_qp *qp = make_qp(ctx, mode);
+	struct gnic_dev_qp *dqp = gnic_qp_dev(qp);
+	struct srv_info mine, all[2];
+	unsigned long long *old_dev, old[2];
+	struct gnic_mr *smr, *gmr;
+	uint8_t *src, *got, *host;
+	int *rc_dev, rc = 0, fails = 0;
+
+	CKC(cudaMalloc((void **)&src, NSLOTS * SLOT));
+	CKC(cudaMalloc((void **)&got, NSLOTS * SLOT));
+	CKC(cudaMalloc((void **)&rc_dev, sizeof(int)));
+	CKC(cudaMalloc((void **)&old_dev, 2 * sizeof(*old_dev)));
+	host = (uint8_t *)malloc(NSLOTS * SLOT);
+	CK(gnic_mr_reg(ctx, src, NSLOTS * SLOT, GNIC_ACCESS_ALL, &smr));
+	CK(gnic_mr_reg(ctx, got, NSLOTS * SLOT, GNIC_ACCESS_ALL, &gmr));
+	memset(&mine, 0, sizeof(mine));
+	CK(gnic_qp_export(qp, &mine.blob));
+	CK(gnic_boot_allgather(boot, &mine, all, sizeof(mine)));
+	CK(gnic_qp_connect(qp, &all[0].blob));
+	for (int round = 0; round < SC_COUNT; round++) {
+		fill_kernel<<<CTAS, THREADS>>>(src, round);
+		CKC(cudaMemset(rc_dev, 0, sizeof(int)));
+		CKC(cudaDeviceSynchronize());
+		CK(gnic_boot_barrier(boot)); /* server ready */
+		put_kernel<<<CTAS, THREADS>>>(dqp, src, gnic_mr_lkey(smr), all[0], round, rc_dev);
+		CKC(cudaDeviceSynchronize());
+		CKC(cudaMemcpy(&rc, rc_dev, sizeof(int), cudaMemcpyDeviceToHost));
+		if (rc)
+			fprintf(stderr, "client: mode %d %s scope: put rc %d\n", mode,
+			        scope_name[round], rc);
+		fails += rc != 0;
+		CK(gnic_boot_barrier(boot)); /* server checked */
+		if (round == 0) {
+			misc_kernel<<<1, 1>>>(dqp, got, gnic_mr_lkey(gmr), all[0], old_dev, rc_dev);
+			CKC(cudaDeviceSynchronize());
+			CKC(cudaMemcpy(&rc, rc_dev, sizeof(int), cudaMemcpyDeviceToHost));
+			CKC(cudaMemcpy(old, old_dev, sizeof(old), cudaMemcpyDeviceToHost));
+			CKC(cudaMemcpy(host, got, NSLOTS * SLOT, cudaMemcpyDeviceToHost));
+			if (rc || old[0] != 100 || old[1] != 105) {
+				fprintf(stderr, "client: atomics rc %d old %llu %llu\n", rc, old[0],
+				        old[1]);
+				fails++;
+			}
+			for (uint32_t s = 0; s < NSLOTS && !rc; s++)
+				for (uint32_t i = 0; i < SLOT; i++)
+					if (host[s * SLOT + i] != pattern(s, i, 0)) {
+						fprintf(stderr, "client: get slot %u byte %u\n", s,
+						        i);
+						fails++;
+						s = NSLOTS;
+						break;
+					}
+		}
+		CK(gnic_boot_barrier(boot)); /* round done */
+	}
+	if (do_bench && !fails)
+		for (int sc = 0; sc < SC_COUNT; sc++)
+			for (int ctas = 1; ctas <= 132; ctas = ctas < 8 ? ctas * 2 : ctas * 4) {
+				int c = ctas > 132 ? 132 : ctas;
+
+				printf(
+				    "bench mode %d scope %-6s ctas %3d threads %d: %.3f Mput/s\n",
+				    mode, scope_name[sc], c, THREADS,
+				    bench(dqp, src, gnic_mr_lkey(smr), &all[0], sc, c, rc_dev));
+			}
+	CK(gnic_boot_barrier(boot));
+	report_qp_error(qp, "client");
+	gnic_mr_dereg(smr);
+	gnic_mr_dereg(gmr);
+	gnic_qp_destroy(qp);
+	gnic_ctx_destroy(ctx);
+	return fails ? 1 : 0;
+}
+
+static int run_role(int rank, const char *addr, enum gnic_db_mode mode, bool do_bench)
+{
+	struct gnic_boot *boot;
+	int rc;
+
+	CK(gnic_boot_init(addr, rank, 2, 30000, &boot));
+	rc = rank == 0 ? server(boot, mode) : client(boot, mode, do_bench);
+	gnic_boot_fini(boot);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	static const enum gnic_db_mode modes[] = {GNIC_DB_SM, GNIC_DB_BF, GNIC_DB_CPU};
+	bool do_bench = argc > 1 && strcmp(argv[1], "--bench") == 0;
+	int ngpu = 0, status = 0;
+	pid_t probe;
+
+	/* No CUDA in this process before fork: ask a child. */
+	probe = fork();
+	if (probe == 0)
+		_exit(cudaGetDeviceCount(&ngpu) == cudaSuccess && ngpu > 0 ? 0 : 77);
+	waitpid(probe, &status, 0);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) == 77) {
+		printf("SKIP: no CUDA GPU\n");
+		return 77;
+	}
+	for (int m = 0; m < 3; m++) {
+		char addr[64];
+		int st;
+		pid_t srv;
+
+		snprintf(addr, sizeof(addr), "127.0.0.1:%d", 19500 + (getpid() % 200) * 3 + m);
+		srv = fork();
+		if (srv == 0) {
+			alarm(120);
+			_exit(run_role(0, addr, modes[m], false));
+		}
+		alarm(120);
+		st = run_role(1, addr, modes[m], do_bench);
+		waitpid(srv, &status, 0);
+		st |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+		printf("db mode %d: %s\n", modes[m], st ? "FAIL" : "pass");
+		if (st)
+			return 1;
+	}
+	printf("all GPU data-path checks passed\n");
+	return 0;
+}
