@@ -39,6 +39,7 @@ enum {
 };
 
 #define EMU_CUDA_MAX_CTX 64
+#define EMU_CUDA_STAGE   (1u << 20) /* pinned bounce buffer per context */
 
 struct cuda_api {
 	CUresult (*pointer_get_attribute)(void *data, int attribute, CUdeviceptr ptr);
@@ -48,6 +49,7 @@ struct cuda_api {
 	CUresult (*stream_synchronize)(CUstream stream);
 	CUresult (*memcpy_htod_async)(CUdeviceptr dst, const void *src, size_t n, CUstream s);
 	CUresult (*memcpy_dtoh_async)(void *dst, CUdeviceptr src, size_t n, CUstream s);
+	CUresult (*mem_host_alloc)(void **p, size_t n, unsigned int flags);
 };
 
 static pthread_mutex_t cuda_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -56,6 +58,7 @@ static bool cu_loaded, cu_broken;
 static struct {
 	CUcontext ctx;
 	CUstream stream;
+	void *stage; /* pinned: copies from pageable memory may wait for kernels */
 } streams[EMU_CUDA_MAX_CTX];
 static int nstreams;
 
@@ -75,7 +78,8 @@ static bool cuda_resolve(void *lib)
 	       cuda_sym(lib, "cuStreamCreate", &cu.stream_create) &&
 	       cuda_sym(lib, "cuStreamSynchronize", &cu.stream_synchronize) &&
 	       cuda_sym(lib, "cuMemcpyHtoDAsync_v2", &cu.memcpy_htod_async) &&
-	       cuda_sym(lib, "cuMemcpyDtoHAsync_v2", &cu.memcpy_dtoh_async);
+	       cuda_sym(lib, "cuMemcpyDtoHAsync_v2", &cu.memcpy_dtoh_async) &&
+	       cuda_sym(lib, "cuMemHostAlloc", &cu.mem_host_alloc);
 }
 
 /* Is the driver API usable? Loads nothing: only finds a loaded libcuda. */
@@ -130,26 +134,59 @@ int emu_cuda_lookup(uint64_t va, uint64_t len, void **cu_ctx)
 	return 1;
 }
 
-/* The private stream for ctx; ctx must be current. NULL if none can be made. */
-static CUstream stream_for(CUcontext ctx)
+/* The private stream and pinned stage for ctx; ctx must be current. false if
+ * they cannot be made. Copies through pageable memory are not truly
+ * asynchronous: the driver may order them behind kernels of the legacy
+ * stream, and a kernel that waits for this very RDMA then never ends. */
+static bool stream_for(CUcontext ctx, CUstream *s, void **stage)
 {
-	CUstream s = NULL;
+	int i;
 
 	pthread_mutex_lock(&cuda_lock);
-	for (int i = 0; i < nstreams; i++)
-		if (streams[i].ctx == ctx)
-			s = streams[i].stream;
-	if (!s && nstreams < EMU_CUDA_MAX_CTX && !cu.stream_create(&s, CU_STREAM_NON_BLOCKING)) {
-		streams[nstreams].ctx = ctx;
-		streams[nstreams++].stream = s;
+	for (i = 0; i < nstreams && streams[i].ctx != ctx; i++)
+		;
+	if (i == nstreams && nstreams < EMU_CUDA_MAX_CTX &&
+	    !cu.stream_create(&streams[i].stream, CU_STREAM_NON_BLOCKING)) {
+		if (cu.mem_host_alloc(&streams[i].stage, EMU_CUDA_STAGE, 0))
+			streams[i].stage = NULL;
+		streams[i].ctx = ctx;
+		nstreams++;
 	}
+	*s = i < nstreams ? streams[i].stream : NULL;
+	*stage = i < nstreams ? streams[i].stage : NULL;
 	pthread_mutex_unlock(&cuda_lock);
-	return s;
+	return *s && *stage;
+}
+
+/* Copy in stage-sized pieces through the pinned buffer. */
+static CUresult staged_copy(CUstream s, uint8_t *stage, CUdeviceptr dev, uint8_t *host,
+                            uint64_t len, bool to_dev)
+{
+	CUresult r = CUDA_SUCCESS;
+
+	for (uint64_t off = 0; off < len && !r; off += EMU_CUDA_STAGE) {
+		size_t n = len - off < EMU_CUDA_STAGE ? (size_t)(len - off) : EMU_CUDA_STAGE;
+
+		if (to_dev) {
+			memcpy(stage, host + off, n);
+			r = cu.memcpy_htod_async(dev + off, stage, n, s);
+			if (!r)
+				r = cu.stream_synchronize(s);
+		} else {
+			r = cu.memcpy_dtoh_async(stage, dev + off, n, s);
+			if (!r)
+				r = cu.stream_synchronize(s);
+			if (!r)
+				memcpy(host + off, stage, n);
+		}
+	}
+	return r;
 }
 
 static int cuda_copy(CUcontext ctx, CUdeviceptr dev, void *host, uint64_t len, bool to_dev)
 {
 	CUcontext prev = NULL;
+	void *stage;
 	CUstream s;
 	CUresult r;
 
@@ -159,15 +196,10 @@ static int cuda_copy(CUcontext ctx, CUdeviceptr dev, void *host, uint64_t len, b
 		return -EIO;
 	if (prev != ctx && cu.ctx_set_current(ctx))
 		return -EIO;
-	s = stream_for(ctx);
-	if (!s)
-		r = -1;
-	else if (to_dev)
-		r = cu.memcpy_htod_async(dev, host, len, s);
+	if (stream_for(ctx, &s, &stage))
+		r = staged_copy(s, stage, dev, host, len, to_dev);
 	else
-		r = cu.memcpy_dtoh_async(host, dev, len, s);
-	if (s && !r)
-		r = cu.stream_synchronize(s);
+		r = -1;
 	if (prev != ctx)
 		cu.ctx_set_current(prev);
 	if (r) {

@@ -34,30 +34,30 @@
 
 #include "gnic/gnic_mlx5.h"
 
-#define EMU_EXPORT __attribute__((visibility("default")))
-#define EMU_PAGE 4096u
-#define EMU_MAX_DEVICES 8
-#define EMU_MAX_QP 65536u	    /* qpn = EMU_QPN_BASE + index */
-#define EMU_QPN_BASE 0x100u
-#define EMU_MAX_MR 65536u	    /* key = index << 8 | random key byte */
-#define EMU_MAX_CQ 65536u
-#define EMU_MAX_SGE 30
-#define EMU_MAX_INLINE 512
-#define EMU_MAX_QP_WR 32768
-#define EMU_MAX_CQE ((1 << 22) - 1)
+#define EMU_EXPORT        __attribute__((visibility("default")))
+#define EMU_PAGE          4096u
+#define EMU_MAX_DEVICES   8
+#define EMU_MAX_QP        65536u /* qpn = EMU_QPN_BASE + index */
+#define EMU_QPN_BASE      0x100u
+#define EMU_MAX_MR        65536u /* key = index << 8 | random key byte */
+#define EMU_MAX_CQ        65536u
+#define EMU_MAX_SGE       30
+#define EMU_MAX_INLINE    512
+#define EMU_MAX_QP_WR     32768
+#define EMU_MAX_CQE       ((1 << 22) - 1)
 #define EMU_MAX_RD_ATOMIC 16
-#define EMU_MAX_MSG_SIZE (1u << 31)
+#define EMU_MAX_MSG_SIZE  (1u << 31)
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 /* ---- configuration (config.c): one table of GNIC_EMU_* knobs ---------- */
 struct emu_config {
-	int num_devices;	/* GNIC_EMU_DEVICES, default 1 */
-	char bind_addr[64];	/* GNIC_EMU_ADDR, default 127.0.0.1 */
-	int base_port;		/* GNIC_EMU_PORT, 0 = ephemeral */
-	int log_level;		/* GNIC_EMU_LOG: 0 error,1 warn,2 info,3 debug */
-	int spin_us;		/* GNIC_EMU_SPIN_US: busy-poll after last work */
-	int sleep_us;		/* GNIC_EMU_SLEEP_US: longest idle sleep */
+	int num_devices;        /* GNIC_EMU_DEVICES, default 1 */
+	char bind_addr[64];     /* GNIC_EMU_ADDR, default 127.0.0.1 */
+	int base_port;          /* GNIC_EMU_PORT, 0 = ephemeral */
+	int log_level;          /* GNIC_EMU_LOG: 0 error,1 warn,2 info,3 debug */
+	int spin_us;            /* GNIC_EMU_SPIN_US: busy-poll after last work */
+	int sleep_us;           /* GNIC_EMU_SLEEP_US: longest idle sleep */
 	int default_timeout_ms; /* GNIC_EMU_TIMEOUT_MS: used when qp timeout=0 */
 };
 extern struct emu_config emu_cfg;
@@ -67,7 +67,7 @@ void emu_config_print(void *file); /* FILE *, for gnic-emu-info */
 /* ---- logging (log.c) ---------------------------------------------------- */
 enum { EMU_LOG_ERR, EMU_LOG_WARN, EMU_LOG_INFO, EMU_LOG_DEBUG };
 void emu_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-#define emu_err(...) emu_log(EMU_LOG_ERR, __VA_ARGS__)
+#define emu_err(...)  emu_log(EMU_LOG_ERR, __VA_ARGS__)
 #define emu_warn(...) emu_log(EMU_LOG_WARN, __VA_ARGS__)
 #define emu_info(...) emu_log(EMU_LOG_INFO, __VA_ARGS__)
 #define emu_dbg(...)                                                                               \
@@ -86,7 +86,7 @@ struct emu_device {
 	struct ibv_device ibdev; /* first: ibv_device * casts back */
 	int index;
 	__be64 guid;
-	union ibv_gid gid;	/* ::<port>:ffff:<ipv4>, see emu_gid_*() */
+	union ibv_gid gid;       /* ::<port>:ffff:<ipv4>, see emu_gid_*() */
 	struct sockaddr_in addr; /* where this device's fabric listens */
 	struct emu_listener *listener;
 	int open_count;
@@ -109,13 +109,13 @@ enum emu_mem_type { EMU_MEM_HOST, EMU_MEM_CUDA };
 struct emu_mr {
 	struct ibv_mr ibmr; /* addr = user VA, lkey == rkey */
 	struct emu_pd *pd;
-	uint64_t iova;	   /* address remote peers use */
+	uint64_t iova; /* address remote peers use */
 	uint64_t length;
-	int access;	   /* IBV_ACCESS_* */
-	int mem_type;	   /* enum emu_mem_type */
+	int access;        /* IBV_ACCESS_* */
+	int mem_type;      /* enum emu_mem_type */
 	void *host_base;   /* host VA of byte 0 (EMU_MEM_HOST) */
 	uint64_t dev_base; /* CUdeviceptr of byte 0 (EMU_MEM_CUDA) */
-	void *cu_ctx;	   /* CUcontext owning dev_base */
+	void *cu_ctx;      /* CUcontext owning dev_base */
 };
 
 struct emu_cq {
@@ -124,19 +124,19 @@ struct emu_cq {
 	/* hardware layout (page-aligned; handed out by mlx5dv_init_obj) */
 	struct gnic_mlx5_cqe64 *buf;
 	uint32_t cqe_cnt; /* power of two */
-	__be32 *dbrec;	  /* [0] consumer index & 0xffffff, [1] arm */
+	__be32 *dbrec;    /* [0] consumer index & 0xffffff, [1] arm */
 	bool ignore_overrun;
 	/* engine side */
-	uint32_t pi;	   /* next CQE the engine writes */
-	bool overrun;	   /* CQ error: engine writes no more CQEs */
+	uint32_t pi;  /* next CQE the engine writes */
+	bool overrun; /* CQ error: engine writes no more CQEs */
 	/* verbs side */
 	pthread_spinlock_t poll_lock;
-	uint32_t ci;		/* next CQE software reads */
-	_Atomic int armed;	/* 0 none, 1 any CQE, 2 solicited/error only */
-	bool dv_owned;		/* mlx5dv_init_obj was called: user owns ci */
+	uint32_t ci;       /* next CQE software reads */
+	_Atomic int armed; /* 0 none, 1 any CQE, 2 solicited/error only */
+	bool dv_owned;     /* mlx5dv_init_obj was called: user owns ci */
 	/* control path */
-	int refcnt;			/* QPs using it (under nic.lock): destroy -> EBUSY */
-	uint32_t comp_events_reported;	/* handed out by get_cq_event (under ibcq.mutex) */
+	int refcnt;                    /* QPs using it (under nic.lock): destroy -> EBUSY */
+	uint32_t comp_events_reported; /* handed out by get_cq_event (under ibcq.mutex) */
 };
 
 /* One QP: verbs-side fields, hardware buffers, then engine-only state. */
@@ -147,56 +147,59 @@ struct emu_qp {
 	struct emu_cq *scq, *rcq;
 
 	/* hardware layout (page-aligned host memory) */
-	void *buf;		/* RQ at offset 0, SQ after it (like mlx5) */
+	void *buf; /* RQ at offset 0, SQ after it (like mlx5) */
 	size_t buf_size;
 	uint8_t *sq_buf;
-	uint32_t sq_wqe_cnt;	/* basic blocks, power of two */
+	uint32_t sq_wqe_cnt; /* basic blocks, power of two */
 	uint8_t *rq_buf;
-	uint32_t rq_wqe_cnt;	/* power of two (may be 0 with no RQ) */
-	uint32_t rq_stride;	/* bytes, power of two, >= 16 */
-	__be32 *dbrec;		/* own page: [0] RQ head, [1] SQ producer */
-	void *uar;		/* own page: doorbell register at +0x800 */
+	uint32_t rq_wqe_cnt;       /* power of two (may be 0 with no RQ) */
+	uint32_t rq_stride;        /* bytes, power of two, >= 16 */
+	__be32 *dbrec;             /* own page: [0] RQ head, [1] SQ producer */
+	void *uar;                 /* own page: doorbell register at +0x800 */
 	volatile uint64_t *bf_reg; /* uar + GNIC_MLX5_BF_OFFSET, two halves */
 
 	/* verbs side (post.c / cq.c poll); sq_lock guards the sq_* fields */
 	pthread_spinlock_t sq_lock, rq_lock;
-	uint32_t sq_head;	/* next free basic block */
-	uint32_t sq_tail;	/* oldest basic block not yet retired */
-	uint64_t *sq_wrid;	/* by first basic block of a WQE */
-	uint32_t *sq_wqe_end;	/* sq_head after that WQE: tail on retire */
-	uint8_t *sq_opcode;	/* ibv_wc_opcode of that WQE */
+	uint32_t sq_head;     /* next free basic block */
+	uint32_t sq_tail;     /* oldest basic block not yet retired */
+	uint64_t *sq_wrid;    /* by first basic block of a WQE */
+	uint32_t *sq_wqe_end; /* sq_head after that WQE: tail on retire */
+	uint8_t *sq_opcode;   /* ibv_wc_opcode of that WQE */
 	uint32_t rq_head, rq_tail;
 	uint64_t *rq_wrid;
-	uint32_t bf_offset;	/* alternates 0 / GNIC_MLX5_BF_SIZE */
+	uint32_t bf_offset; /* alternates 0 / GNIC_MLX5_BF_SIZE */
 	int max_send_sge, max_recv_sge, max_inline;
 	bool sq_sig_all;
-	bool dv_owned;		/* mlx5dv_init_obj was called */
+	bool dv_owned; /* mlx5dv_init_obj was called */
 
 	/* attributes (written under nic.lock by modify_qp) */
-	_Atomic int state;	/* enum ibv_qp_state; engine may set ERR */
+	_Atomic int state;       /* enum ibv_qp_state; engine may set ERR */
 	struct ibv_qp_attr attr; /* last values set through modify_qp */
 	union ibv_gid dgid;
 	uint32_t dest_qpn;
 
 	/* engine side: requester */
-	uint16_t eng_sq_ci;	/* next basic block to fetch */
-	uint32_t psn_next;	/* next request sequence number */
+	uint16_t eng_sq_ci;          /* next basic block to fetch */
+	uint16_t db_pi;              /* newest producer index rung */
+	uint32_t db_last_rec;        /* raw doorbell record / register halves last seen: */
+	uint64_t db_last_reg[2];     /* only a changed value is a new doorbell */
+	uint32_t psn_next;           /* next request sequence number */
 	struct emu_outstanding *ost; /* ring of sq_wqe_cnt entries */
 	uint32_t ost_head, ost_tail; /* tail = oldest unanswered */
-	uint32_t rd_atomic_out;	/* outstanding READ/ATOMIC */
-	uint64_t timer_deadline_ns; /* retransmit when the oldest waits this long */
+	uint32_t rd_atomic_out;      /* outstanding READ/ATOMIC */
+	uint64_t timer_deadline_ns;  /* retransmit when the oldest waits this long */
 	int retries_left, rnr_retries_left;
-	uint64_t rnr_resume_ns;	/* after an RNR NAK: resend at this time */
-	bool sq_stalled;	/* a local error waits in ost: fetch nothing more */
+	uint64_t rnr_resume_ns; /* after an RNR NAK: resend at this time */
+	bool sq_stalled;        /* a local error waits in ost: fetch nothing more */
 	/* engine side: responder */
-	uint16_t eng_rq_ci;	/* next RQ WQE to consume */
+	uint16_t eng_rq_ci; /* next RQ WQE to consume */
 	uint32_t psn_expected;
 	struct emu_atomic_result { /* answers of recent atomics, for duplicates */
 		uint32_t psn;
 		uint64_t old;
 	} atomic_cache[EMU_MAX_RD_ATOMIC];
 	/* fabric */
-	struct emu_conn *conn;	 /* requests leave here (NULL: local peer) */
+	struct emu_conn *conn;     /* requests leave here (NULL: local peer) */
 	struct emu_qp *local_peer; /* peer QP when it lives in this process */
 
 	/* diagnostics: last error seen by the engine, for libgnic's error query */
@@ -209,32 +212,32 @@ struct emu_qp {
 /* One request the requester sent and awaits an answer for. */
 struct emu_outstanding {
 	uint32_t psn;
-	uint16_t wqe_idx;  /* first basic block of the WQE */
-	uint8_t wqe_bb;	   /* its size in basic blocks */
-	uint8_t opcode;	   /* GNIC_MLX5_OPCODE_* */
+	uint16_t wqe_idx; /* first basic block of the WQE */
+	uint8_t wqe_bb;   /* its size in basic blocks */
+	uint8_t opcode;   /* GNIC_MLX5_OPCODE_* */
 	uint8_t fm_ce_se;
 	bool rd_atomic;
-	bool done;	   /* answered (or local): retire() may complete it */
+	bool done;         /* answered (or local): retire() may complete it */
 	uint8_t syndrome;  /* non-zero: complete with this error */
 	uint32_t byte_cnt; /* message length, for the CQE */
 };
 
 struct emu_channel {
 	struct ibv_comp_channel ibch; /* fd = read end of pipe */
-	int wfd;		      /* write end: one struct emu_cq * per event */
+	int wfd;                      /* write end: one struct emu_cq * per event */
 };
 
 /* Process-wide NIC: devices, object tables, engine thread. */
 struct emu_nic {
-	pthread_mutex_t lock;	  /* see the threading note at the top */
+	pthread_mutex_t lock;     /* see the threading note at the top */
 	_Atomic int lock_waiters; /* control path waiting: engine yields */
 	int num_devices;
 	struct emu_device devices[EMU_MAX_DEVICES];
 	struct ibv_device *dev_list[EMU_MAX_DEVICES + 1];
-	struct emu_qp *qps[EMU_MAX_QP];		   /* by qpn - EMU_QPN_BASE */
-	struct emu_mr *_Atomic mrs[EMU_MAX_MR];	   /* by key >> 8 */
-	struct emu_cq *cqs[EMU_MAX_CQ];		   /* by cqn */
-	struct emu_qp *active[EMU_MAX_QP];	   /* dense: QPs the engine visits */
+	struct emu_qp *qps[EMU_MAX_QP];         /* by qpn - EMU_QPN_BASE */
+	struct emu_mr *_Atomic mrs[EMU_MAX_MR]; /* by key >> 8 */
+	struct emu_cq *cqs[EMU_MAX_CQ];         /* by cqn */
+	struct emu_qp *active[EMU_MAX_QP];      /* dense: QPs the engine visits */
 	uint32_t nactive;
 	uint32_t next_pdn;
 	/* engine thread */
@@ -242,24 +245,24 @@ struct emu_nic {
 	bool engine_running;
 	_Atomic bool engine_stop;
 	_Atomic int engine_sleeping;
-	int kick_fd;		/* eventfd: wakes the sleeping engine */
-	int epoll_fd;		/* fabric sockets + kick_fd */
+	int kick_fd;            /* eventfd: wakes the sleeping engine */
+	int epoll_fd;           /* fabric sockets + kick_fd */
 	uint64_t engine_passes; /* statistics */
 };
 extern struct emu_nic emu_nic;
 
 /* nic.c */
-int emu_nic_init(void);	    /* idempotent; devices + config */
-void emu_nic_lock(void);    /* control path: fair w.r.t. the engine */
+int emu_nic_init(void);  /* idempotent; devices + config */
+void emu_nic_lock(void); /* control path: fair w.r.t. the engine */
 void emu_nic_unlock(void);
-struct emu_qp *emu_qp_lookup(uint32_t qpn);   /* NULL if none */
-struct emu_mr *emu_mr_lookup(uint32_t key);   /* NULL if none */
+struct emu_qp *emu_qp_lookup(uint32_t qpn); /* NULL if none */
+struct emu_mr *emu_mr_lookup(uint32_t key); /* NULL if none */
 uint64_t emu_now_ns(void);
 
 /* engine.c */
-int emu_engine_start(void);  /* with the first open context */
-void emu_engine_stop(void);  /* with the last close */
-void emu_engine_kick(void);  /* software rang a doorbell: wake the engine */
+int emu_engine_start(void); /* with the first open context */
+void emu_engine_stop(void); /* with the last close */
+void emu_engine_kick(void); /* software rang a doorbell: wake the engine */
 /* Called by qp.c with nic.lock held. qp_add allocates the engine's per-QP
  * state (0 or -errno); qp_state runs after the verbs side committed a state
  * change (RESET clears engine state, RTR attaches the fabric, RTS arms the
@@ -270,14 +273,14 @@ void emu_engine_qp_state(struct emu_qp *qp, enum ibv_qp_state old_state);
 
 /* cqe.c: the engine's CQE writer. Returns false if the CQ overran. */
 struct emu_cqe_info {
-	uint8_t opcode;		/* GNIC_MLX5_CQE_* */
-	uint8_t wqe_opcode;	/* requester: GNIC_MLX5_OPCODE_* */
-	uint8_t syndrome;	/* error CQEs */
+	uint8_t opcode;     /* GNIC_MLX5_CQE_* */
+	uint8_t wqe_opcode; /* requester: GNIC_MLX5_OPCODE_* */
+	uint8_t syndrome;   /* error CQEs */
 	uint8_t vendor_syndrome;
 	uint16_t wqe_counter;
 	uint32_t qpn;
 	uint32_t byte_cnt;
-	uint32_t imm;		/* as it sits in the WQE (already big-endian) */
+	uint32_t imm; /* as it sits in the WQE (already big-endian) */
 	bool solicited;
 };
 bool emu_cqe_write(struct emu_cq *cq, const struct emu_cqe_info *info);
@@ -296,15 +299,15 @@ void emu_qp_enter_error(struct emu_qp *qp, const char *why);
 /* responder.c: execute one request; the reply goes back through reply(). */
 struct emu_reply_path;
 void emu_responder_on_request(struct emu_reply_path *from, const struct emu_msg *m,
-			      const void *payload);
+                              const void *payload);
 int emu_responder_progress(struct emu_qp *qp); /* flush receives in ERR */
 void emu_responder_reset(struct emu_qp *qp);
 
 /* mr.c: key and bounds checks shared by requester and responder. */
 enum { EMU_MR_BAD_KEY = -1, EMU_MR_BAD_RANGE = -2 }; /* emu_mr_check() failures */
 int emu_mr_check(struct emu_pd *pd, uint32_t key, uint64_t addr, uint64_t len, int need_access,
-		 struct emu_mr **out); /* 0, EMU_MR_BAD_KEY (no such key in pd) or
-					* EMU_MR_BAD_RANGE (bounds or access), see mr.c */
+                 struct emu_mr **out); /* 0, EMU_MR_BAD_KEY (no such key in pd) or
+                                        * EMU_MR_BAD_RANGE (bounds or access), see mr.c */
 int emu_mem_read(const struct emu_mr *mr, uint64_t addr, void *dst, uint64_t len);
 int emu_mem_write(const struct emu_mr *mr, uint64_t addr, const void *src, uint64_t len);
 void *emu_mem_host_ptr(const struct emu_mr *mr, uint64_t addr); /* NULL if not host */
@@ -312,7 +315,7 @@ void *emu_mem_host_ptr(const struct emu_mr *mr, uint64_t addr); /* NULL if not h
 /* cuda.c: CUDA device memory, through the process's own libcuda.so.1 (never
  * required: without CUDA every address is host memory). */
 int emu_cuda_lookup(uint64_t va, uint64_t len, void **cu_ctx); /* 1 device, 0 host, -errno */
-int emu_cuda_read(void *cu_ctx, uint64_t dev_va, void *dst, uint64_t len);	  /* 0 or -EIO */
+int emu_cuda_read(void *cu_ctx, uint64_t dev_va, void *dst, uint64_t len);        /* 0 or -EIO */
 int emu_cuda_write(void *cu_ctx, uint64_t dev_va, const void *src, uint64_t len); /* 0 or -EIO */
 
 /* channel.c */
@@ -340,29 +343,28 @@ EMU_EXPORT struct ibv_context *gemu_open_device(struct ibv_device *device);
 EMU_EXPORT int gemu_close_device(struct ibv_context *context);
 EMU_EXPORT int gemu_query_device(struct ibv_context *context, struct ibv_device_attr *attr);
 EMU_EXPORT int gemu_query_device_ex(struct ibv_context *context,
-				    const struct ibv_query_device_ex_input *input,
-				    struct ibv_device_attr_ex *attr, size_t attr_size);
+                                    const struct ibv_query_device_ex_input *input,
+                                    struct ibv_device_attr_ex *attr, size_t attr_size);
 EMU_EXPORT int gemu_query_port(struct ibv_context *context, uint8_t port_num,
-			       struct ibv_port_attr *attr, size_t attr_len);
+                               struct ibv_port_attr *attr, size_t attr_len);
 EMU_EXPORT int gemu_query_gid(struct ibv_context *context, uint8_t port_num, int index,
-			      union ibv_gid *gid);
-EMU_EXPORT int gemu_query_gid_ex(struct ibv_context *context, uint32_t port_num,
-				 uint32_t gid_index, struct ibv_gid_entry *entry, uint32_t flags,
-				 size_t entry_size);
+                              union ibv_gid *gid);
+EMU_EXPORT int gemu_query_gid_ex(struct ibv_context *context, uint32_t port_num, uint32_t gid_index,
+                                 struct ibv_gid_entry *entry, uint32_t flags, size_t entry_size);
 EMU_EXPORT int gemu_query_pkey(struct ibv_context *context, uint8_t port_num, int index,
-			       __be16 *pkey);
+                               __be16 *pkey);
 /* pd.c */
 EMU_EXPORT struct ibv_pd *gemu_alloc_pd(struct ibv_context *context);
 EMU_EXPORT int gemu_dealloc_pd(struct ibv_pd *pd);
 /* mr.c */
 EMU_EXPORT struct ibv_mr *gemu_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
-					    uint64_t iova, unsigned int access);
+                                            uint64_t iova, unsigned int access);
 EMU_EXPORT struct ibv_mr *gemu_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length,
-					     uint64_t iova, int fd, int access);
+                                             uint64_t iova, int fd, int access);
 EMU_EXPORT int gemu_dereg_mr(struct ibv_mr *mr);
 /* cq.c */
 EMU_EXPORT struct ibv_cq *gemu_create_cq(struct ibv_context *context, int cqe, void *cq_context,
-					 struct ibv_comp_channel *channel, int comp_vector);
+                                         struct ibv_comp_channel *channel, int comp_vector);
 EMU_EXPORT int gemu_destroy_cq(struct ibv_cq *cq);
 EMU_EXPORT int gemu_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
 EMU_EXPORT int gemu_req_notify_cq(struct ibv_cq *cq, int solicited_only);
@@ -370,17 +372,17 @@ EMU_EXPORT int gemu_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 EMU_EXPORT struct ibv_comp_channel *gemu_create_comp_channel(struct ibv_context *context);
 EMU_EXPORT int gemu_destroy_comp_channel(struct ibv_comp_channel *channel);
 EMU_EXPORT int gemu_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
-				 void **cq_context);
+                                 void **cq_context);
 EMU_EXPORT void gemu_ack_cq_events(struct ibv_cq *cq, unsigned int nevents);
 EMU_EXPORT int gemu_get_async_event(struct ibv_context *context, struct ibv_async_event *event);
 EMU_EXPORT void gemu_ack_async_event(struct ibv_async_event *event);
 /* qp.c */
 EMU_EXPORT struct ibv_qp *gemu_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
 EMU_EXPORT struct ibv_qp *gemu_create_qp_ex(struct ibv_context *context,
-					    struct ibv_qp_init_attr_ex *attr);
+                                            struct ibv_qp_init_attr_ex *attr);
 EMU_EXPORT int gemu_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
 EMU_EXPORT int gemu_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
-			     struct ibv_qp_init_attr *init_attr);
+                             struct ibv_qp_init_attr *init_attr);
 EMU_EXPORT int gemu_destroy_qp(struct ibv_qp *qp);
 /* post.c */
 EMU_EXPORT int gemu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
@@ -398,9 +400,21 @@ static inline struct emu_context *to_ectx(struct ibv_context *c)
 {
 	return container_of(c, struct emu_context, vctx.context);
 }
-static inline struct emu_qp *to_eqp(struct ibv_qp *q) { return container_of(q, struct emu_qp, ibqp); }
-static inline struct emu_cq *to_ecq(struct ibv_cq *c) { return container_of(c, struct emu_cq, ibcq); }
-static inline struct emu_mr *to_emr(struct ibv_mr *m) { return container_of(m, struct emu_mr, ibmr); }
-static inline struct emu_pd *to_epd(struct ibv_pd *p) { return container_of(p, struct emu_pd, ibpd); }
+static inline struct emu_qp *to_eqp(struct ibv_qp *q)
+{
+	return container_of(q, struct emu_qp, ibqp);
+}
+static inline struct emu_cq *to_ecq(struct ibv_cq *c)
+{
+	return container_of(c, struct emu_cq, ibcq);
+}
+static inline struct emu_mr *to_emr(struct ibv_mr *m)
+{
+	return container_of(m, struct emu_mr, ibmr);
+}
+static inline struct emu_pd *to_epd(struct ibv_pd *p)
+{
+	return container_of(p, struct emu_pd, ibpd);
+}
 
 #endif /* GNIC_EMU_H */

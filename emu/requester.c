@@ -76,40 +76,57 @@ static uint64_t rnr_delay_ns(uint8_t code)
 
 /* ---- doorbells ------------------------------------------------------------ */
 
-/* Take candidate producer index x if it is ahead of ci by at most a full SQ:
- * anything else is a stale register value from an earlier round. */
-static void consider(uint16_t ci, uint32_t cnt, uint16_t x, uint16_t *best)
+/* Take candidate producer index x if it is ahead of ci by at most a full SQ
+ * and newer than what we had. */
+static void consider(const struct emu_qp *qp, uint16_t x, uint16_t *best)
 {
-	uint16_t dist = (uint16_t)(x - ci);
+	uint16_t ci = qp->eng_sq_ci, dist = (uint16_t)(x - ci);
 
-	if (dist && dist <= cnt && dist > (uint16_t)(*best - ci))
+	if (dist && dist <= qp->sq_wqe_cnt && dist > (uint16_t)(*best - ci))
 		*best = x;
 }
 
+/* Producer index a register value rings: a value whose ds field is set is a
+ * copy of the last WQE's ctrl (rdma-core); ds = 0 means it holds the next
+ * producer index (GPU libraries' convention). */
+static uint16_t reg_pi(uint64_t v)
+{
+	struct gnic_mlx5_ctrl_seg c;
+	uint32_t w0, ds;
+
+	memcpy(&c, &v, sizeof(v));
+	w0 = gnic_be32(c.opmod_idx_opcode);
+	ds = gnic_be32(c.qpn_ds) & 0x3f;
+	return (uint16_t)((w0 >> 8) + (ds ? (ds * 16 + 63) / 64 : 0));
+}
+
 /* Newest producer index rung through the doorbell record or either half of
- * the register. A register value whose ds field is set is a copy of the last
- * WQE's ctrl (rdma-core); ds = 0 means it holds the next producer index
- * (GPU libraries' convention). */
+ * the register. Only a source whose raw value changed since the last look is
+ * a new doorbell: a stale or never-written half (0) would otherwise read as
+ * "ahead" whenever ci comes within one SQ of the 16-bit wrap. */
 static uint16_t sq_doorbell(struct emu_qp *qp)
 {
-	uint16_t ci = qp->eng_sq_ci, best = ci;
-	uint32_t rec = gnic_be32(atomic_load_explicit(
-	    (_Atomic uint32_t *)&qp->dbrec[GNIC_MLX5_SND_DBR], memory_order_acquire));
+	uint32_t rec = atomic_load_explicit((_Atomic uint32_t *)&qp->dbrec[GNIC_MLX5_SND_DBR],
+	                                    memory_order_acquire);
+	uint16_t best = qp->db_pi;
 
-	consider(ci, qp->sq_wqe_cnt, (uint16_t)rec, &best);
+	if ((uint16_t)(best - qp->eng_sq_ci) > qp->sq_wqe_cnt)
+		best = qp->eng_sq_ci; /* after a rewind: nothing known ahead */
+	if (rec != qp->db_last_rec) {
+		qp->db_last_rec = rec;
+		consider(qp, (uint16_t)gnic_be32(rec), &best);
+	}
 	for (int half = 0; half < 2; half++) {
 		const _Atomic uint64_t *reg =
 		    (const _Atomic uint64_t *)((uint8_t *)qp->bf_reg + half * GNIC_MLX5_BF_SIZE);
 		uint64_t v = atomic_load_explicit(reg, memory_order_acquire);
-		struct gnic_mlx5_ctrl_seg c;
-		uint32_t w0, ds;
 
-		memcpy(&c, &v, sizeof(v));
-		w0 = gnic_be32(c.opmod_idx_opcode);
-		ds = gnic_be32(c.qpn_ds) & 0x3f;
-		consider(ci, qp->sq_wqe_cnt, (uint16_t)((w0 >> 8) + (ds ? (ds * 16 + 63) / 64 : 0)),
-		         &best);
+		if (v != qp->db_last_reg[half]) {
+			qp->db_last_reg[half] = v;
+			consider(qp, reg_pi(v), &best);
+		}
 	}
+	qp->db_pi = best;
 	return best;
 }
 
@@ -481,6 +498,8 @@ static int issue(struct emu_qp *qp, struct wqe *w, bool last_in_burst)
 	if (!qp->timer_deadline_ns)
 		arm_timer(qp, emu_now_ns());
 	ret = emu_fabric_send(qp, &m, payload);
+	emu_dbg("QP 0x%x: WQE %u psn %u type %u sent (%d)", qp->ibqp.qp_num, w->idx, m.psn, type,
+	        ret);
 	if (ret == -EAGAIN) { /* output full: take it back, retry later */
 		qp->ost_head--;
 		qp->psn_next--;
@@ -626,6 +645,9 @@ int emu_requester_progress(struct emu_qp *qp, uint64_t now)
 void emu_requester_reset(struct emu_qp *qp)
 {
 	qp->eng_sq_ci = 0;
+	qp->db_pi = 0;
+	qp->db_last_rec = 0; /* RESET zeroes the record and the register */
+	qp->db_last_reg[0] = qp->db_last_reg[1] = 0;
 	qp->ost_head = qp->ost_tail = 0;
 	qp->rd_atomic_out = 0;
 	qp->timer_deadline_ns = 0;
@@ -718,6 +740,7 @@ void emu_requester_on_response(struct emu_qp *qp, const struct emu_msg *m, const
 
 	if (atomic_load(&qp->state) != IBV_QPS_RTS)
 		return; /* in ERR everything left is flushed; answers are moot */
+	emu_dbg("QP 0x%x: answer type %u psn %u", qp->ibqp.qp_num, m->type, m->psn);
 	if (m->type == EMU_MSG_ACK) {
 		ack_through(qp, m->psn, true);
 		retire(qp);

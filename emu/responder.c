@@ -360,6 +360,8 @@ void emu_responder_on_request(struct emu_reply_path *from, const struct emu_msg 
 	int state = qp ? atomic_load(&qp->state) : IBV_QPS_RESET;
 	int32_t d;
 
+	emu_dbg("QP 0x%x: request type %u psn %u len %u from QP 0x%x", m->dst_qpn, m->type, m->psn,
+	        m->len, m->src_qpn);
 	/* Like a wire: requests for a QP that is not ready are dropped. */
 	if (state != IBV_QPS_RTR && state != IBV_QPS_RTS) {
 		emu_dbg("request for QP 0x%x (state %d) dropped", m->dst_qpn, state);
@@ -372,8 +374,11 @@ void emu_responder_on_request(struct emu_reply_path *from, const struct emu_msg 
 		return;
 	}
 	d = (int32_t)(m->psn - qp->psn_expected);
-	if (d > 0)
-		return; /* out of sequence (after an RNR NAK): the requester resends */
+	if (d > 0) { /* out of sequence (after an RNR NAK): the requester resends */
+		emu_dbg("QP 0x%x: request psn %u dropped: expected psn %u", qp->ibqp.qp_num, m->psn,
+		        qp->psn_expected);
+		return;
+	}
 	if (d < 0)
 		duplicate(from, qp, m);
 	else

@@ -459,7 +459,10 @@ GNIC_DEVFN int gnic_dev_sq_commit(struct gnic_dev_qp *qp, uint64_t idx, uint32_t
 			if (gnic_wait_expired(&w))
 				return gnic_dev_fail(qp, GNIC_DEV_ERR_TIMEOUT, NULL);
 		}
-		gnic_store_rel64(&qp->sq_ready, idx + nbb);
+		/* system scope: another thread may ring for this WQE, and the NIC
+		 * must see its bytes (written to host memory) first. A gpu-scope
+		 * release let the NIC read stale WQEs (H200, 128 threads). */
+		gnic_store_rel64_sys(&qp->sq_ready, idx + nbb);
 	}
 	if (qp->db_batch > 1 && gnic_add32(&qp->unrung, 1) + 1 < qp->db_batch)
 		return GNIC_DEV_OK;

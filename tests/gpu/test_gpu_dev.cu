@@ -8,11 +8,15 @@
  *
  *   test_gpu_dev            fork a server and a client, run all, exit 0/1/77
  *   test_gpu_dev --bench    also print put rates (for docs/perf.md)
+ *   --host-target           the server's buffer in pinned host memory (the
+ *                           default with one GPU: see main())
+ *   --host-wait, --query-wait  other ways for the server to wait (diagnostics)
  *
  * Exit 77 (skip) when there is no GPU. Every wait is bounded.
  */
 #include <cuda_runtime.h>
 #include <signal.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,14 +152,17 @@ __global__ void bench_kernel(struct gnic_dev_qp *qp, const uint8_t *src, uint32_
 		atomicCAS(rc_out, 0, rc);
 }
 
-static struct gnic_ctx *open_ctx(void)
+static int server_gpu; /* GPU 1 when there are two */
+
+static struct gnic_ctx *open_ctx(int gpu)
 {
 	struct gnic_ctx_attr ca;
 	struct gnic_ctx *ctx;
 
+	CKC(cudaSetDevice(gpu));
 	gnic_ctx_attr_init(&ca);
 	ca.provider = GNIC_PROVIDER_EMU;
-	ca.gpu = 0;
+	ca.gpu = gpu;
 	CK(gnic_ctx_create(&ca, &ctx));
 	return ctx;
 }
@@ -181,9 +188,13 @@ static void report_qp_error(struct gnic_qp *qp, const char *who)
 		fprintf(stderr, "%s: QP error: %s\n", who, e.text);
 }
 
+static bool host_target; /* --host-target: the server's buffer in pinned host memory */
+static bool host_wait;   /* --host-wait: the server waits for the signal on the host */
+static bool query_wait;  /* --query-wait: poll cudaStreamQuery, no cudaDeviceSynchronize */
+
 static int server(struct gnic_boot *boot, enum gnic_db_mode mode)
 {
-	struct gnic_ctx *ctx = open_ctx();
+	struct gnic_ctx *ctx = open_ctx(server_gpu);
 	struct gnic_qp *qp = make_qp(ctx, mode);
 	struct srv_info mine, all[2];
 	struct gnic_mr *dmr, *smr;
@@ -191,7 +202,10 @@ static int server(struct gnic_boot *boot, enum gnic_db_mode mode)
 	uint8_t *data, *host;
 	int *rc_dev, rc = 0, fails = 0;
 
-	CKC(cudaMalloc((void **)&data, NSLOTS * SLOT));
+	if (host_target)
+		CKC(cudaHostAlloc((void **)&data, NSLOTS * SLOT, cudaHostAllocMapped));
+	else
+		CKC(cudaMalloc((void **)&data, NSLOTS * SLOT));
 	CKC(cudaMemset(data, 0, NSLOTS * SLOT));
 	CKC(cudaHostAlloc((void **)&sig, 4096, cudaHostAllocMapped));
 	CKC(cudaMalloc((void **)&rc_dev, sizeof(int)));
@@ -211,9 +225,23 @@ static int server(struct gnic_boot *boot, enum gnic_db_mode mode)
 		sig[1] = 100;
 		CKC(cudaHostGetDevicePointer((void **)&sig_dev, sig, 0));
 		CK(gnic_boot_barrier(boot)); /* ready */
-		wait_kernel<<<1, 1>>>(sig_dev, CTAS, rc_dev);
-		CKC(cudaDeviceSynchronize());
-		CKC(cudaMemcpy(&rc, rc_dev, sizeof(int), cudaMemcpyDeviceToHost));
+		if (host_wait) {
+			struct timespec t0, t;
+
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			rc = GNIC_DEV_ERR_TIMEOUT;
+			do {
+				if (__atomic_load_n(&sig[0], __ATOMIC_ACQUIRE) >= CTAS)
+					rc = 0;
+				clock_gettime(CLOCK_MONOTONIC, &t);
+			} while (rc && t.tv_sec - t0.tv_sec < 10);
+		} else {
+			wait_kernel<<<1, 1>>>(sig_dev, CTAS, rc_dev);
+			while (query_wait && cudaStreamQuery(0) == cudaErrorNotReady)
+				usleep(100);
+			CKC(cudaDeviceSynchronize());
+			CKC(cudaMemcpy(&rc, rc_dev, sizeof(int), cudaMemcpyDeviceToHost));
+		}
 		CKC(cudaMemcpy(host, data, NSLOTS * SLOT, cudaMemcpyDeviceToHost));
 		for (uint32_t s = 0; s < NSLOTS && !rc; s++)
 			for (uint32_t i = 0; i < SLOT; i++)
@@ -249,7 +277,7 @@ static int server(struct gnic_boot *boot, enum gnic_db_mode mode)
 static double bench(struct gnic_dev_qp *dqp, const uint8_t *src, uint32_t lkey,
                     const struct srv_info *info, int scope, int ctas, int *rc_dev)
 {
-	const int rounds = 200;
+	const int rounds = 100;
 	cudaEvent_t t0, t1;
 	float ms = 0;
 	int rc = 0;
@@ -272,7 +300,7 @@ static double bench(struct gnic_dev_qp *dqp, const uint8_t *src, uint32_t lkey,
 
 static int client(struct gnic_boot *boot, enum gnic_db_mode mode, bool do_bench)
 {
-	struct gnic_ctx *ctx = open_ctx();
+	struct gnic_ctx *ctx = open_ctx(0);
 	struct gnic_qp *qp = make_qp(ctx, mode);
 	struct gnic_dev_qp *dqp = gnic_qp_dev(qp);
 	struct srv_info mine, all[2];
@@ -328,7 +356,7 @@ static int client(struct gnic_boot *boot, enum gnic_db_mode mode, bool do_bench)
 		}
 		CK(gnic_boot_barrier(boot)); /* round done */
 	}
-	if (do_bench && !fails)
+	if (do_bench && !fails && mode == GNIC_DB_SM)
 		for (int sc = 0; sc < SC_COUNT; sc++)
 			for (int ctas = 1; ctas <= 132; ctas = ctas < 8 ? ctas * 2 : ctas * 4) {
 				int c = ctas > 132 ? 132 : ctas;
@@ -361,32 +389,69 @@ static int run_role(int rank, const char *addr, enum gnic_db_mode mode, bool do_
 int main(int argc, char **argv)
 {
 	static const enum gnic_db_mode modes[] = {GNIC_DB_SM, GNIC_DB_BF, GNIC_DB_CPU};
-	bool do_bench = argc > 1 && strcmp(argv[1], "--bench") == 0;
+	bool do_bench = false;
 	int ngpu = 0, status = 0;
 	pid_t probe;
 
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--bench") == 0)
+			do_bench = true;
+		else if (strcmp(argv[i], "--host-target") == 0)
+			host_target = true;
+		else if (strcmp(argv[i], "--host-wait") == 0)
+			host_wait = true;
+		else if (strcmp(argv[i], "--query-wait") == 0)
+			query_wait = true;
+		else {
+			fprintf(stderr,
+			        "usage: %s [--bench] [--host-target] [--host-wait] "
+			        "[--query-wait]\n",
+			        argv[0]);
+			return 2;
+		}
+	}
 	/* No CUDA in this process before fork: ask a child. */
 	probe = fork();
 	if (probe == 0)
-		_exit(cudaGetDeviceCount(&ngpu) == cudaSuccess && ngpu > 0 ? 0 : 77);
+		_exit(cudaGetDeviceCount(&ngpu) == cudaSuccess && ngpu > 0 ? (ngpu > 9 ? 9 : ngpu)
+		                                                           : 77);
 	waitpid(probe, &status, 0);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) == 77) {
 		printf("SKIP: no CUDA GPU\n");
 		return 77;
 	}
+	ngpu = WEXITSTATUS(status);
+	/* gnic-emu writes a GPU-memory target with CUDA copies. Contexts of two
+	 * processes on one GPU are time-sliced, so the server's copies wait
+	 * behind the client's persistent kernel (a NIC would write by PCIe
+	 * peer-to-peer). One GPU per process, or pinned host memory on one GPU. */
+	if (ngpu >= 2)
+		server_gpu = 1;
+	else if (!host_target) {
+		printf("one GPU: the server's buffer is pinned host memory (--host-target)\n");
+		host_target = true;
+	}
 	for (int m = 0; m < 3; m++) {
 		char addr[64];
 		int st;
-		pid_t srv;
+		pid_t srv, cli;
 
 		snprintf(addr, sizeof(addr), "127.0.0.1:%d", 19500 + (getpid() % 200) * 3 + m);
+		/* both roles in children: a child of a process that initialised
+		 * CUDA cannot use CUDA */
+		fflush(stdout);
 		srv = fork();
 		if (srv == 0) {
 			alarm(120);
 			_exit(run_role(0, addr, modes[m], false));
 		}
-		alarm(120);
-		st = run_role(1, addr, modes[m], do_bench);
+		cli = fork();
+		if (cli == 0) {
+			alarm(240);
+			_exit(run_role(1, addr, modes[m], do_bench));
+		}
+		waitpid(cli, &status, 0);
+		st = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
 		waitpid(srv, &status, 0);
 		st |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
 		printf("db mode %d: %s\n", modes[m], st ? "FAIL" : "pass");
