@@ -66,13 +66,6 @@ GNIC_DEVFN void gnic_store_rel32(uint32_t *p, uint32_t v)
 	asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
-/* Release at system scope: every earlier store of this thread, including
- * WQE bytes in host memory, is visible to the NIC before this one. */
-GNIC_DEVFN void gnic_store_rel64_sys(uint64_t *p, uint64_t v)
-{
-	asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
 /* Loads of memory the NIC writes (CQEs, atomic results, signals). */
 GNIC_DEVFN uint32_t gnic_load_sys32(const void *p)
 {
@@ -181,11 +174,6 @@ GNIC_DEVFN uint32_t gnic_load_sys32(const void *p)
 GNIC_DEVFN uint64_t gnic_load_sys64(const void *p)
 {
 	return __atomic_load_n((const uint64_t *)p, __ATOMIC_ACQUIRE);
-}
-
-GNIC_DEVFN void gnic_store_rel64_sys(uint64_t *p, uint64_t v)
-{
-	__atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 
 /* Release stores order every earlier store before them (no fences: TSan

@@ -10,7 +10,7 @@
 #include "dev_common.h"
 
 #define THREADS 6
-#define OPS     3000
+#define OPS     1000
 #define SLOT    64
 
 struct worker {

@@ -75,6 +75,17 @@ __global__ void fill_kernel(uint8_t *src, uint32_t round)
 		src[slot * SLOT + i] = pattern(slot, i, round);
 }
 
+/* One SLOT-byte put at the given scope (warp/CTA: every lane calls). */
+__device__ int put_scoped(struct gnic_dev_qp *qp, int scope, const uint8_t *l, uint32_t lkey,
+                          uint64_t r, uint32_t rkey)
+{
+	if (scope == SC_THREAD)
+		return gnic_dev_put(qp, l, lkey, r, rkey, SLOT, 0, NULL);
+	if (scope == SC_WARP)
+		return gnic_dev_put_warp(qp, l, lkey, r, rkey, SLOT, 0);
+	return gnic_dev_put_cta(qp, l, lkey, r, rkey, SLOT, 0);
+}
+
 /* Client: every thread puts its slot, each CTA then signals once. */
 __global__ void put_kernel(struct gnic_dev_qp *qp, const uint8_t *src, uint32_t lkey,
                            struct srv_info info, int scope, int *rc_out)
@@ -84,12 +95,7 @@ __global__ void put_kernel(struct gnic_dev_qp *qp, const uint8_t *src, uint32_t 
 	uint64_t r = info.data.addr + (uint64_t)slot * SLOT;
 	int rc;
 
-	if (scope == SC_THREAD)
-		rc = gnic_dev_put(qp, l, lkey, r, info.data.rkey, SLOT, 0, NULL);
-	else if (scope == SC_WARP)
-		rc = gnic_dev_put_warp(qp, l, lkey, r, info.data.rkey, SLOT, 0);
-	else
-		rc = gnic_dev_put_cta(qp, l, lkey, r, info.data.rkey, SLOT, 0);
+	rc = put_scoped(qp, scope, l, lkey, r, info.data.rkey);
 	if (rc)
 		atomicCAS(rc_out, 0, rc);
 	__syncthreads();
@@ -131,19 +137,15 @@ __global__ void wait_kernel(const uint64_t *sig, uint64_t want, int *rc_out)
 __global__ void bench_kernel(struct gnic_dev_qp *qp, const uint8_t *src, uint32_t lkey,
                              struct srv_info info, int scope, int rounds, int *rc_out)
 {
-	uint32_t slot = blockIdx.x * blockDim.x + threadIdx.x;
+	/* more threads than slots: they share slots (the bench checks no data) */
+	uint32_t slot = (blockIdx.x * blockDim.x + threadIdx.x) % NSLOTS;
 	int rc = 0;
 
 	for (int k = 0; k < rounds && rc == 0; k++) {
 		const uint8_t *l = src + (size_t)slot * SLOT;
 		uint64_t r = info.data.addr + (uint64_t)slot * SLOT;
 
-		if (scope == SC_THREAD)
-			rc = gnic_dev_put(qp, l, lkey, r, info.data.rkey, SLOT, 0, NULL);
-		else if (scope == SC_WARP)
-			rc = gnic_dev_put_warp(qp, l, lkey, r, info.data.rkey, SLOT, 0);
-		else
-			rc = gnic_dev_put_cta(qp, l, lkey, r, info.data.rkey, SLOT, 0);
+		rc = put_scoped(qp, scope, l, lkey, r, info.data.rkey);
 	}
 	__syncthreads();
 	if (threadIdx.x == 0 && rc == 0)
@@ -277,7 +279,7 @@ static int server(struct gnic_boot *boot, enum gnic_db_mode mode)
 static double bench(struct gnic_dev_qp *dqp, const uint8_t *src, uint32_t lkey,
                     const struct srv_info *info, int scope, int ctas, int *rc_dev)
 {
-	const int rounds = 100;
+	const int rounds = 20;
 	cudaEvent_t t0, t1;
 	float ms = 0;
 	int rc = 0;
@@ -380,7 +382,7 @@ static int run_role(int rank, const char *addr, enum gnic_db_mode mode, bool do_
 	struct gnic_boot *boot;
 	int rc;
 
-	CK(gnic_boot_init(addr, rank, 2, 30000, &boot));
+	CK(gnic_boot_init(addr, rank, 2, 180000, &boot));
 	rc = rank == 0 ? server(boot, mode) : client(boot, mode, do_bench);
 	gnic_boot_fini(boot);
 	return rc;
@@ -390,6 +392,8 @@ int main(int argc, char **argv)
 {
 	static const enum gnic_db_mode modes[] = {GNIC_DB_SM, GNIC_DB_BF, GNIC_DB_CPU};
 	bool do_bench = false;
+
+	setvbuf(stdout, NULL, _IOLBF, 0); /* children end with _exit() */
 	int ngpu = 0, status = 0;
 	pid_t probe;
 
