@@ -46,7 +46,8 @@ static void ring(struct gnic_qp *qp, uint64_t pi)
 	__atomic_store_n(&qp->dv.dbrec[GNIC_MLX5_SND_DBR], gnic_be32((uint32_t)(pi & 0xffff)),
 	                 __ATOMIC_RELEASE);
 	wc_flush();
-	__atomic_store_n((uint64_t *)qp->dv.bf.reg, reg, __ATOMIC_RELAXED);
+	/* release too: the NIC may see the register before the record */
+	__atomic_store_n((uint64_t *)qp->dv.bf.reg, reg, __ATOMIC_RELEASE);
 	wc_flush();
 }
 

@@ -52,18 +52,31 @@ enum gnic_cmp { GNIC_CMP_EQ, GNIC_CMP_NE, GNIC_CMP_GE, GNIC_CMP_GT, GNIC_CMP_LT,
 struct gnic_wait {
 	uint64_t deadline;
 	uint32_t round;
+	uint32_t max_round; /* backoff stops growing here */
 };
 
 GNIC_DEVFN void gnic_wait_init(struct gnic_wait *w, uint64_t timeout_ns)
 {
 	w->deadline = gnic_now_ns() + timeout_ns;
 	w->round = 0;
+	w->max_round = ~0u;
+}
+
+/* For hand-offs that take a few hundred ns (in-order publish, doorbell
+ * lock): on a GPU a long sleep there serialises every post behind it. CPU
+ * threads keep the growing backoff: they must yield to a descheduled peer. */
+GNIC_DEVFN void gnic_wait_init_short(struct gnic_wait *w, uint64_t timeout_ns)
+{
+	gnic_wait_init(w, timeout_ns);
+	if (GNIC_ON_GPU)
+		w->max_round = 1;
 }
 
 /* Back off a little; non-zero once the deadline has passed. */
 GNIC_DEVFN int gnic_wait_expired(struct gnic_wait *w)
 {
-	gnic_backoff(w->round++);
+	gnic_backoff(w->round < w->max_round ? w->round : w->max_round);
+	w->round++;
 	return (w->round & 15) == 0 && gnic_now_ns() > w->deadline;
 }
 
@@ -242,7 +255,7 @@ GNIC_DEVFN int gnic_dev_ring(struct gnic_dev_qp *qp, uint64_t end, const void *b
 			gnic_ring_locked(qp, end, bf_wqe, nbb);
 		return GNIC_DEV_OK;
 	}
-	gnic_wait_init(&w, qp->timeout_ns);
+	gnic_wait_init_short(&w, qp->timeout_ns);
 	while (gnic_load_acq64(&qp->sq_rung) < end) {
 		if (gnic_cas32(&qp->db_lock, 0, 1) == 0) {
 			uint64_t pi = gnic_load_acq64(&qp->sq_ready);
@@ -471,7 +484,7 @@ GNIC_DEVFN int gnic_dev_sq_commit(struct gnic_dev_qp *qp, uint64_t idx, uint32_t
 	if (qp->share == GNIC_SHARE_EXCLUSIVE) {
 		gnic_store_rel64(&qp->sq_ready, idx + nbb);
 	} else {
-		gnic_wait_init(&w, qp->timeout_ns);
+		gnic_wait_init_short(&w, qp->timeout_ns);
 		while (gnic_load_acq64(&qp->sq_ready) != idx) {
 			if (gnic_dev_failed(qp))
 				return GNIC_DEV_ERR_QP;

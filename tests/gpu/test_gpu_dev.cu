@@ -192,6 +192,7 @@ static void report_qp_error(struct gnic_qp *qp, const char *who)
 
 static bool host_target; /* --host-target: the server's buffer in pinned host memory */
 static bool host_wait;   /* --host-wait: the server waits for the signal on the host */
+static bool host_source; /* --host-source: the client puts from pinned host memory */
 static bool query_wait;  /* --query-wait: poll cudaStreamQuery, no cudaDeviceSynchronize */
 
 static int server(struct gnic_boot *boot, enum gnic_db_mode mode)
@@ -311,7 +312,12 @@ static int client(struct gnic_boot *boot, enum gnic_db_mode mode, bool do_bench)
 	uint8_t *src, *got, *host;
 	int *rc_dev, rc = 0, fails = 0;
 
-	CKC(cudaMalloc((void **)&src, NSLOTS * SLOT));
+	/* gnic-emu reads a GPU-memory source with one CUDA copy per message
+	 * (~8 us): --host-source measures the posting path without that */
+	if (host_source)
+		CKC(cudaHostAlloc((void **)&src, NSLOTS * SLOT, cudaHostAllocMapped));
+	else
+		CKC(cudaMalloc((void **)&src, NSLOTS * SLOT));
 	CKC(cudaMalloc((void **)&got, NSLOTS * SLOT));
 	CKC(cudaMalloc((void **)&rc_dev, sizeof(int)));
 	CKC(cudaMalloc((void **)&old_dev, 2 * sizeof(*old_dev)));
@@ -404,6 +410,8 @@ int main(int argc, char **argv)
 			host_target = true;
 		else if (strcmp(argv[i], "--host-wait") == 0)
 			host_wait = true;
+		else if (strcmp(argv[i], "--host-source") == 0)
+			host_source = true;
 		else if (strcmp(argv[i], "--query-wait") == 0)
 			query_wait = true;
 		else {
