@@ -1,7 +1,9 @@
 #!/bin/sh
 # Installs what gnic needs to build, only if something is missing.
 set -eu
-pkgs="cmake gcc make libibverbs-dev ibverbs-utils"
+# clang + libclang-rt-dev: fuzz targets (libFuzzer); libssl-dev: the emulator's fabric
+# authentication (HMAC); gnuplot-nox: gnic-perf --plot; Open MPI: gnic_mpi.h's test
+pkgs="cmake gcc make libibverbs-dev ibverbs-utils clang libclang-rt-dev libssl-dev gnuplot-nox openmpi-bin libopenmpi-dev"
 missing=""
 for p in $pkgs; do
 	dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

@@ -411,6 +411,14 @@ GNIC_API gnic_status_t gnic_boot_init(const char *addr, int rank, int nranks, ui
 	return GNIC_OK;
 }
 
+GNIC_API void gnic_boot_info(const struct gnic_boot *boot, int *rank, int *nranks)
+{
+	if (rank)
+		*rank = boot ? boot->rank : -1;
+	if (nranks)
+		*nranks = boot ? boot->nranks : 0;
+}
+
 GNIC_API void gnic_boot_fini(struct gnic_boot *boot)
 {
 	if (!boot)

@@ -167,6 +167,33 @@ struct gnic_qp_error {
 /* The first error the device recorded on this QP (also after the kernel). */
 gnic_status_t gnic_qp_error(struct gnic_qp *qp, struct gnic_qp_error *err);
 
+/* ---- QP groups ------------------------------------------------------------
+ * n QPs with the same attributes, made, connected and destroyed together,
+ * e.g. one per CTA or one per peer. Device code gets one array of their
+ * device views: gnic_qp_group_dev(g)[i] == gnic_qp_dev(gnic_qp_group_qp(g, i)). */
+#define GNIC_QP_GROUP_MAX 4096
+
+struct gnic_qp_group;
+
+/* 1 <= n <= GNIC_QP_GROUP_MAX; attr NULL = defaults. On failure nothing is
+ * left behind and the text names the QP that failed. */
+gnic_status_t gnic_qp_group_create(struct gnic_ctx *ctx, const struct gnic_qp_attr *attr,
+                                   uint32_t n, struct gnic_qp_group **group_p);
+/* Destroys every QP of the group (the group's QPs must not be destroyed
+ * one by one). */
+void gnic_qp_group_destroy(struct gnic_qp_group *group);
+uint32_t gnic_qp_group_size(const struct gnic_qp_group *group);
+/* QP i (for export/connect/reset/error one by one), NULL if i >= size. */
+struct gnic_qp *gnic_qp_group_qp(struct gnic_qp_group *group, uint32_t i);
+/* The array of n device views: in GPU memory for a GPU context (pass it to
+ * a kernel), host memory otherwise. Valid until the group is destroyed. */
+struct gnic_dev_qp *const *gnic_qp_group_dev(struct gnic_qp_group *group);
+/* blobs[i] = QP i's blob; blobs holds size() entries. */
+gnic_status_t gnic_qp_group_export(struct gnic_qp_group *group, struct gnic_blob *blobs);
+/* QP i connects to remote[i]. All or nothing: on any failure every QP of the
+ * group is back in RESET. GNIC_ERR_STATE if any QP is connected already. */
+gnic_status_t gnic_qp_group_connect(struct gnic_qp_group *group, const struct gnic_blob *remote);
+
 /* ---- CPU-assisted doorbells ---------------------------------------------- */
 
 /* A host thread that rings doorbells for QPs in GNIC_DB_CPU mode. Started
@@ -184,6 +211,13 @@ gnic_status_t gnic_boot_init(const char *addr, int rank, int nranks, uint64_t ti
 /* Every rank contributes len bytes; all receives nranks * len, by rank. */
 gnic_status_t gnic_boot_allgather(struct gnic_boot *boot, const void *mine, void *all, size_t len);
 gnic_status_t gnic_boot_barrier(struct gnic_boot *boot);
+/* This rank and the number of ranks (-1 and 0 for NULL). */
+void gnic_boot_info(const struct gnic_boot *boot, int *rank, int *nranks);
+/* All-to-all connection: group holds one QP per rank (size == nranks); QP p of
+ * rank r connects to QP r of rank p (QP r of rank r loops back to itself).
+ * Collective: every rank calls it; returns after a barrier, so every peer's
+ * QP is ready when it returns. */
+gnic_status_t gnic_boot_connect_all(struct gnic_boot *boot, struct gnic_qp_group *group);
 void gnic_boot_fini(struct gnic_boot *boot);
 
 #ifdef __cplusplus

@@ -825,26 +825,29 @@ GNIC_DEVFN int gnic_dev_put_warp(struct gnic_dev_qp *qp, const void *laddr, uint
 GNIC_DEVFN int gnic_dev_put_cta(struct gnic_dev_qp *qp, const void *laddr, uint32_t lkey,
                                 uint64_t raddr, uint32_t rkey, uint32_t len, uint32_t flags)
 {
+	/* Reserve status and commit status live in separate words: the compiler
+	 * may load a shared word in every thread even where only thread 0 uses
+	 * it (it did: racecheck caught `tid == 0 && rc == 0` read by all while
+	 * thread 0 wrote the commit result), so no word is written in a phase
+	 * where others may read it. Three barriers order the phases; the next
+	 * call's reserve is behind the third. */
 	__shared__ unsigned long long base;
-	__shared__ int rc;
+	__shared__ int reserved, committed;
 	uint32_t n = blockDim.x * blockDim.y * blockDim.z;
 	uint32_t tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-	int ret;
 
 	if (tid == 0)
-		rc = gnic_dev_sq_reserve(qp, n, (uint64_t *)&base);
+		reserved = gnic_dev_sq_reserve(qp, n, (uint64_t *)&base);
 	__syncthreads();
-	if (rc == 0)
+	if (reserved == 0)
 		gnic_dev_wqe_rdma(qp, base + tid, GNIC_MLX5_OPCODE_RDMA_WRITE,
 		                  (uint64_t)(uintptr_t)laddr, lkey, raddr, rkey, len, flags, 0,
 		                  NULL);
 	__syncthreads();
-	if (tid == 0 && rc == 0)
-		rc = gnic_dev_sq_commit(qp, base, n, NULL);
+	if (tid == 0)
+		committed = reserved ? reserved : gnic_dev_sq_commit(qp, base, n, NULL);
 	__syncthreads();
-	ret = rc;
-	__syncthreads(); /* nobody may overwrite rc before all have read it */
-	return ret;
+	return committed;
 }
 
 #else

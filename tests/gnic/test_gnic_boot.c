@@ -5,7 +5,10 @@
  *                            allgather, barriers, then the whole control-path
  *                            workflow: each rank opens gnic-emu, creates a QP
  *                            per peer, exchanges blobs and regions, connects,
- *                            WRITEs to every peer and checks what it got
+ *                            WRITEs to every peer and checks what it got;
+ *                            then the same with a QP group and
+ *                            gnic_boot_connect_all (one QP per rank, the
+ *                            rank's own QP looped back to itself)
  *   test_gnic_boot errors    no rank 0 / no other ranks -> TIMEOUT within the
  *                            bound; mismatched hellos and collectives ->
  *                            PROTOCOL; malformed arguments -> INVALID
@@ -120,6 +123,47 @@ static void workflow(struct gnic_boot *boot, int rank, int n)
 	free(buf);
 }
 
+/* The same exchange with a QP group: gnic_boot_connect_all() pairs QP p of
+ * rank r with QP r of rank p, and QP r of rank r with itself. */
+static void workflow_group(struct gnic_boot *boot, int rank, int n)
+{
+	struct gnic_ctx *ctx = gt_ctx();
+	uint8_t *buf = t_alloc((size_t)REGION * (n + 1), 0);
+	struct gnic_rmem mine, all[NRANKS];
+	struct gnic_dev_qp *const *dqp;
+	struct gnic_qp_group *g;
+	struct gnic_mr *mr;
+
+	t_case("rank %d: QP group, connect_all", rank);
+	CHECK_GNIC(gnic_mr_reg(ctx, buf, (size_t)REGION * (n + 1), GNIC_ACCESS_ALL, &mr));
+	gnic_mr_rmem(mr, &mine);
+	CHECK_GNIC(gnic_qp_group_create(ctx, NULL, (uint32_t)n, &g));
+	CHECK_EQ(gnic_qp_group_size(g), (uint32_t)n);
+	CHECK_GNIC(gnic_boot_allgather(boot, &mine, all, sizeof(mine)));
+	CHECK_GNIC(gnic_boot_connect_all(boot, g));
+	dqp = gnic_qp_group_dev(g);
+	for (int r = 0; r < n; r++)
+		CHECK(dqp[r] == gnic_qp_dev(gnic_qp_group_qp(g, (uint32_t)r)));
+
+	t_case("rank %d: WRITE through the group into every rank, itself included", rank);
+	t_fill(buf + (size_t)REGION * n, REGION, 2000u + (uint32_t)rank);
+	for (int r = 0; r < n; r++)
+		gt_write(dqp[r], buf + (size_t)REGION * n, gnic_mr_lkey(mr),
+		         all[r].addr + (uint64_t)REGION * rank, all[r].rkey, REGION);
+	CHECK_GNIC(gnic_boot_barrier(boot));
+	for (int r = 0; r < n; r++) {
+		uint8_t want[REGION];
+
+		t_fill(want, REGION, 2000u + (uint32_t)r);
+		CHECK_MEM(buf + (size_t)REGION * r, want, REGION);
+	}
+	CHECK_GNIC(gnic_boot_barrier(boot));
+	gnic_qp_group_destroy(g);
+	gnic_mr_dereg(mr);
+	gnic_ctx_destroy(ctx);
+	free(buf);
+}
+
 static int run_rank(int rank, int n, int port)
 {
 	struct gnic_boot *boot = NULL;
@@ -130,6 +174,7 @@ static int run_rank(int rank, int n, int port)
 	CHECK_GNIC(gnic_boot_init(addr, rank, n, BOOT_MS, &boot));
 	collectives(boot, rank, n);
 	workflow(boot, rank, n);
+	workflow_group(boot, rank, n);
 	gnic_boot_fini(boot);
 	printf("rank %d: ok\n", rank);
 	return T_EXIT_PASS;

@@ -258,6 +258,21 @@ int main(void)
 	for (int i = 1; i < 40; i += 2)
 		gnic_qp_destroy(many[i]);
 
+	t_case("QP group of 6: its device array lives in GPU memory and names each QP");
+	{
+		struct gnic_dev_qp *got[6], one;
+		struct gnic_qp_group *g;
+
+		CHECK_GNIC(gnic_qp_group_create(ctx, NULL, 6, &g));
+		CU(cu.dtoh(got, dp(gnic_qp_group_dev(g)), sizeof(got)));
+		for (uint32_t i = 0; i < 6; i++) {
+			CHECK(got[i] == gnic_qp_dev(gnic_qp_group_qp(g, i)));
+			fetch(gnic_qp_group_qp(g, i), &one);
+			CHECK_EQ(one.magic, GNIC_DEV_QP_MAGIC);
+		}
+		gnic_qp_group_destroy(g);
+	}
+
 	gnic_ctx_destroy(ctx);
 	return T_EXIT_PASS;
 }
