@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU suite on a machine with an NVIDIA GPU, from a build tree made
 # elsewhere (scripts/test.sh or cmake): ctest -L gpu, compute-sanitizer
-# memcheck and racecheck on the device data path, and the first GPU put
+# memcheck, racecheck and synccheck on the device data path, and the first GPU put
 # rates. Results go to ${OUT:-/tmp/gnic-gpu}. Used with the device tool;
 # docs/gpu-testing.md records the runs.
 set -uo pipefail
@@ -20,6 +20,10 @@ export LD_LIBRARY_PATH=$PWD/$b/src:$PWD/$b/emu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PA
 		"$b/tests/gpu/test_gpu_dev"; echo "rc=$?"
 	echo "== compute-sanitizer racecheck"
 	timeout 120 compute-sanitizer --tool racecheck --target-processes all \
+		"$b/tests/gpu/test_gpu_dev"; echo "rc=$?"
+	timeout 120 compute-sanitizer --tool racecheck "$b/examples/put_bw_gpu" 8 64 20; echo "rc=$?"
+	echo "== compute-sanitizer synccheck"
+	timeout 120 compute-sanitizer --tool synccheck --target-processes all \
 		"$b/tests/gpu/test_gpu_dev"; echo "rc=$?"
 	echo "== bench"
 	GNIC_EMU_SPIN_US=1000 timeout 150 "$b/tests/gpu/test_gpu_dev" --bench; echo "rc=$?"
