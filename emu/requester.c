@@ -524,6 +524,23 @@ static int issue_nop(struct emu_qp *qp, const struct wqe *w)
 	return 1;
 }
 
+/* Do the WQEs in [from, pi) send nothing (all NOPs)? Then the request before
+ * them is the last on the wire and must ask for an ACK: a signaled NOP (what
+ * a quiet posts) completes only after everything before it is acknowledged,
+ * and without the ACK request it would wait for the retransmission timer. */
+static bool only_nops(struct emu_qp *qp, uint16_t from, uint16_t pi)
+{
+	for (int n = 0; n < BURST && from != pi; n++) {
+		struct wqe w;
+
+		decode_ctrl(&w, (const struct gnic_mlx5_ctrl_seg *)sq_bb(qp, from));
+		if (w.opcode != GNIC_MLX5_OPCODE_NOP || w.idx != from)
+			return false;
+		from = (uint16_t)(from + w.nbb);
+	}
+	return from == pi;
+}
+
 /* Go back to the oldest unanswered WQE and send everything from there again. */
 static void rewind_to_tail(struct emu_qp *qp)
 {
@@ -634,7 +651,8 @@ int emu_requester_progress(struct emu_qp *qp, uint64_t now)
 		if (w.opcode == GNIC_MLX5_OPCODE_NOP)
 			ret = issue_nop(qp, &w);
 		else
-			ret = issue(qp, &w, (uint16_t)(w.idx + w.nbb) == pi || n == BURST - 1);
+			ret = issue(qp, &w,
+			            n == BURST - 1 || only_nops(qp, (uint16_t)(w.idx + w.nbb), pi));
 		if (ret <= 0)
 			return work + (ret < 0);
 		work++;

@@ -180,9 +180,11 @@ struct gnic_qp {
 	/* the device view: img is the struct as the host builds it (and, without
 	 * a GPU, the struct itself); on a GPU it is copied to dev_gpu */
 	struct gnic_dev_qp *img;
-	uint8_t *wqe_nbb;     /* host array (no GPU) */
-	uint64_t wqe_nbb_gpu; /* CUdeviceptr (GPU) */
-	uint64_t dev_gpu;     /* CUdeviceptr of the struct (GPU) */
+	/* per-slot tracking the device writes: sq_pub[sq_wqe_cnt] (8 B each)
+	 * then wqe_nbb[sq_wqe_cnt] (1 B each), zeroed at create and reset */
+	uint8_t *track;     /* host array (no GPU) */
+	uint64_t track_gpu; /* CUdeviceptr (GPU) */
+	uint64_t dev_gpu;   /* CUdeviceptr of the struct (GPU) */
 	struct {
 		void *addr;
 		size_t len;

@@ -10,7 +10,8 @@
  * are mapped into the GPU with cuMemHostRegister; the struct holds their
  * device addresses. The doorbell register page is mapped the same way (as
  * I/O memory on real hardware); when that fails, AUTO falls back to
- * CPU-assisted doorbells. wqe_nbb and the struct itself live in GPU memory.
+ * CPU-assisted doorbells. The tracking arrays (sq_pub, wqe_nbb) and the
+ * struct itself live in GPU memory.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -19,11 +20,17 @@
 
 #define COUNTERS_OFF offsetof(struct gnic_dev_qp, sq_reserved)
 
+/* sq_pub[cnt] then wqe_nbb[cnt]: see struct gnic_dev_qp */
+static size_t track_len(const struct gnic_qp *qp)
+{
+	return (size_t)qp->dv.sq.wqe_cnt * (sizeof(uint64_t) + 1);
+}
+
 /* Where the device finds each piece (host or device addresses). */
 struct dev_ptrs {
 	uint64_t sq_buf, rq_buf, dbrec, db_reg;
 	uint64_t scq_buf, scq_dbrec, rcq_buf, rcq_dbrec;
-	uint64_t wqe_nbb, scratch, err, cpu_db;
+	uint64_t track, scratch, err, cpu_db;
 };
 
 static void *ptr(uint64_t p)
@@ -56,7 +63,8 @@ static void fill(struct gnic_qp *qp, const struct dev_ptrs *p)
 	d->db_batch = qp->attr.db_batch;
 	d->max_inline = qp->attr.max_inline;
 	d->timeout_ns = qp->attr.timeout_ns;
-	d->wqe_nbb = ptr(p->wqe_nbb);
+	d->sq_pub = ptr(p->track);
+	d->wqe_nbb = (uint8_t *)ptr(p->track) + (size_t)qp->dv.sq.wqe_cnt * sizeof(uint64_t);
 	d->scratch = ptr(p->scratch);
 	d->scratch_iova = (uintptr_t)qp->scratch; /* as registered */
 	d->scratch_lkey = qp->scratch_mr->lkey;
@@ -94,10 +102,10 @@ static gnic_status_t place_host(struct gnic_qp *qp)
 	/* CPU threads can store to the register themselves */
 	if (qp->attr.db_mode == GNIC_DB_AUTO)
 		qp->attr.db_mode = GNIC_DB_SM;
-	if (posix_memalign((void **)&qp->wqe_nbb, 64, qp->dv.sq.wqe_cnt))
+	if (posix_memalign((void **)&qp->track, 64, track_len(qp)))
 		return gnic_error(GNIC_ERR_NOMEM, "qp: out of memory");
-	memset(qp->wqe_nbb, 0, qp->dv.sq.wqe_cnt);
-	p.wqe_nbb = (uintptr_t)qp->wqe_nbb;
+	memset(qp->track, 0, track_len(qp));
+	p.track = (uintptr_t)qp->track;
 	fill(qp, &p);
 	return GNIC_OK;
 }
@@ -259,12 +267,12 @@ static gnic_status_t place_gpu_locked(struct gnic_qp *qp)
 	if (!st)
 		st = translate(qp, &p);
 	if (!st)
-		st = gpu_zeroed(qp->dv.sq.wqe_cnt, &qp->wqe_nbb_gpu);
+		st = gpu_zeroed(track_len(qp), &qp->track_gpu);
 	if (!st)
 		st = gnic_cuda_alloc(sizeof(struct gnic_dev_qp), &qp->dev_gpu);
 	if (st)
 		return st;
-	p.wqe_nbb = qp->wqe_nbb_gpu;
+	p.track = qp->track_gpu;
 	fill(qp, &p);
 	return gnic_cuda_htod(qp->dev_gpu, qp->img, sizeof(*qp->img));
 }
@@ -300,15 +308,15 @@ void gnic_qp_dev_destroy(struct gnic_qp *qp)
 
 	if (gnic_ctx_has_gpu(qp->ctx) && !gnic_cuda_enter(&qp->ctx->gpu, &prev)) {
 		gnic_cuda_free(qp->dev_gpu);
-		gnic_cuda_free(qp->wqe_nbb_gpu);
+		gnic_cuda_free(qp->track_gpu);
 		unmap_all(qp);
 		gnic_cuda_leave(prev);
 	}
-	qp->dev_gpu = qp->wqe_nbb_gpu = 0;
+	qp->dev_gpu = qp->track_gpu = 0;
 	free(qp->img);
-	free(qp->wqe_nbb);
+	free(qp->track);
 	qp->img = NULL;
-	qp->wqe_nbb = NULL;
+	qp->track = NULL;
 }
 
 /* ---- reset ---------------------------------------------------------------- */
@@ -354,9 +362,9 @@ static gnic_status_t reset_gpu(struct gnic_qp *qp)
 		return st;
 	st = reset_gpu_locked(qp, &scq_ci, &rcq_ci);
 	if (!st) {
-		uint8_t *zero = calloc(1, qp->dv.sq.wqe_cnt);
+		uint8_t *zero = calloc(1, track_len(qp));
 
-		st = zero ? gnic_cuda_htod(qp->wqe_nbb_gpu, zero, qp->dv.sq.wqe_cnt)
+		st = zero ? gnic_cuda_htod(qp->track_gpu, zero, track_len(qp))
 		          : gnic_error(GNIC_ERR_NOMEM, "qp: out of memory");
 		free(zero);
 	}
@@ -373,7 +381,7 @@ static void reset_host(struct gnic_qp *qp)
 	memset((char *)d + COUNTERS_OFF, 0, sizeof(*d) - COUNTERS_OFF);
 	d->scq_ci = scq_ci;
 	d->rcq_ci = rcq_ci;
-	memset(qp->wqe_nbb, 0, qp->dv.sq.wqe_cnt);
+	memset(qp->track, 0, track_len(qp));
 }
 
 /* After the QP went to RESET: the device starts again at index 0 of the SQ

@@ -257,15 +257,21 @@ GNIC_DEVFN int gnic_dev_ring(struct gnic_dev_qp *qp, uint64_t end, const void *b
 	}
 	gnic_wait_init_short(&w, qp->timeout_ns);
 	while (gnic_load_acq64(&qp->sq_rung) < end) {
+		/* ring everything published so far; earlier WQEs still being
+		 * written hold ours back until their posters publish them */
 		if (gnic_cas32(&qp->db_lock, 0, 1) == 0) {
 			uint64_t pi = gnic_load_acq64(&qp->sq_ready);
 
 			if (pi > qp->sq_rung)
 				gnic_ring_locked(qp, pi, pi == end ? bf_wqe : NULL, nbb);
 			gnic_store_rel32(&qp->db_lock, 0);
-		} else if (gnic_wait_expired(&w)) {
-			return gnic_dev_fail(qp, GNIC_DEV_ERR_TIMEOUT, NULL);
+			if (pi >= end)
+				break;
 		}
+		if (gnic_dev_failed(qp))
+			return GNIC_DEV_ERR_QP;
+		if (gnic_wait_expired(&w))
+			return gnic_dev_fail(qp, GNIC_DEV_ERR_TIMEOUT, NULL);
 	}
 	return GNIC_DEV_OK;
 }
@@ -474,28 +480,43 @@ GNIC_DEVFN void gnic_dev_wqe_put_inline(struct gnic_dev_qp *qp, uint64_t idx, co
 	gnic_dev_sq_store(qp, idx, wqe, nbb);
 }
 
-/* Publish BBs [idx, idx + nbb) in SQ order, then ring (or leave it to
- * batching). bf_wqe: the WQE's bytes for BlueFlame, or NULL. */
+/* Move sq_ready over every WQE whose publish mark is in place. Any thread
+ * may carry any other's WQE forward, so nobody waits for its turn: a mark
+ * is (first BB << 16) | nbb, valid only for the lap it names (nbb <=
+ * sq_wqe_cnt <= 32768: a CTA publishes its whole block with one mark). The handshake
+ * with gnic_dev_sq_commit() is store-fence-load on both sides (mark then
+ * sq_ready there, sq_ready then mark here), so of a publisher and the
+ * thread that moves sq_ready up to its WQE at least one sees the other:
+ * no WQE is left behind. */
+GNIC_DEVFN void gnic_dev_sq_advance(struct gnic_dev_qp *qp)
+{
+	uint32_t mask = qp->sq_wqe_cnt - 1;
+
+	for (;;) {
+		uint64_t h = gnic_load_sc64(&qp->sq_ready);
+		uint64_t m = gnic_load_sc64(&qp->sq_pub[h & mask]);
+
+		if ((m >> 16) != h || !(m & 0xffff))
+			return;
+		gnic_cas_sc64(&qp->sq_ready, h, h + (m & 0xffff));
+		gnic_fence_sc();
+	}
+}
+
+/* Publish BBs [idx, idx + nbb), then ring (or leave it to batching).
+ * bf_wqe: the WQE's bytes for BlueFlame, or NULL. The NIC sees WQEs in SQ
+ * order: sq_ready only moves over a gap-free prefix of published WQEs. */
 GNIC_DEVFN int gnic_dev_sq_commit(struct gnic_dev_qp *qp, uint64_t idx, uint32_t nbb,
                                   const void *bf_wqe)
 {
-	struct gnic_wait w;
-
 	if (qp->share == GNIC_SHARE_EXCLUSIVE) {
 		gnic_store_rel64(&qp->sq_ready, idx + nbb);
 	} else {
-		gnic_wait_init_short(&w, qp->timeout_ns);
-		while (gnic_load_acq64(&qp->sq_ready) != idx) {
-			if (gnic_dev_failed(qp))
-				return GNIC_DEV_ERR_QP;
-			if (gnic_wait_expired(&w))
-				return gnic_dev_fail(qp, GNIC_DEV_ERR_TIMEOUT, NULL);
-		}
-		/* gpu scope is enough: whoever rings acquires sq_ready, then
-		 * issues fence.release.sys before the doorbell, and causality
-		 * carries this thread's WQE stores to the NIC. (A sys-scope
-		 * release measured no faster or slower on the H200.) */
-		gnic_store_rel64(&qp->sq_ready, idx + nbb);
+		/* release: whoever moves sq_ready over this mark (and so
+		 * whoever rings) acquires this thread's WQE stores */
+		gnic_store_sc64(&qp->sq_pub[idx & (qp->sq_wqe_cnt - 1)], (idx << 16) | nbb);
+		gnic_fence_sc();
+		gnic_dev_sq_advance(qp);
 	}
 	if (qp->db_batch > 1 && gnic_add32(&qp->unrung, 1) + 1 < qp->db_batch)
 		return GNIC_DEV_OK;

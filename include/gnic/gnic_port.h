@@ -40,6 +40,39 @@ GNIC_DEVFN uint32_t gnic_xchg32(uint32_t *p, uint32_t v)
 	return atomicExch(p, v);
 }
 
+/* Store-then-load handshakes (the SQ's publish marks): two threads that each
+ * do  x_sc(A); gnic_fence_sc(); y_sc(B)  with A and B swapped cannot both
+ * miss the other's store. On the GPU the fence does it; on CPU threads the
+ * accesses are seq_cst themselves (TSan does not model fences). */
+GNIC_DEVFN void gnic_store_sc64(uint64_t *p, uint64_t v)
+{
+	asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+GNIC_DEVFN uint64_t gnic_load_sc64(const uint64_t *p)
+{
+	uint64_t v;
+
+	asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
+}
+
+GNIC_DEVFN uint64_t gnic_cas_sc64(uint64_t *p, uint64_t cmp, uint64_t v)
+{
+	uint64_t old;
+
+	asm volatile("atom.acq_rel.gpu.global.cas.b64 %0, [%1], %2, %3;"
+	             : "=l"(old)
+	             : "l"(p), "l"(cmp), "l"(v)
+	             : "memory");
+	return old;
+}
+
+GNIC_DEVFN void gnic_fence_sc(void)
+{
+	asm volatile("fence.sc.gpu;" ::: "memory");
+}
+
 GNIC_DEVFN uint64_t gnic_load_acq64(const uint64_t *p)
 {
 	uint64_t v;
@@ -145,6 +178,25 @@ GNIC_DEVFN uint32_t gnic_xchg32(uint32_t *p, uint32_t v)
 {
 	return __atomic_exchange_n(p, v, __ATOMIC_ACQ_REL);
 }
+
+GNIC_DEVFN void gnic_store_sc64(uint64_t *p, uint64_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_SEQ_CST);
+}
+
+GNIC_DEVFN uint64_t gnic_load_sc64(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_SEQ_CST);
+}
+
+GNIC_DEVFN uint64_t gnic_cas_sc64(uint64_t *p, uint64_t cmp, uint64_t v)
+{
+	__atomic_compare_exchange_n(p, &cmp, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	return cmp;
+}
+
+/* The seq_cst accesses around it order themselves. */
+GNIC_DEVFN void gnic_fence_sc(void) {}
 
 GNIC_DEVFN uint64_t gnic_load_acq64(const uint64_t *p)
 {

@@ -147,6 +147,34 @@ static void test_many(struct pair *p)
 	CHECK_EQ(p->a->sq_retired, p->a->sq_reserved);
 }
 
+/* A quiet right behind unsignaled puts, all rung by one doorbell: the
+ * engine then sees the WRITEs and the quiet's NOP in one burst. The NOP's
+ * CQE needs the WRITEs acknowledged; gnic-emu once asked for that ACK only
+ * on the burst's last WQE (the NOP, which sends nothing), so the quiet
+ * waited for the retransmission timer (67 ms on the H200 per kernel). With
+ * no retries allowed, that wait is an error here instead of a delay. */
+static void test_quiet_behind_batch(void)
+{
+	struct gnic_qp_attr attr;
+	struct pair p;
+
+	t_case("quiet behind 5 batched unsignaled puts: no retransmission needed");
+	gnic_qp_attr_init(&attr);
+	attr.db_batch = 64; /* the puts are rung together with the NOP */
+	attr.retry_cnt = 0;
+	attr.timeout = 16; /* 268 ms: a real ACK comes long before */
+	pair_open(&p, &attr, 4096);
+	for (int round = 0; round < 3; round++) {
+		fill(p.abuf, 5 * 64, (uint8_t)(round + 40));
+		for (int i = 0; i < 5; i++)
+			CHECK_DEV(gnic_dev_put(p.a, p.abuf + 64 * i, gnic_mr_lkey(p.amr),
+			                       p.brm.addr + 64 * i, p.brm.rkey, 64, 0, NULL));
+		CHECK_DEV(gnic_dev_quiet(p.a));
+		CHECK(memcmp(p.abuf, p.bbuf, 5 * 64) == 0);
+	}
+	pair_close(&p);
+}
+
 int main(void)
 {
 	struct pair p;
@@ -161,5 +189,6 @@ int main(void)
 	test_fence(&p);
 	test_many(&p);
 	pair_close(&p);
+	test_quiet_behind_batch();
 	return T_EXIT_PASS;
 }

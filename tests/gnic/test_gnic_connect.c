@@ -132,8 +132,10 @@ static void reset_and_reconnect(struct side *a, struct side *b, uint64_t base)
 	printf("  send CQ consumer index after reset: %llu\n", (unsigned long long)ci);
 	CHECK_EQ(ci, base + 3); /* the error CQE and two flushes */
 	CHECK_EQ(gnic_be32(a->d->scq.dbrec[0]), ci);
-	for (uint32_t i = 0; i < a->d->sq_wqe_cnt; i++)
+	for (uint32_t i = 0; i < a->d->sq_wqe_cnt; i++) {
 		CHECK_EQ(a->d->wqe_nbb[i], 0);
+		CHECK_EQ(a->d->sq_pub[i], 0);
+	}
 
 	t_case("reconnect with the blobs we had, WRITE again");
 	connect_pair(a, b);
