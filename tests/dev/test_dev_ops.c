@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Every device data-path operation from one CPU thread, through gnic-emu:
- * put, inline put, get, atomics, signals, send/recv, fence, quiet. Every
- * byte is checked.
+ * put, inline put, get, atomics, signals, send/recv, fence, quiet, on a
+ * grid-shared QP and on an exclusive one. Every byte is checked.
  */
 #include "dev_common.h"
 
@@ -175,11 +175,17 @@ static void test_quiet_behind_batch(void)
 	pair_close(&p);
 }
 
-int main(void)
+/* Every operation on a QP with the given sharing mode (one thread here). */
+static void all_ops(enum gnic_share share)
 {
+	struct gnic_qp_attr attr;
 	struct pair p;
 
-	pair_open(&p, NULL, 1 << 20);
+	printf("== share mode %d\n", share);
+	gnic_qp_attr_init(&attr);
+	attr.share = share;
+	pair_open(&p, &attr, 1 << 20);
+	CHECK_EQ(p.a->share, (uint32_t)share);
 	test_put(&p);
 	test_put_inline(&p);
 	test_get(&p);
@@ -189,6 +195,12 @@ int main(void)
 	test_fence(&p);
 	test_many(&p);
 	pair_close(&p);
+}
+
+int main(void)
+{
+	all_ops(GNIC_SHARE_GPU);
+	all_ops(GNIC_SHARE_EXCLUSIVE);
 	test_quiet_behind_batch();
 	return T_EXIT_PASS;
 }

@@ -73,7 +73,7 @@ static void *run(void *arg)
 	return NULL;
 }
 
-static void one(enum gnic_db_mode mode, uint32_t batch, uint32_t cqe_every)
+static void one(enum gnic_share share, enum gnic_db_mode mode, uint32_t batch, uint32_t cqe_every)
 {
 	struct gnic_qp_attr attr;
 	struct worker w[THREADS];
@@ -81,9 +81,9 @@ static void one(enum gnic_db_mode mode, uint32_t batch, uint32_t cqe_every)
 	struct pair p;
 	size_t n = (size_t)THREADS * OPS * SLOT;
 
-	t_case("db_mode %d db_batch %u cqe_every %u", mode, batch, cqe_every);
+	t_case("share %d db_mode %d db_batch %u cqe_every %u", share, mode, batch, cqe_every);
 	gnic_qp_attr_init(&attr);
-	attr.share = GNIC_SHARE_GPU;
+	attr.share = share;
 	attr.db_mode = mode;
 	attr.db_batch = batch;
 	attr.cqe_every = cqe_every;
@@ -110,10 +110,13 @@ static void one(enum gnic_db_mode mode, uint32_t batch, uint32_t cqe_every)
 
 int main(void)
 {
-	one(GNIC_DB_SM, 1, 16);
-	one(GNIC_DB_SM, 8, 1);
-	one(GNIC_DB_BF, 1, 16);
-	one(GNIC_DB_CPU, 1, 16);
-	one(GNIC_DB_CPU, 4, 64);
+	one(GNIC_SHARE_GPU, GNIC_DB_SM, 1, 16);
+	one(GNIC_SHARE_GPU, GNIC_DB_SM, 8, 1);
+	one(GNIC_SHARE_GPU, GNIC_DB_BF, 1, 16);
+	one(GNIC_SHARE_GPU, GNIC_DB_CPU, 1, 16);
+	one(GNIC_SHARE_GPU, GNIC_DB_CPU, 4, 64);
+	/* the threads of one CTA: the same protocol (CPU threads are one "CTA") */
+	one(GNIC_SHARE_CTA, GNIC_DB_SM, 1, 16);
+	one(GNIC_SHARE_CTA, GNIC_DB_BF, 4, 16);
 	return T_EXIT_PASS;
 }
