@@ -83,6 +83,26 @@ static gnic_status_t check_envelope(const uint8_t *b)
 	return GNIC_OK;
 }
 
+/* Reserved and unused bytes must be zero: a blob decodes to exactly one set
+ * of fields, and a future version can give them meaning without old peers
+ * silently ignoring it (the fuzzer found these unchecked). */
+static gnic_status_t check_zero(const uint8_t *b)
+{
+	static const struct {
+		unsigned off, len;
+	} zero[] = {{OFF_MTU + 1, 1},
+	            {OFF_FLAGS + 2, OFF_CRC - OFF_FLAGS - 2},
+	            {BLOB_USED, GNIC_BLOB_SIZE - BLOB_USED}};
+
+	for (unsigned r = 0; r < sizeof(zero) / sizeof(zero[0]); r++)
+		for (unsigned i = zero[r].off; i < zero[r].off + zero[r].len; i++)
+			if (b[i])
+				return gnic_error(GNIC_ERR_PROTOCOL,
+				                  "blob: reserved byte %u is 0x%02x, not 0", i,
+				                  b[i]);
+	return GNIC_OK;
+}
+
 static gnic_status_t check_fields(const struct gnic_blob_info *info)
 {
 	if (info->qpn > 0xffffff || info->psn > 0xffffff)
@@ -100,6 +120,8 @@ gnic_status_t gnic_blob_decode(const struct gnic_blob *blob, struct gnic_blob_in
 	const uint8_t *b = blob->bytes;
 	gnic_status_t st = check_envelope(b);
 
+	if (!st)
+		st = check_zero(b);
 	if (st)
 		return st;
 	memcpy(info->gid, b + OFF_GID, 16);

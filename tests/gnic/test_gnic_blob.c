@@ -98,6 +98,18 @@ static void corruptions(struct gnic_qp *qp, const struct gnic_blob *good)
 	b.bytes[34] = 1;
 	reseal(&b);
 	expect_protocol(qp, &b, "unknown flag", "flags");
+	/* found by tests/fuzz (fuzz_blob): these bytes were never checked */
+	b = *good;
+	b.bytes[33] = 1;
+	reseal(&b);
+	expect_protocol(qp, &b, "reserved byte 33", "reserved byte 33");
+	b = *good;
+	b.bytes[40] = 7;
+	reseal(&b);
+	expect_protocol(qp, &b, "reserved bytes 36..43", "reserved byte 40");
+	b = *good;
+	b.bytes[63] = 0x80; /* past the checksummed part */
+	expect_protocol(qp, &b, "unused bytes 48..63", "reserved byte 63");
 }
 
 int main(void)
