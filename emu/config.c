@@ -9,6 +9,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pwd.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,14 +18,16 @@
 
 #include "emu.h"
 
-enum knob_type { KNOB_INT, KNOB_IPV4 };
+/* KNOB_STR: min/max bound the length; KNOB_SECRET is a string whose value
+ * is never printed or logged. */
+enum knob_type { KNOB_INT, KNOB_IPV4, KNOB_STR, KNOB_SECRET };
 
 struct knob {
 	const char *name;
 	enum knob_type type;
 	size_t offset; /* into struct emu_config */
 	const char *def;
-	long min, max; /* KNOB_INT only */
+	long min, max; /* KNOB_INT: value; KNOB_STR/SECRET: length */
 	const char *help;
 };
 
@@ -46,6 +49,14 @@ static const struct knob knobs[] = {
      "longest engine sleep (us) when idle; software doorbells wake it sooner"},
     {"GNIC_EMU_TIMEOUT_MS", KNOB_INT, CFG(default_timeout_ms), "4000", 1, 3600000,
      "retransmission timeout (ms) for QPs whose timeout attribute is 0"},
+    {"GNIC_EMU_SECRET", KNOB_SECRET, CFG(secret), "", 16, sizeof(emu_cfg.secret) - 1,
+     "shared secret (>= 16 bytes) every fabric connection must prove; "
+     "unset = GNIC_EMU_SECRET_FILE, else the per-user secret file"},
+    {"GNIC_EMU_SECRET_FILE", KNOB_STR, CFG(secret_file), "", 1, sizeof(emu_cfg.secret_file) - 1,
+     "file holding the secret (mode 0600, owned by this user); unset = "
+     "~/.gnic-emu-secret, created on first use"},
+    {"GNIC_EMU_HANDSHAKE_MS", KNOB_INT, CFG(handshake_ms), "5000", 10, 600000,
+     "a fabric connection must be connected and authenticated within this (ms)"},
 };
 
 #define NUM_KNOBS (sizeof(knobs) / sizeof(knobs[0]))
@@ -96,11 +107,50 @@ static int parse_ipv4(const char *s, char *out)
 	return 0;
 }
 
+/* "" is the built-in default (unset); anything else must fit the limits. */
+static int parse_str(const struct knob *k, const char *s, char *out)
+{
+	size_t len = strlen(s);
+
+	if (len && ((long)len < k->min || (long)len > k->max))
+		return -EINVAL;
+	memcpy(out, s, len + 1);
+	return 0;
+}
+
 static int knob_set(const struct knob *k, const char *s)
 {
-	if (k->type == KNOB_IPV4)
+	switch (k->type) {
+	case KNOB_IPV4:
 		return parse_ipv4(s, knob_field(k));
-	return parse_int(k, s, knob_field(k));
+	case KNOB_STR:
+	case KNOB_SECRET:
+		return parse_str(k, s, knob_field(k));
+	default:
+		return parse_int(k, s, knob_field(k));
+	}
+}
+
+static void knob_warn(const struct knob *k, const char *s)
+{
+	switch (k->type) {
+	case KNOB_INT:
+		emu_warn("config: ignoring %s=\"%s\" (want an integer in [%ld, %ld]); using %s",
+		         k->name, s, k->min, k->max, k->def);
+		break;
+	case KNOB_IPV4:
+		emu_warn("config: ignoring %s=\"%s\" (want a dotted IPv4 address); using %s",
+		         k->name, s, k->def);
+		break;
+	case KNOB_STR:
+		emu_warn("config: ignoring %s=\"%s\" (want %ld to %ld bytes)", k->name, s, k->min,
+		         k->max);
+		break;
+	case KNOB_SECRET:
+		emu_warn("config: ignoring %s (%zu bytes; want %ld to %ld bytes)", k->name,
+		         strlen(s), k->min, k->max);
+		break;
+	}
 }
 
 static void knob_load(const struct knob *k)
@@ -115,12 +165,7 @@ static void knob_load(const struct knob *k)
 		return;
 	if (!knob_set(k, s))
 		return;
-	if (k->type == KNOB_INT)
-		emu_warn("config: ignoring %s=\"%s\" (want an integer in [%ld, %ld]); using %s",
-		         k->name, s, k->min, k->max, k->def);
-	else
-		emu_warn("config: ignoring %s=\"%s\" (want a dotted IPv4 address); using %s",
-		         k->name, s, k->def);
+	knob_warn(k, s);
 	knob_set(k, k->def);
 }
 
@@ -132,10 +177,19 @@ void emu_config_load(void)
 
 static void knob_value(const struct knob *k, char *buf, size_t size)
 {
-	if (k->type == KNOB_IPV4)
-		snprintf(buf, size, "%s", (const char *)knob_field(k));
-	else
+	const char *str = knob_field(k);
+
+	switch (k->type) {
+	case KNOB_IPV4:
+	case KNOB_STR:
+		snprintf(buf, size, "%s", str[0] ? str : "(unset)");
+		break;
+	case KNOB_SECRET:
+		snprintf(buf, size, "%s", str[0] ? "(set)" : "(unset)");
+		break;
+	default:
 		snprintf(buf, size, "%d", *(const int *)knob_field(k));
+	}
 }
 
 void emu_config_print(void *file)
@@ -144,10 +198,27 @@ void emu_config_print(void *file)
 
 	for (size_t i = 0; i < NUM_KNOBS; i++) {
 		const struct knob *k = &knobs[i];
-		char val[64];
+		char val[4200];
 
 		knob_value(k, val, sizeof(val));
-		fprintf(f, "%-20s = %-10s (default %s%s)\n    %s\n", k->name, val, k->def,
+		fprintf(f, "%-20s = %-10s (default %s%s)\n    %s\n", k->name, val,
+		        k->def[0] ? k->def : "unset",
 		        getenv(k->name) ? ", set in the environment" : "", k->help);
 	}
+}
+
+/* The user's home directory, for the per-user secret file: $HOME when it is
+ * an absolute path, else the password database's. 0 or -ENOENT. */
+int emu_config_home(char *buf, size_t size)
+{
+	const char *home = getenv("HOME");
+	struct passwd pw, *res = NULL;
+	char tmp[4096];
+
+	if ((!home || home[0] != '/') && !getpwuid_r(geteuid(), &pw, tmp, sizeof(tmp), &res) && res)
+		home = res->pw_dir;
+	if (!home || home[0] != '/' || strlen(home) >= size)
+		return -ENOENT;
+	strcpy(buf, home);
+	return 0;
 }

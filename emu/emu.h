@@ -59,10 +59,14 @@ struct emu_config {
 	int spin_us;            /* GNIC_EMU_SPIN_US: busy-poll after last work */
 	int sleep_us;           /* GNIC_EMU_SLEEP_US: longest idle sleep */
 	int default_timeout_ms; /* GNIC_EMU_TIMEOUT_MS: used when qp timeout=0 */
+	int handshake_ms;       /* GNIC_EMU_HANDSHAKE_MS: connect + authentication */
+	char secret[1024];      /* GNIC_EMU_SECRET; "" = unset. Never printed */
+	char secret_file[4096]; /* GNIC_EMU_SECRET_FILE; "" = the per-user file */
 };
 extern struct emu_config emu_cfg;
 void emu_config_load(void);
 void emu_config_print(void *file); /* FILE *, for gnic-emu-info */
+int emu_config_home(char *buf, size_t size); /* $HOME or the passwd entry; 0 or -ENOENT */
 
 /* ---- logging (log.c) ---------------------------------------------------- */
 enum { EMU_LOG_ERR, EMU_LOG_WARN, EMU_LOG_INFO, EMU_LOG_DEBUG };

@@ -9,6 +9,15 @@
  * connection names the local device's GID, which is why connections are not
  * shared across local devices.
  *
+ * Before anything else both ends of a connection authenticate each other
+ * (fabric_wire.h): the connector queues its hello at connect(), requests
+ * posted meanwhile wait in a hold buffer, and only when the acceptor's
+ * challenge proved the secret do the proof and then the held requests go
+ * out. The acceptor parses no message before the proof checked out. A
+ * handshake that fails or does not finish within GNIC_EMU_HANDSHAKE_MS
+ * closes the connection with one log line; the requester's retransmit timer
+ * then ends its QP in TRANSPORT_RETRY_EXC as for any unreachable peer.
+ *
  * Every socket is non-blocking and sits in emu_nic.epoll_fd (level-triggered)
  * next to the engine's kick eventfd. Output is appended to a per-connection
  * buffer and written once per engine pass (emu_fabric_flush); input is read in
@@ -38,8 +47,6 @@
 #include "emu.h"
 #include "fabric.h"
 
-_Static_assert(sizeof(struct emu_hello) == 24, "emu_hello is a wire format");
-
 enum {
 	FAB_READ_CHUNK = 256 * 1024,       /* one recv() */
 	FAB_READ_BUDGET = 4 * 1024 * 1024, /* per connection and poll: fairness */
@@ -50,8 +57,9 @@ enum {
 	FAB_ACCEPT_BATCH = 16,
 };
 #define FAB_OUT_HIGH_WATER ((size_t)64 << 20)
-#define FAB_RECONNECT_NS   5000000ull /* at most one connect() per 5 ms per peer */
-#define FAB_IDLE_POLL_NS   20000ull   /* epoll period while no connection exists */
+#define FAB_RECONNECT_NS   5000000ull    /* at most one connect() per 5 ms per peer */
+#define FAB_IDLE_POLL_NS   20000ull      /* epoll period while no connection exists */
+#define FAB_AUTH_LOG_NS    5000000000ull /* failed handshakes: one warning per peer per 5 s */
 
 /* What an epoll event's data.ptr points at: the first member of each. */
 enum fab_kind { FAB_KICK, FAB_LISTENER, FAB_CONN };
@@ -67,9 +75,9 @@ struct emu_listener {
 
 enum conn_state {
 	CONN_CONNECTING, /* outbound: connect() in progress, hello queued */
-	CONN_HELLO,      /* inbound: waiting for the peer's hello */
-	CONN_UP,
-	CONN_DEAD, /* socket closed; outbound ones reconnect on the next send */
+	CONN_AUTH,       /* handshake in progress: c->hs says what comes next */
+	CONN_UP,         /* authenticated: messages flow */
+	CONN_DEAD,       /* socket closed; outbound ones reconnect on the next send */
 };
 
 struct fab_buf {
@@ -90,18 +98,32 @@ struct emu_conn {
 	int refs;                /* attached QPs (outbound) */
 	unsigned int fails;      /* failed connects in a row: quiets the log */
 	uint64_t retry_ns;       /* no new connect() before this */
+	uint64_t hs_deadline_ns; /* CONNECTING / AUTH: give up at this time */
+	struct emu_hs hs;
 	struct emu_device *dev;  /* outbound: hello source; inbound: listener's */
 	struct sockaddr_in addr; /* remote listener (outbound) or peer (inbound) */
 	union ibv_gid peer_gid;
 	struct fab_buf in, out;
+	struct fab_buf hold; /* outbound requests posted before CONN_UP */
 	struct emu_conn *next;
 };
 
 static struct fab_handle kick_handle = {FAB_KICK};
 static int kick_registered = -1;
 static struct emu_conn *conns;
-static bool dispatching; /* inside emu_fabric_poll(): frees wait for reap() */
-static bool reap_due;    /* some connection died or was retired */
+static bool dispatching;    /* inside emu_fabric_poll(): frees wait for reap() */
+static bool reap_due;       /* some connection died or was retired */
+static uint64_t hs_next_ns; /* earliest handshake deadline; 0: none pending */
+/* Failed handshakes are logged once per peer and FAB_AUTH_LOG_NS: a
+ * requester retries every few ms, every QP reconnect opens a new connection,
+ * and an inbound peer comes from a new port each time. */
+static struct auth_log {
+	bool outbound;
+	struct in_addr ip;
+	in_port_t port;     /* outbound: the listener's; inbound: not compared */
+	uint64_t next_ns;   /* no report before this */
+	unsigned int quiet; /* failures not reported since the last line */
+} auth_logs[16];
 static _Atomic bool no_pwait2;
 
 /* ---- helpers -------------------------------------------------------------- */
@@ -159,37 +181,6 @@ static void set_nodelay(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-/* ---- messages ------------------------------------------------------------- */
-
-static bool is_request(uint8_t type)
-{
-	return type < EMU_MSG_ACK;
-}
-
-/* Bytes that follow the header on the wire. A READ request carries its length
- * elsewhere and no data; atomics and acknowledgements carry none either. */
-static uint32_t payload_len(const struct emu_msg *m)
-{
-	switch (m->type) {
-	case EMU_MSG_WRITE:
-	case EMU_MSG_WRITE_IMM:
-	case EMU_MSG_SEND:
-	case EMU_MSG_SEND_IMM:
-	case EMU_MSG_READ_RESP:
-		return m->len;
-	default:
-		return 0;
-	}
-}
-
-static bool msg_valid(const struct emu_msg *m)
-{
-	if (m->len > EMU_MAX_MSG_SIZE)
-		return false;
-	return (m->type >= EMU_MSG_WRITE && m->type <= EMU_MSG_ATOMIC_FA) ||
-	       (m->type >= EMU_MSG_ACK && m->type <= EMU_MSG_ATOMIC_RESP);
-}
-
 /* ---- buffers -------------------------------------------------------------- */
 
 static size_t buf_used(const struct fab_buf *b)
@@ -227,6 +218,16 @@ static int buf_reserve(struct fab_buf *b, size_t n, size_t min_cap)
 		return -ENOMEM;
 	b->data = data;
 	b->cap = cap;
+	return 0;
+}
+
+/* Append n bytes. */
+static int buf_append(struct fab_buf *b, const void *p, size_t n, size_t min_cap)
+{
+	if (buf_reserve(b, n, min_cap))
+		return -ENOMEM;
+	memcpy(b->data + b->tail, p, n);
+	b->tail += n;
 	return 0;
 }
 
@@ -292,6 +293,7 @@ static void conn_down(struct emu_conn *c)
 	c->in_blocked = false;
 	c->in.head = c->in.tail = 0;
 	c->out.head = c->out.tail = 0;
+	c->hold.head = c->hold.tail = 0;
 	if (!c->outbound)
 		c->doomed = true;
 	reap_due = true;
@@ -322,34 +324,148 @@ static void conn_connect_failed(struct emu_conn *c, int err)
 	conn_down(c);
 }
 
-static int queue_hello(struct emu_conn *c)
-{
-	struct emu_hello h = {
-	    .magic = EMU_FABRIC_MAGIC,
-	    .version = EMU_FABRIC_VERSION,
-	    .src_gid = c->dev->gid,
-	};
+/* ---- connections: authentication ----------------------------------------- */
 
-	if (buf_reserve(&c->out, sizeof(h), FAB_OUT_MIN))
-		return -ENOMEM;
-	memcpy(c->out.data + c->out.tail, &h, sizeof(h));
-	c->out.tail += sizeof(h);
-	return 0;
+/* The handshake must be over by then; emu_fabric_poll() checks. */
+static void hs_arm(struct emu_conn *c, uint64_t now)
+{
+	c->hs_deadline_ns = now + (uint64_t)emu_cfg.handshake_ms * 1000000u;
+	if (!hs_next_ns || c->hs_deadline_ns < hs_next_ns)
+		hs_next_ns = c->hs_deadline_ns;
 }
+
+/* Start the handshake: fresh nonce, and for the connector its hello as the
+ * first bytes of the output. 0 or -errno. */
+static int hs_begin(struct emu_conn *c, enum emu_hs_role role)
+{
+	uint8_t nonce[EMU_AUTH_NONCE_LEN], out[EMU_HS_OUT_MAX];
+	const uint8_t *key;
+	size_t key_len, n;
+	int ret;
+
+	ret = emu_auth_key(&key, &key_len);
+	if (!ret)
+		ret = emu_auth_nonce(nonce);
+	if (ret)
+		return ret;
+	emu_hs_start(&c->hs, role, key, key_len, &c->dev->gid, nonce, out, &n);
+	return n ? buf_append(&c->out, out, n, FAB_OUT_MIN) : 0;
+}
+
+static struct auth_log *auth_log_of(const struct emu_conn *c)
+{
+	struct auth_log *oldest = &auth_logs[0];
+
+	for (size_t i = 0; i < sizeof(auth_logs) / sizeof(auth_logs[0]); i++) {
+		struct auth_log *l = &auth_logs[i];
+
+		if (l->next_ns && l->outbound == c->outbound &&
+		    l->ip.s_addr == c->addr.sin_addr.s_addr &&
+		    (!c->outbound || l->port == c->addr.sin_port))
+			return l;
+		if (l->next_ns < oldest->next_ns)
+			oldest = l;
+	}
+	memset(oldest, 0, sizeof(*oldest));
+	oldest->outbound = c->outbound;
+	oldest->ip = c->addr.sin_addr;
+	oldest->port = c->addr.sin_port;
+	return oldest;
+}
+
+/* A handshake that failed or timed out: one warning per peer and
+ * FAB_AUTH_LOG_NS (with a count of the ones in between), debug lines for
+ * the rest. */
+static void conn_auth_failed(struct emu_conn *c, const char *why)
+{
+	struct auth_log *l;
+	char name[64];
+	uint64_t now;
+
+	if (c->state == CONN_DEAD)
+		return;
+	conn_name(c, name, sizeof(name));
+	l = auth_log_of(c);
+	now = emu_now_ns();
+	if (now >= l->next_ns) {
+		if (l->quiet)
+			emu_warn("fabric: connection %s: %s; closing (%u more since the last "
+			         "report)",
+			         name, why, l->quiet);
+		else
+			emu_warn("fabric: connection %s: %s; closing", name, why);
+		l->quiet = 0;
+		l->next_ns = now + FAB_AUTH_LOG_NS;
+	} else {
+		l->quiet++;
+		emu_dbg("fabric: connection %s: %s; closing", name, why);
+	}
+	conn_down(c);
+}
+
+/* The peer proved the secret: messages may flow. The connector's proof is
+ * queued now, and the requests held back go out right behind it. */
+static void conn_authenticated(struct emu_conn *c)
+{
+	char name[64];
+
+	c->state = CONN_UP;
+	if (!c->outbound)
+		c->peer_gid = *emu_hs_peer_gid(&c->hs);
+	if (buf_used(&c->hold)) {
+		if (buf_append(&c->out, c->hold.data + c->hold.head, buf_used(&c->hold),
+		               FAB_OUT_MIN)) {
+			conn_fail(c, "output buffer", ENOMEM);
+			return;
+		}
+		c->hold.head = c->hold.tail;
+	}
+	buf_free(&c->hold);
+	emu_dbg("fabric: connection %s: authenticated", conn_name(c, name, sizeof(name)));
+	conn_update_events(c);
+}
+
+/* Give up on handshakes past their deadline. */
+static void hs_expire(void)
+{
+	uint64_t now, next = 0;
+
+	if (!hs_next_ns || (now = emu_now_ns()) < hs_next_ns)
+		return;
+	for (struct emu_conn *c = conns; c; c = c->next) {
+		if (c->state != CONN_CONNECTING && c->state != CONN_AUTH)
+			continue;
+		if (now < c->hs_deadline_ns) {
+			if (!next || c->hs_deadline_ns < next)
+				next = c->hs_deadline_ns;
+		} else if (c->state == CONN_CONNECTING) {
+			conn_connect_failed(c, ETIMEDOUT);
+		} else {
+			conn_auth_failed(c, "handshake timed out");
+		}
+	}
+	hs_next_ns = next;
+}
+
+/* ---- connections: connect ------------------------------------------------- */
 
 /* Start a non-blocking connect; the hello goes first in the output. On
  * failure the connection stays DEAD until retry_ns. */
 static void conn_connect(struct emu_conn *c)
 {
+	uint64_t now = emu_now_ns();
 	int fd, err;
 
-	c->retry_ns = emu_now_ns() + FAB_RECONNECT_NS;
+	c->retry_ns = now + FAB_RECONNECT_NS;
 	c->in.head = c->in.tail = c->out.head = c->out.tail = 0;
+	c->hold.head = c->hold.tail = 0;
 	c->sock_full = false;
-	if (queue_hello(c)) {
-		conn_connect_failed(c, ENOMEM);
+	err = hs_begin(c, EMU_HS_CONNECTOR);
+	if (err) {
+		conn_connect_failed(c, -err);
 		return;
 	}
+	hs_arm(c, now);
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		conn_connect_failed(c, errno);
@@ -358,7 +474,7 @@ static void conn_connect(struct emu_conn *c)
 	set_nodelay(fd);
 	c->fd = fd;
 	if (!connect(fd, (const struct sockaddr *)&c->addr, sizeof(c->addr)))
-		c->state = CONN_UP;
+		c->state = CONN_AUTH;
 	else if (errno == EINPROGRESS)
 		c->state = CONN_CONNECTING;
 	else
@@ -366,7 +482,7 @@ static void conn_connect(struct emu_conn *c)
 	c->events = conn_want_events(c);
 	if (epoll_set(EPOLL_CTL_ADD, fd, &c->h, c->events))
 		goto fail;
-	if (c->state == CONN_UP)
+	if (c->state == CONN_AUTH)
 		c->fails = 0;
 	return;
 fail:
@@ -401,7 +517,7 @@ static int conn_connected(struct emu_conn *c)
 		conn_connect_failed(c, err);
 		return 1;
 	}
-	c->state = CONN_UP;
+	c->state = CONN_AUTH;
 	c->fails = 0;
 	emu_dbg("fabric: connected %s", conn_name(c, name, sizeof(name)));
 	conn_update_events(c);
@@ -451,6 +567,7 @@ static void reap(void)
 		if (c->state == CONN_DEAD || c->doomed) {
 			buf_free(&c->in);
 			buf_free(&c->out);
+			buf_free(&c->hold);
 		}
 		if (c->doomed) {
 			conn_close_fd(c);
@@ -474,16 +591,17 @@ static void conn_retire(struct emu_conn *c)
 
 /* ---- output --------------------------------------------------------------- */
 
-/* Append header + payload, skipping the first skip bytes already written. */
-static int out_append(struct emu_conn *c, const struct emu_msg *m, const void *payload,
+/* Append header + payload to b, skipping the first skip bytes already
+ * written. */
+static int msg_append(struct fab_buf *b, const struct emu_msg *m, const void *payload,
                       uint32_t plen, size_t skip)
 {
 	size_t hlen = sizeof(*m), n = hlen + plen - skip;
 	uint8_t *p;
 
-	if (buf_reserve(&c->out, n, FAB_OUT_MIN))
+	if (buf_reserve(b, n, FAB_OUT_MIN))
 		return -ENOMEM;
-	p = c->out.data + c->out.tail;
+	p = b->data + b->tail;
 	if (skip < hlen) {
 		memcpy(p, (const uint8_t *)m + skip, hlen - skip);
 		p += hlen - skip;
@@ -493,7 +611,7 @@ static int out_append(struct emu_conn *c, const struct emu_msg *m, const void *p
 	}
 	if (plen > skip)
 		memcpy(p, (const uint8_t *)payload + skip, plen - skip);
-	c->out.tail += n;
+	b->tail += n;
 	return 0;
 }
 
@@ -520,9 +638,13 @@ static ssize_t out_direct(struct emu_conn *c, const struct emu_msg *m, const voi
 
 static int conn_post(struct emu_conn *c, const struct emu_msg *m, const void *payload)
 {
-	uint32_t plen = payload_len(m);
-	ssize_t sent = out_direct(c, m, payload, plen);
+	uint32_t plen = emu_wire_payload_len(m);
+	ssize_t sent;
 
+	/* not authenticated yet: nothing may precede the proof */
+	if (c->state != CONN_UP)
+		return msg_append(&c->hold, m, payload, plen, 0) ? -EAGAIN : 0;
+	sent = out_direct(c, m, payload, plen);
 	if (sent < 0) {
 		conn_fail(c, "send failed", (int)-sent);
 		return -ENOTCONN;
@@ -530,7 +652,7 @@ static int conn_post(struct emu_conn *c, const struct emu_msg *m, const void *pa
 	if ((size_t)sent == sizeof(*m) + plen)
 		return 0;
 	/* out of memory: like a full queue, the requester tries again later */
-	return out_append(c, m, payload, plen, (size_t)sent) ? -EAGAIN : 0;
+	return msg_append(&c->out, m, payload, plen, (size_t)sent) ? -EAGAIN : 0;
 }
 
 /* Write what is queued until the socket is full. Returns bytes written. */
@@ -538,7 +660,7 @@ static size_t conn_write(struct emu_conn *c)
 {
 	size_t total = 0;
 
-	while (c->state == CONN_UP && buf_used(&c->out)) {
+	while ((c->state == CONN_UP || c->state == CONN_AUTH) && buf_used(&c->out)) {
 		ssize_t n = send(c->fd, c->out.data + c->out.head, buf_used(&c->out),
 		                 MSG_NOSIGNAL | MSG_DONTWAIT);
 
@@ -562,26 +684,33 @@ static size_t conn_write(struct emu_conn *c)
 
 /* ---- input ---------------------------------------------------------------- */
 
+/* The unread input (a released buffer has no data pointer at all). */
+static const uint8_t *in_head(const struct emu_conn *c)
+{
+	return c->in.data ? c->in.data + c->in.head : NULL;
+}
+
 /* Bytes the next frame needs in the input buffer, counted from its head. */
 static size_t in_need(const struct emu_conn *c)
 {
-	struct emu_msg m;
-
-	if (c->state == CONN_HELLO)
-		return sizeof(struct emu_hello);
-	if (buf_used(&c->in) < sizeof(m))
-		return sizeof(m);
-	memcpy(&m, c->in.data + c->in.head, sizeof(m));
-	return sizeof(m) + (msg_valid(&m) ? payload_len(&m) : 0);
+	return emu_wire_need(&c->hs, in_head(c), buf_used(&c->in));
 }
 
-/* Room for one recv(): a full chunk, or the rest of a large message. */
+/* Room for one recv(): a full chunk, or the rest of a large message. Before
+ * the peer is authenticated, exactly the next handshake frame: an unknown
+ * peer gets no big buffer, and no message byte is read before the proof. */
 static size_t in_room(struct emu_conn *c)
 {
 	size_t used = buf_used(&c->in), need = in_need(c), want;
 
 	buf_settle(&c->in);
 	want = need > used ? need - used : 0;
+	if (c->state == CONN_AUTH) {
+		want = want ? want : 1; /* never a 0-byte recv(): that reads as EOF */
+		if (buf_reserve(&c->in, want, EMU_HS_OUT_MAX))
+			return 0;
+		return want;
+	}
 	if (want < FAB_READ_CHUNK)
 		want = FAB_READ_CHUNK;
 	if (buf_reserve(&c->in, want, FAB_IN_MIN))
@@ -589,42 +718,12 @@ static size_t in_room(struct emu_conn *c)
 	return c->in.cap - c->in.tail;
 }
 
-/* The one place a peer is admitted. A challenge step (issue #5) goes here: send
- * a nonce, move to a CONN_CHALLENGE state, and move to CONN_UP only when the
- * peer's answer, parsed in conn_take_hello()'s place, checks out. */
-static int hello_accept(struct emu_conn *c, const struct emu_hello *h)
-{
-	char name[64];
-
-	if (h->magic != EMU_FABRIC_MAGIC || h->version != EMU_FABRIC_VERSION) {
-		emu_warn("fabric: connection %s: bad hello (magic 0x%x version %u), closing",
-		         conn_name(c, name, sizeof(name)), h->magic, h->version);
-		return -EPROTO;
-	}
-	c->peer_gid = h->src_gid;
-	c->state = CONN_UP;
-	emu_dbg("fabric: peer connected %s", conn_name(c, name, sizeof(name)));
-	return 0;
-}
-
-static void conn_take_hello(struct emu_conn *c)
-{
-	struct emu_hello h;
-
-	if (buf_used(&c->in) < sizeof(h))
-		return;
-	memcpy(&h, c->in.data + c->in.head, sizeof(h));
-	c->in.head += sizeof(h);
-	if (hello_accept(c, &h))
-		conn_down(c);
-}
-
 static void dispatch(struct emu_conn *c, const struct emu_msg *m, const void *payload)
 {
 	struct emu_reply_path path = {.conn = c, .peer_gid = &c->peer_gid};
 	struct emu_qp *qp;
 
-	if (is_request(m->type)) {
+	if (emu_wire_is_request(m->type)) {
 		emu_responder_on_request(&path, m, payload);
 		return;
 	}
@@ -635,44 +734,102 @@ static void dispatch(struct emu_conn *c, const struct emu_msg *m, const void *pa
 		emu_requester_on_response(qp, m, payload);
 }
 
-/* Dispatch every complete message in the input buffer. Requests wait while
- * this connection's output is over the high-water mark: their replies would
- * grow it without bound. Responses always go through, so two processes that
- * both hold back requests still drain each other. */
+/* A handshake frame was taken: send the reply it asks for, and admit the
+ * peer once the handshake is over. */
+static void conn_hs_step(struct emu_conn *c, const struct emu_wire_step *st)
+{
+	char why[160];
+
+	if (st->ev == EMU_WIRE_EV_HS_FAIL) {
+		if (st->result == EMU_HS_ERR_MAGIC)
+			snprintf(why, sizeof(why), "authentication failed: %s: magic 0x%08x",
+			         emu_hs_result_str(st->result), c->hs.peer_magic);
+		else if (st->result == EMU_HS_ERR_VERSION)
+			snprintf(why, sizeof(why),
+			         "authentication failed: the peer speaks fabric version %u, this "
+			         "emulator %u",
+			         c->hs.peer_version, EMU_FABRIC_VERSION);
+		else
+			snprintf(why, sizeof(why), "authentication failed: %s",
+			         emu_hs_result_str(st->result));
+		conn_auth_failed(c, why);
+		return;
+	}
+	if (st->out_len && buf_append(&c->out, st->out, st->out_len, FAB_OUT_MIN)) {
+		conn_fail(c, "output buffer", ENOMEM);
+		return;
+	}
+	if (c->hs.state == EMU_HS_DONE)
+		conn_authenticated(c);
+	else
+		conn_update_events(c);
+}
+
+/* Take every whole frame in the input buffer: handshake frames until the
+ * peer is authenticated, then messages, which are dispatched. Requests wait
+ * while this connection's output is over the high-water mark: their replies
+ * would grow it without bound. Responses always go through, so two processes
+ * that both hold back requests still drain each other. */
 static int conn_parse(struct emu_conn *c)
 {
+	struct emu_wire_step st;
 	char name[64];
 	int msgs = 0;
 
-	if (c->state == CONN_HELLO)
-		conn_take_hello(c);
-	while (c->state == CONN_UP && buf_used(&c->in) >= sizeof(struct emu_msg)) {
-		const uint8_t *p = c->in.data + c->in.head;
-		struct emu_msg m;
-		size_t total;
+	while (c->state == CONN_AUTH || c->state == CONN_UP) {
+		const uint8_t *p = in_head(c);
 
-		memcpy(&m, p, sizeof(m));
-		if (!msg_valid(&m)) {
+		emu_wire_input(&c->hs, p, buf_used(&c->in), &st);
+		switch (st.ev) {
+		case EMU_WIRE_EV_NEED:
+			return msgs;
+		case EMU_WIRE_EV_HS:
+		case EMU_WIRE_EV_HS_FAIL:
+			c->in.head += st.size;
+			conn_hs_step(c, &st);
+			continue;
+		case EMU_WIRE_EV_BAD:
 			emu_warn("fabric: connection %s: malformed message (type %u len %u), "
 			         "closing",
-			         conn_name(c, name, sizeof(name)), m.type, m.len);
+			         conn_name(c, name, sizeof(name)), st.msg.type, st.msg.len);
 			conn_down(c);
+			return msgs;
+		case EMU_WIRE_EV_MSG:
 			break;
 		}
-		total = sizeof(m) + payload_len(&m);
-		if (buf_used(&c->in) < total)
-			break;
-		if (is_request(m.type) && buf_used(&c->out) >= FAB_OUT_HIGH_WATER) {
+		if (emu_wire_is_request(st.msg.type) && buf_used(&c->out) >= FAB_OUT_HIGH_WATER) {
 			emu_dbg("fabric: connection %s: output full, holding requests",
 			        conn_name(c, name, sizeof(name)));
 			c->in_blocked = true;
 			break;
 		}
-		c->in.head += total;
-		dispatch(c, &m, p + sizeof(m));
+		c->in.head += st.size;
+		dispatch(c, &st.msg, p + sizeof(st.msg));
 		msgs++;
 	}
 	return msgs;
+}
+
+/* The peer closed or reset the connection. During the handshake that is
+ * how an acceptor that refused us answers: the connector says so (once);
+ * an inbound peer that gives up has nothing to report. */
+static void conn_closed(struct emu_conn *c, int err)
+{
+	char name[64], why[160];
+
+	if (c->state == CONN_AUTH && c->outbound) {
+		snprintf(why, sizeof(why),
+		         "handshake failed: closed by the peer%s%s (another secret or fabric "
+		         "version on that side?)",
+		         err ? ": " : "", err ? strerror(err) : "");
+		conn_auth_failed(c, why);
+	} else if (c->state == CONN_AUTH) {
+		emu_dbg("fabric: connection %s: closed during the handshake",
+		        conn_name(c, name, sizeof(name)));
+		conn_down(c);
+	} else {
+		conn_fail(c, err ? "receive failed" : "closed by peer", err);
+	}
 }
 
 /* Read and dispatch until the socket is empty or the budget is spent. */
@@ -697,10 +854,10 @@ static int conn_read(struct emu_conn *c)
 			if ((size_t)n < room) /* short read: the socket is drained */
 				break;
 		} else if (n == 0) {
-			conn_fail(c, "closed by peer", 0);
+			conn_closed(c, 0);
 		} else if (errno != EINTR) {
 			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				conn_fail(c, "receive failed", errno);
+				conn_closed(c, errno);
 			break;
 		}
 	}
@@ -744,6 +901,7 @@ static void conn_accepted(struct emu_listener *l, int fd, const struct sockaddr_
 {
 	struct emu_conn *c = conn_alloc(l->dev, peer, false);
 	char name[64];
+	int ret;
 
 	if (!c) {
 		emu_warn("fabric: no memory for a new connection");
@@ -752,7 +910,15 @@ static void conn_accepted(struct emu_listener *l, int fd, const struct sockaddr_
 	}
 	set_nodelay(fd);
 	c->fd = fd;
-	c->state = CONN_HELLO;
+	ret = hs_begin(c, EMU_HS_ACCEPTOR);
+	if (ret) { /* no secret (logged once): nobody gets in */
+		emu_dbg("fabric: connection %s: refused: %s", conn_name(c, name, sizeof(name)),
+		        strerror(-ret));
+		conn_down(c);
+		return;
+	}
+	c->state = CONN_AUTH;
+	hs_arm(c, emu_now_ns());
 	c->events = EPOLLIN;
 	if (epoll_set(EPOLL_CTL_ADD, fd, &c->h, c->events)) {
 		emu_warn("fabric: connection %s: epoll: %s", conn_name(c, name, sizeof(name)),
@@ -961,22 +1127,23 @@ int emu_fabric_send(struct emu_qp *qp, const struct emu_msg *m, const void *payl
 {
 	struct emu_conn *c;
 
-	if (!qp || !qp->ctx || !m || !msg_valid(m) || !is_request(m->type) ||
-	    (payload_len(m) && !payload))
+	if (!qp || !qp->ctx || !m || !emu_wire_msg_valid(m) || !emu_wire_is_request(m->type) ||
+	    (emu_wire_payload_len(m) && !payload))
 		return -EINVAL;
 	c = qp->conn;
 	if (!c)
 		return send_local(qp, m, payload);
 	if (!conn_revive(c))
 		return -ENOTCONN;
-	if (buf_used(&c->out) >= FAB_OUT_HIGH_WATER)
+	if (buf_used(&c->out) + buf_used(&c->hold) >= FAB_OUT_HIGH_WATER)
 		return -EAGAIN;
 	return conn_post(c, m, payload);
 }
 
 int emu_fabric_reply(struct emu_reply_path *path, const struct emu_msg *m, const void *payload)
 {
-	if (!path || !m || !msg_valid(m) || is_request(m->type) || (payload_len(m) && !payload))
+	if (!path || !m || !emu_wire_msg_valid(m) || emu_wire_is_request(m->type) ||
+	    (emu_wire_payload_len(m) && !payload))
 		return -EINVAL;
 	if (path->local) {
 		emu_requester_on_response(path->local, m, payload);
@@ -1037,6 +1204,7 @@ int emu_fabric_poll(void)
 	n = epoll_wait(emu_nic.epoll_fd, ev, FAB_POLL_EVENTS, 0);
 	for (int i = 0; i < n; i++)
 		work += handle_event(&ev[i]);
+	hs_expire();
 	dispatching = false;
 	reap();
 	return work;
@@ -1048,7 +1216,7 @@ int emu_fabric_flush(void)
 
 	for (struct emu_conn *c = conns; c; c = c->next) {
 		c->wrote_this_pass = false;
-		if (c->state != CONN_UP)
+		if (c->state != CONN_UP && c->state != CONN_AUTH)
 			continue;
 		if (buf_used(&c->out))
 			total += conn_write(c);
@@ -1064,7 +1232,8 @@ int emu_fabric_flush(void)
 bool emu_fabric_pending(void)
 {
 	for (struct emu_conn *c = conns; c; c = c->next)
-		if (c->state == CONN_UP && buf_used(&c->out) && !c->sock_full)
+		if ((c->state == CONN_UP || c->state == CONN_AUTH) && buf_used(&c->out) &&
+		    !c->sock_full)
 			return true;
 	return false;
 }

@@ -9,8 +9,9 @@
  * request from this process to one remote listener, and the responses to
  * those requests flow back on the same connection, in order.
  *
- * Wire format: struct emu_msg (host byte order, x86-64/aarch64 only) followed
- * by m.len payload bytes. A connection starts with one struct emu_hello.
+ * Wire format (fabric_wire.h): an authenticated handshake (hello, challenge,
+ * proof), then struct emu_msg headers each followed by its payload. No
+ * request is parsed before the peer proved it holds the job's secret.
  * All functions run on the engine thread with nic.lock held.
  */
 #ifndef GNIC_EMU_FABRIC_H
@@ -18,61 +19,14 @@
 
 #include "emu.h"
 
-#define EMU_FABRIC_MAGIC 0x43494e47u /* "GNIC" */
-#define EMU_FABRIC_VERSION 1u
+#include "fabric_wire.h"
 
-enum emu_msg_type {
-	/* requests: requester -> responder */
-	EMU_MSG_WRITE = 1,
-	EMU_MSG_WRITE_IMM,
-	EMU_MSG_SEND,
-	EMU_MSG_SEND_IMM,
-	EMU_MSG_READ, /* no payload; operand[0] = bytes to read */
-	EMU_MSG_ATOMIC_CS,
-	EMU_MSG_ATOMIC_FA,
-	/* responses: responder -> requester */
-	EMU_MSG_ACK = 16,   /* every request up to and including psn succeeded */
-	EMU_MSG_NAK,	    /* request psn failed: syndrome (requester view) */
-	EMU_MSG_RNR_NAK,    /* no receive posted for psn: retry after rnr_timer */
-	EMU_MSG_READ_RESP,  /* payload = data read */
-	EMU_MSG_ATOMIC_RESP /* operand[0] = value before the atomic */
-};
-
-enum {
-	EMU_MSG_F_SOLICITED = 1 << 0,
-	/* Requester wants an ACK for this request (cumulative: it covers every
-	 * earlier psn too). Unflagged WRITE/SEND are acknowledged by a later ACK;
-	 * errors are always NAKed; READ/ATOMIC always answer. */
-	EMU_MSG_F_ACKREQ = 1 << 1,
-};
-
-struct emu_msg {
-	uint8_t type;	   /* enum emu_msg_type */
-	uint8_t syndrome;  /* NAK: GNIC_MLX5_SYND_* for the requester */
-	uint8_t flags;	   /* EMU_MSG_F_* */
-	uint8_t rnr_timer; /* RNR_NAK: responder's min_rnr_timer code */
-	uint32_t len;	   /* payload bytes that follow */
-	uint32_t dst_qpn;  /* QP this message is for */
-	uint32_t src_qpn;  /* QP it came from */
-	uint32_t psn;	   /* request sequence number (responses: echoed) */
-	uint32_t imm;	   /* *_IMM: immediate, big-endian as in the WQE */
-	uint64_t raddr;	   /* WRITE/READ/ATOMIC target address */
-	uint32_t rkey;
-	uint32_t rsvd;
-	uint64_t operand[2]; /* ATOMIC: swap_add, compare (host order) */
-};
-_Static_assert(sizeof(struct emu_msg) == 56, "emu_msg is a wire format");
-
-struct emu_hello {
-	uint32_t magic;	  /* EMU_FABRIC_MAGIC */
-	uint32_t version; /* EMU_FABRIC_VERSION */
-	union ibv_gid src_gid;
-};
+_Static_assert(EMU_WIRE_MAX_MSG == EMU_MAX_MSG_SIZE, "one message size limit");
 
 /* Where a responder's reply goes: a local requester QP or a connection. */
 struct emu_reply_path {
-	struct emu_qp *local;	       /* in-process requester, or NULL */
-	struct emu_conn *conn;	       /* TCP connection it came on, or NULL */
+	struct emu_qp *local;          /* in-process requester, or NULL */
+	struct emu_conn *conn;         /* TCP connection it came on, or NULL */
 	const union ibv_gid *peer_gid; /* sender's GID (the local device's for in-process) */
 };
 
@@ -107,5 +61,11 @@ int emu_fabric_flush(void);
 void emu_fabric_wait(uint64_t timeout_ns);
 /* Is any output still queued (the engine must not sleep long then)? */
 bool emu_fabric_pending(void);
+
+/* auth.c: the job's shared secret (GNIC_EMU_SECRET, GNIC_EMU_SECRET_FILE or
+ * the per-user file, loaded once; a failure is logged once and returned
+ * every time after) and handshake nonces. 0 or -errno. */
+int emu_auth_key(const uint8_t **key, size_t *len);
+int emu_auth_nonce(uint8_t nonce[EMU_AUTH_NONCE_LEN]);
 
 #endif /* GNIC_EMU_FABRIC_H */

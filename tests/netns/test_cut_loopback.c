@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The fabric connection cut under a running transfer, on loopback, with no
+ * privileges: QP A reaches QP B (same process) through a TCP relay of this
+ * test instead of the direct in-process call, because A's destination GID
+ * names the relay. The relay then breaks the wire:
+ *
+ *   blackhole  stops moving bytes but keeps both sockets open (a cable
+ *              pulled, a switch gone: nothing tells TCP)
+ *   reset      resets both sockets (RST) and refuses every new
+ *              connection (a crashed middlebox, a closed port)
+ *
+ * Either way A must end in RETRY_EXC_ERR within a bound derived from its
+ * timeout and retry count, the WRs behind it flushed, and never hang; then
+ * the relay heals and a fresh connection of the same QPs moves data again.
+ *
+ *   unreachable  A's destination GID names a port where nothing listens
+ *                (every connect() refused): RETRY_EXC_ERR the same way
+ *
+ * Run one case: test_cut_loopback <case>.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common.h"
+
+#define MSG    4096u
+#define SLOTS  64
+#define WINDOW 32
+
+enum relay_mode { RELAY_FORWARD, RELAY_BLACKHOLE, RELAY_RESET };
+
+static struct {
+	int lfd;
+	struct sockaddr_in to; /* the emulator's listener */
+	pthread_t th;
+	_Atomic int mode;
+	_Atomic bool stop;
+	_Atomic int pairs; /* connections relayed so far */
+} relay;
+
+static struct t_pair p;
+static uint8_t *abuf, *bbuf;
+static struct ibv_mr *amr, *bmr;
+static struct t_ep via_relay; /* B as A sees it: the relay's GID */
+
+static void rst_close(int fd)
+{
+	struct linger l = {.l_onoff = 1, .l_linger = 0};
+
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+	close(fd);
+}
+
+/* Move bytes between one accepted connection and the emulator until the
+ * mode says otherwise or either side closes. A connection that lived
+ * through a blackhole is reset when the wire heals: a new cable carries
+ * none of the old one's bytes (which the test's reconnected QPs must not
+ * see). */
+static void relay_pair(int c)
+{
+	int u = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	uint8_t buf[65536];
+	bool was_cut = false;
+
+	if (u < 0 || connect(u, (struct sockaddr *)&relay.to, sizeof(relay.to))) {
+		close(c);
+		if (u >= 0)
+			close(u);
+		return;
+	}
+	relay.pairs++;
+	for (;;) {
+		struct pollfd pfd[2] = {{.fd = c, .events = POLLIN}, {.fd = u, .events = POLLIN}};
+		int mode = relay.mode;
+
+		if (relay.stop || mode == RELAY_RESET || (mode == RELAY_FORWARD && was_cut)) {
+			rst_close(c);
+			rst_close(u);
+			return;
+		}
+		if (mode == RELAY_BLACKHOLE) { /* hold both ends, move nothing */
+			was_cut = true;
+			t_sleep_ms(5);
+			continue;
+		}
+		if (poll(pfd, 2, 5) <= 0)
+			continue;
+		for (int i = 0; i < 2; i++) {
+			ssize_t n;
+
+			if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			n = recv(pfd[i].fd, buf, sizeof(buf), MSG_DONTWAIT);
+			if (n <= 0) {
+				close(c);
+				close(u);
+				return;
+			}
+			for (ssize_t off = 0; off < n;) {
+				ssize_t w =
+				    send(pfd[!i].fd, buf + off, (size_t)(n - off), MSG_NOSIGNAL);
+
+				if (w <= 0) {
+					close(c);
+					close(u);
+					return;
+				}
+				off += w;
+			}
+		}
+	}
+}
+
+/* One connection at a time: the fabric opens one per peer. */
+static void *relay_main(void *arg)
+{
+	(void)arg;
+	while (!relay.stop) {
+		struct pollfd pfd = {.fd = relay.lfd, .events = POLLIN};
+		int c;
+
+		if (poll(&pfd, 1, 5) <= 0)
+			continue;
+		c = accept(relay.lfd, NULL, NULL);
+		if (c < 0)
+			continue;
+		if (relay.mode != RELAY_FORWARD) {
+			rst_close(c); /* refused while the wire is cut */
+			continue;
+		}
+		relay_pair(c);
+	}
+	return NULL;
+}
+
+static void relay_start(const union ibv_gid *emu_gid)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+
+	relay.to.sin_family = AF_INET;
+	memcpy(&relay.to.sin_port, &emu_gid->raw[8], 2);
+	memcpy(&relay.to.sin_addr, &emu_gid->raw[12], 4);
+	relay.lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK(relay.lfd >= 0);
+	CHECK_EQ(bind(relay.lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	CHECK_EQ(listen(relay.lfd, 16), 0);
+	CHECK_EQ(getsockname(relay.lfd, (struct sockaddr *)&a, &len), 0);
+	/* the relay's GID: same format as the emulator's (see docs/emu.md) */
+	via_relay.gid = *emu_gid;
+	memcpy(&via_relay.gid.raw[8], &a.sin_port, 2);
+	CHECK_EQ(pthread_create(&relay.th, NULL, relay_main, NULL), 0);
+}
+
+static void relay_stop(void)
+{
+	relay.stop = true;
+	pthread_join(relay.th, NULL);
+	close(relay.lfd);
+}
+
+/* A over the relay, B directly back to A (B only answers). Each connection
+ * starts at new PSNs, as an application reconnecting would. */
+static void connect_pair(void)
+{
+	static uint32_t gen;
+
+	p.opts.sq_psn = p.opts.rq_psn = (0x1000 + ++gen * 0x10000) & 0xffffff;
+	via_relay.qpn = p.qp[1]->qp_num;
+	t_reconnect(p.qp[0], &via_relay, &p.opts);
+	t_reconnect(p.qp[1], &p.ep[0], &p.opts);
+}
+
+static void post_write(uint64_t i, bool signaled)
+{
+	uint32_t slot = (uint32_t)(i % SLOTS);
+	struct ibv_sge sge = {
+	    .addr = (uintptr_t)abuf + slot * MSG, .length = MSG, .lkey = amr->lkey};
+	struct ibv_send_wr wr = {
+	    .wr_id = i,
+	    .sg_list = &sge,
+	    .num_sge = 1,
+	    .opcode = IBV_WR_RDMA_WRITE,
+	    .send_flags = signaled ? IBV_SEND_SIGNALED : 0,
+	    .wr.rdma = {.remote_addr = (uintptr_t)bbuf + slot * MSG, .rkey = bmr->rkey}};
+
+	t_post_send(p.qp[0], &wr);
+}
+
+/* n signaled WRITEs, all must succeed and land. */
+static void transfer_ok(int n)
+{
+	struct ibv_wc wc;
+
+	memset(bbuf, 0, MSG * SLOTS);
+	for (int i = 0; i < n; i++) {
+		t_fill(abuf + (size_t)(i % SLOTS) * MSG, MSG, (uint32_t)i);
+		post_write((uint64_t)i, true);
+		wc = t_poll1(p.scq[0], "a WRITE through the relay");
+		CHECK_WC(&wc, (uint64_t)i, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+		CHECK_MEM(bbuf + (size_t)(i % SLOTS) * MSG, abuf + (size_t)(i % SLOTS) * MSG, MSG);
+	}
+}
+
+static void run_cut(enum relay_mode cut, const char *name)
+{
+	/* 4.096 us << 12 = 16.8 ms per try, 4 tries; generous slack */
+	const unsigned bound_ms = 3000;
+	uint64_t posted = 0, done = 0, cut_at = 0;
+	struct ibv_wc wc;
+
+	relay.mode = RELAY_FORWARD;
+	connect_pair();
+	t_case("%s: data flows through the relay", name);
+	transfer_ok(100);
+	CHECK_GE(relay.pairs, 1);
+
+	t_case("%s: cut under a running stream", name);
+	for (;;) {
+		for (; posted - done < WINDOW; posted++)
+			post_write(posted, posted % 4 == 3);
+		t_poll_timeout(p.scq[0], 1, &wc, cut_at ? bound_ms : T_WAIT_MS, "the stream");
+		if (wc.status != IBV_WC_SUCCESS)
+			break;
+		done = wc.wr_id + 1;
+		if (!cut_at && done >= 400) {
+			relay.mode = cut;
+			cut_at = t_now_ms();
+		}
+	}
+	printf("%s: %s %llu ms after the cut, %llu WRITEs completed\n", name,
+	       t_wc_status_str(wc.status), (unsigned long long)(t_now_ms() - cut_at),
+	       (unsigned long long)done);
+	CHECK(cut_at != 0);
+	CHECK_WC_STATUS(&wc, wc.wr_id, IBV_WC_RETRY_EXC_ERR);
+	CHECK(t_now_ms() - cut_at <= bound_ms);
+	/* every later WR, signaled or not, completes flushed */
+	for (uint64_t i = wc.wr_id + 1; i < posted; i++) {
+		struct ibv_wc f = t_poll1(p.scq[0], "the flushed WRITEs");
+
+		CHECK_WC_STATUS(&f, i, IBV_WC_WR_FLUSH_ERR);
+	}
+	t_expect_empty(p.scq[0], "nothing after the flushes");
+	CHECK_EQ(t_qp_state(p.qp[0]), IBV_QPS_ERR);
+
+	t_case("%s: the wire heals, the same QPs reconnect", name);
+	relay.mode = RELAY_FORWARD;
+	connect_pair();
+	transfer_ok(100);
+}
+
+static void case_blackhole(void)
+{
+	run_cut(RELAY_BLACKHOLE, "blackhole");
+}
+
+static void case_reset(void)
+{
+	run_cut(RELAY_RESET, "reset");
+}
+
+static void case_unreachable(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct t_ep nowhere = via_relay;
+	uint64_t start;
+	struct ibv_wc wc;
+
+	/* a port that was just free and is closed again: connect() is refused */
+	CHECK(fd >= 0);
+	CHECK_EQ(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	CHECK_EQ(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	close(fd);
+	memcpy(&nowhere.gid.raw[8], &a.sin_port, 2);
+	nowhere.qpn = p.qp[1]->qp_num;
+	t_reconnect(p.qp[0], &nowhere, &p.opts);
+	start = t_now_ms();
+	post_write(0, true);
+	t_poll_timeout(p.scq[0], 1, &wc, 3000, "a WRITE to a port nobody listens on");
+	CHECK_WC_STATUS(&wc, 0, IBV_WC_RETRY_EXC_ERR);
+	printf("unreachable: RETRY_EXC_ERR after %llu ms\n",
+	       (unsigned long long)(t_now_ms() - start));
+	CHECK_EQ(t_qp_state(p.qp[0]), IBV_QPS_ERR);
+	CHECK_BYTES(bbuf, 0, MSG); /* nothing arrived anywhere */
+}
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		void (*fn)(void);
+	} cases[] = {{"blackhole", case_blackhole},
+	             {"reset", case_reset},
+	             {"unreachable", case_unreachable}};
+	struct t_conn_opts o;
+	struct ibv_context *ctx = t_open(T_DEVICE);
+	int ran = 0;
+
+	t_conn_opts_default(&o);
+	o.timeout = 12;
+	o.retry_cnt = 3;
+	t_pair_create(&p, ctx, NULL, &o, 1024);
+	abuf = t_alloc(MSG * SLOTS, 0);
+	bbuf = t_alloc(MSG * SLOTS, 0);
+	amr = t_reg(p.pd, abuf, MSG * SLOTS, T_ACCESS_ALL);
+	bmr = t_reg(p.pd, bbuf, MSG * SLOTS, T_ACCESS_ALL);
+	relay_start(&p.ep[1].gid);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (argc > 1 && strcmp(argv[1], cases[i].name))
+			continue;
+		t_case("%s", cases[i].name);
+		cases[i].fn();
+		ran++;
+	}
+	if (!ran)
+		T_FAIL("no case named %s", argv[1]);
+	relay_stop();
+	CHECK_OK(ibv_dereg_mr(amr));
+	CHECK_OK(ibv_dereg_mr(bmr));
+	t_pair_destroy(&p);
+	CHECK_OK(ibv_close_device(ctx));
+	printf("PASS\n");
+	return T_EXIT_PASS;
+}

@@ -1,0 +1,634 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The fabric's authentication, attacked with raw TCP from the outside.
+ *
+ * One process runs the emulator (the job's secret comes from
+ * GNIC_EMU_SECRET, set by CTest) and plays the attacker on plain sockets,
+ * building the wire bytes with emu/fabric_wire.c. A target QP waits for
+ * requests from a peer GID the attacker claims; its memory is guard bytes.
+ *
+ * Acceptor side (the emulator's listener; attacker = client):
+ *   control        hello + proof made with the secret, then a WRITE: the
+ *                  bytes land and an ACK comes back (the requests below are
+ *                  exactly the ones that would work)
+ *   no_handshake   WRITEs with no hello at all
+ *   v1_hello       the old unauthenticated version-1 hello, then a WRITE
+ *   no_proof       a version-2 hello, then a WRITE where the proof belongs
+ *   wrong_secret   the full handshake answered with another secret
+ *   replay         the client bytes of a recorded good session, re-sent on
+ *                  a new connection after the target was reset to accept
+ *                  that very WRITE again
+ *   timeout        a hello and then silence; and silence from the start
+ * each must close the connection within the bound, leave every target
+ * byte as it was and complete nothing on the target.
+ *
+ * Connector side (the emulator dials a fake peer; attacker = server):
+ *   server_wrong   the challenge is made with another secret
+ *   server_replay  the challenge is one the real listener gave to another
+ *                  hello (recorded)
+ * the emulator must send nothing after its hello (no proof, not one byte
+ * of the WRITE it holds) and its QP must end in RETRY_EXC_ERR in time;
+ *   server_ok      the control: a challenge made with the secret gets the
+ *                  proof and the WRITE, and an ACK completes it.
+ *
+ * Run one case: test_sec_wire <case>.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "fabric_wire.h"
+
+#define TB_LEN      8192
+#define W_OFF       512
+#define W_LEN       64
+#define GUARD       0xee
+#define CLIENT_QPN  0x4242
+#define FAKE_QPN    0x5151
+#define PSN0        0x1000 /* t_conn_opts_default's rq_psn */
+#define CLOSE_MS    5000   /* a refused connection is closed within this */
+#define CAPTURE_MAX 4096
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static struct ibv_cq *scq, *rcq;
+static struct ibv_qp *tgt;
+static uint8_t *tb, *src;
+static struct ibv_mr *tmr, *smr;
+static struct t_conn_opts opts;
+static struct sockaddr_in listener;
+static union ibv_gid client_gid;
+static const char *secret;
+
+/* ---- GIDs and sockets ---------------------------------------------------- */
+
+/* gnic-emu GID: bytes 8-9 port (big-endian), 10-11 ff ff, 12-15 IPv4. */
+static void gid_of(const struct sockaddr_in *a, union ibv_gid *gid)
+{
+	memset(gid, 0, sizeof(*gid));
+	memcpy(&gid->raw[8], &a->sin_port, 2);
+	gid->raw[10] = gid->raw[11] = 0xff;
+	memcpy(&gid->raw[12], &a->sin_addr, 4);
+}
+
+static void addr_of(const union ibv_gid *gid, struct sockaddr_in *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->sin_family = AF_INET;
+	memcpy(&a->sin_port, &gid->raw[8], 2);
+	memcpy(&a->sin_addr, &gid->raw[12], 4);
+}
+
+static int raw_connect(const struct sockaddr_in *a)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+
+	CHECK(fd >= 0);
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(fd, (const struct sockaddr *)a, sizeof(*a)))
+		T_FAIL("connect to the emulator's listener: %s", strerror(errno));
+	return fd;
+}
+
+static void send_all(int fd, const void *p, size_t len)
+{
+	const uint8_t *b = p;
+
+	while (len) {
+		ssize_t n = send(fd, b, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) /* the peer may close while we send: that is fine */
+			return;
+		b += n;
+		len -= (size_t)n;
+	}
+}
+
+/* Read exactly len bytes within ms. false on EOF, reset or timeout. */
+static bool recv_exact(int fd, void *p, size_t len, unsigned ms)
+{
+	uint8_t *b = p;
+	uint64_t end = t_now_ms() + ms;
+
+	while (len) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		uint64_t now = t_now_ms();
+		ssize_t n;
+
+		if (now >= end || poll(&pfd, 1, (int)(end - now)) <= 0)
+			return false;
+		n = recv(fd, b, len, 0);
+		if (n <= 0)
+			return false;
+		b += n;
+		len -= (size_t)n;
+	}
+	return true;
+}
+
+/* Wait until the peer closes fd (EOF or reset). Returns the time it took and
+ * the bytes that arrived meanwhile in *got; fails the test after ms. */
+static uint64_t wait_closed(int fd, unsigned ms, size_t *got, const char *what)
+{
+	uint64_t start = t_now_ms(), end = start + ms;
+	uint8_t buf[4096];
+
+	*got = 0;
+	for (;;) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		uint64_t now = t_now_ms();
+		ssize_t n;
+
+		if (now >= end || poll(&pfd, 1, (int)(end - now)) <= 0)
+			T_FAIL("%s: the connection is still open after %u ms", what, ms);
+		n = recv(fd, buf, sizeof(buf), 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return t_now_ms() - start;
+		*got += (size_t)n;
+	}
+}
+
+/* ---- wire bytes ---------------------------------------------------------- */
+
+static void nonce_random(uint8_t n[EMU_AUTH_NONCE_LEN])
+{
+	CHECK_EQ(getrandom(n, EMU_AUTH_NONCE_LEN, 0), EMU_AUTH_NONCE_LEN);
+}
+
+static void start_hs(struct emu_hs *hs, enum emu_hs_role role, const char *key,
+                     const union ibv_gid *gid, uint8_t *out, size_t *n)
+{
+	uint8_t nonce[EMU_AUTH_NONCE_LEN];
+
+	nonce_random(nonce);
+	emu_hs_start(hs, role, key, strlen(key), gid, nonce, out, n);
+}
+
+static size_t write_msg(uint8_t *out)
+{
+	struct emu_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = EMU_MSG_WRITE;
+	m.flags = EMU_MSG_F_ACKREQ;
+	m.len = W_LEN;
+	m.dst_qpn = tgt->qp_num;
+	m.src_qpn = CLIENT_QPN;
+	m.psn = PSN0;
+	m.raddr = (uintptr_t)tb + W_OFF;
+	m.rkey = tmr->rkey;
+	memcpy(out, &m, sizeof(m));
+	t_fill(out + sizeof(m), W_LEN, 77);
+	return sizeof(m) + W_LEN;
+}
+
+/* A recording of what a client sent. */
+struct capture {
+	uint8_t b[CAPTURE_MAX];
+	size_t len;
+};
+
+static void csend(int fd, struct capture *c, const void *p, size_t n)
+{
+	if (c) {
+		CHECK(c->len + n <= sizeof(c->b));
+		memcpy(c->b + c->len, p, n);
+		c->len += n;
+	}
+	send_all(fd, p, n);
+}
+
+/* Client handshake with key; the proof is computed for the server's real
+ * nonce even when key is wrong (an attacker with another secret). Returns
+ * the connected socket. */
+static int client_handshake(const char *key, struct capture *cap)
+{
+	uint8_t hello[EMU_HS_OUT_MAX], ch[EMU_HS_OUT_MAX], proof[EMU_HS_OUT_MAX];
+	int fd = raw_connect(&listener);
+	struct emu_hs con;
+	size_t n;
+
+	start_hs(&con, EMU_HS_CONNECTOR, key, &client_gid, hello, &n);
+	csend(fd, cap, hello, n);
+	if (!recv_exact(fd, ch, sizeof(struct emu_challenge), CLOSE_MS))
+		T_FAIL("no challenge from the emulator after a valid hello");
+	if (strcmp(key, secret)) {
+		/* We cannot verify the emulator, but we can answer its nonce
+		 * with our key: re-make its MAC as ours so our side goes on. */
+		struct emu_challenge c;
+		struct emu_hs acc;
+		uint8_t mine[EMU_HS_OUT_MAX];
+
+		memcpy(&c, ch, sizeof(c));
+		emu_hs_start(&acc, EMU_HS_ACCEPTOR, key, strlen(key), &c.hello.src_gid,
+		             c.hello.nonce, mine, &n);
+		CHECK_EQ(emu_hs_step(&acc, hello, mine, &n), EMU_HS_OK);
+		memcpy(ch, mine, n);
+	}
+	CHECK_EQ(emu_hs_step(&con, ch, proof, &n), EMU_HS_OK);
+	CHECK_EQ(con.state, EMU_HS_DONE);
+	csend(fd, cap, proof, n);
+	return fd;
+}
+
+/* ---- target checks ------------------------------------------------------- */
+
+static void expect_untouched(const char *what)
+{
+	t_case("%s: nothing written, nothing completed", what);
+	CHECK_BYTES(tb, GUARD, TB_LEN);
+	t_expect_empty(rcq, what);
+	t_expect_empty(scq, what);
+	CHECK_EQ(t_qp_state(tgt), IBV_QPS_RTS);
+}
+
+static void expect_refused(int fd, const char *what)
+{
+	size_t got;
+	uint64_t ms = wait_closed(fd, CLOSE_MS, &got, what);
+
+	printf("%s: closed by the emulator after %llu ms (%zu bytes came back)\n", what,
+	       (unsigned long long)ms, got);
+	/* at most its challenge: never an answer to a request */
+	CHECK(got <= sizeof(struct emu_challenge));
+	close(fd);
+	expect_untouched(what);
+}
+
+/* The target accepts the WRITE at PSN0 again, memory back to guard bytes. */
+static void target_reset(void)
+{
+	struct t_ep peer = {.gid = client_gid, .qpn = CLIENT_QPN};
+
+	memset(tb, GUARD, TB_LEN);
+	t_reconnect(tgt, &peer, &opts);
+}
+
+/* ---- acceptor-side cases ------------------------------------------------- */
+
+/* A good session: the WRITE lands and is ACKed. Records it if cap. */
+static void good_session(struct capture *cap)
+{
+	uint8_t w[sizeof(struct emu_msg) + W_LEN], want[W_LEN];
+	struct emu_msg ack;
+	int fd;
+
+	fd = client_handshake(secret, cap);
+	csend(fd, cap, w, write_msg(w));
+	if (!recv_exact(fd, &ack, sizeof(ack), T_WAIT_MS))
+		T_FAIL("no ACK for a WRITE after a valid handshake");
+	CHECK_EQ(ack.type, EMU_MSG_ACK);
+	CHECK_EQ(ack.psn, PSN0);
+	CHECK_EQ(ack.dst_qpn, CLIENT_QPN);
+	t_fill(want, W_LEN, 77);
+	CHECK_MEM(tb + W_OFF, want, W_LEN);
+	CHECK_BYTES(tb, GUARD, W_OFF);
+	CHECK_BYTES(tb + W_OFF + W_LEN, GUARD, TB_LEN - W_OFF - W_LEN);
+	close(fd);
+}
+
+static void case_control(void)
+{
+	good_session(NULL);
+	target_reset();
+}
+
+static void case_no_handshake(void)
+{
+	uint8_t w[sizeof(struct emu_msg) + W_LEN];
+	int fd = raw_connect(&listener);
+	size_t n = write_msg(w);
+
+	send_all(fd, w, n);
+	send_all(fd, w, n);
+	expect_refused(fd, "WRITEs without a handshake");
+}
+
+static void case_v1_hello(void)
+{
+	struct {
+		uint32_t magic, version;
+		union ibv_gid gid;
+	} v1 = {EMU_FABRIC_MAGIC, 1, client_gid};
+	uint8_t w[sizeof(struct emu_msg) + W_LEN];
+	int fd = raw_connect(&listener);
+
+	send_all(fd, &v1, sizeof(v1));
+	send_all(fd, w, write_msg(w));
+	expect_refused(fd, "a version-1 hello and a WRITE");
+}
+
+static void case_no_proof(void)
+{
+	uint8_t hello[EMU_HS_OUT_MAX], w[sizeof(struct emu_msg) + W_LEN];
+	int fd = raw_connect(&listener);
+	struct emu_hs con;
+	size_t n;
+
+	start_hs(&con, EMU_HS_CONNECTOR, secret, &client_gid, hello, &n);
+	send_all(fd, hello, n);
+	send_all(fd, w, write_msg(w));
+	expect_refused(fd, "a hello and a WRITE where the proof belongs");
+}
+
+static void case_wrong_secret(void)
+{
+	uint8_t w[sizeof(struct emu_msg) + W_LEN];
+	int fd = client_handshake("not the job's secret, but long enough", NULL);
+
+	send_all(fd, w, write_msg(w));
+	expect_refused(fd, "a handshake with another secret and a WRITE");
+}
+
+static void case_replay(void)
+{
+	static struct capture cap;
+	int fd;
+
+	t_case("replay: record a good session");
+	cap.len = 0;
+	good_session(&cap);
+	t_case("replay: the target accepts the same WRITE again");
+	target_reset();
+	fd = raw_connect(&listener);
+	send_all(fd, cap.b, cap.len);
+	expect_refused(fd, "the recorded session's bytes, re-sent");
+	t_case("replay: a fresh good session still works");
+	good_session(NULL);
+	target_reset();
+}
+
+static unsigned handshake_ms(void)
+{
+	const char *s = getenv("GNIC_EMU_HANDSHAKE_MS");
+
+	return s ? (unsigned)atoi(s) : 5000;
+}
+
+static void case_timeout(void)
+{
+	unsigned hs = handshake_ms();
+	uint8_t hello[EMU_HS_OUT_MAX], ch[sizeof(struct emu_challenge)];
+	struct emu_hs con;
+	uint64_t ms;
+	size_t n, got;
+	int fd;
+
+	t_case("timeout: hello, then silence (GNIC_EMU_HANDSHAKE_MS %u)", hs);
+	fd = raw_connect(&listener);
+	start_hs(&con, EMU_HS_CONNECTOR, secret, &client_gid, hello, &n);
+	send_all(fd, hello, n);
+	CHECK(recv_exact(fd, ch, sizeof(ch), CLOSE_MS));
+	ms = wait_closed(fd, hs + CLOSE_MS, &got, "a client that never sends its proof");
+	printf("hello then silence: closed after %llu ms\n", (unsigned long long)ms);
+	CHECK_EQ(got, 0);
+	CHECK_GE(ms + 50, hs * 8 / 10); /* not before its time (50 ms of slack) */
+	close(fd);
+
+	t_case("timeout: silence from the start");
+	fd = raw_connect(&listener);
+	ms = wait_closed(fd, hs + CLOSE_MS, &got, "a client that never says hello");
+	printf("silence: closed after %llu ms\n", (unsigned long long)ms);
+	CHECK_EQ(got, 0);
+	close(fd);
+	expect_untouched("handshake timeouts");
+}
+
+/* ---- connector-side cases ------------------------------------------------ */
+
+enum fake { FAKE_WRONG, FAKE_REPLAY, FAKE_OK };
+
+static int fake_listen(struct sockaddr_in *a)
+{
+	socklen_t len = sizeof(*a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	memset(a, 0, sizeof(*a));
+	a->sin_family = AF_INET;
+	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	CHECK(fd >= 0);
+	CHECK_EQ(bind(fd, (struct sockaddr *)a, sizeof(*a)), 0);
+	CHECK_EQ(listen(fd, 16), 0);
+	CHECK_EQ(getsockname(fd, (struct sockaddr *)a, &len), 0);
+	return fd;
+}
+
+static int fake_accept(int lfd)
+{
+	struct pollfd pfd = {.fd = lfd, .events = POLLIN};
+	int fd;
+
+	if (poll(&pfd, 1, T_WAIT_MS) <= 0)
+		T_FAIL("the emulator did not connect to the fake peer");
+	fd = accept(lfd, NULL, NULL);
+	CHECK(fd >= 0);
+	return fd;
+}
+
+/* A challenge the real listener gave to some other hello. */
+static void recorded_challenge(uint8_t *ch)
+{
+	uint8_t hello[EMU_HS_OUT_MAX];
+	int fd = raw_connect(&listener);
+	struct emu_hs con;
+	size_t n;
+
+	start_hs(&con, EMU_HS_CONNECTOR, secret, &client_gid, hello, &n);
+	send_all(fd, hello, n);
+	CHECK(recv_exact(fd, ch, sizeof(struct emu_challenge), CLOSE_MS));
+	close(fd);
+}
+
+static void case_server(enum fake kind)
+{
+	static const char *names[] = {"server_wrong", "server_replay", "server_ok"};
+	uint8_t hello[sizeof(struct emu_hello)], ch[EMU_HS_OUT_MAX], proof[EMU_HS_OUT_MAX];
+	struct t_conn_opts fast;
+	struct sockaddr_in fa;
+	struct emu_hs acc;
+	struct emu_hello h;
+	struct t_ep peer;
+	struct ibv_qp *rq;
+	struct ibv_cq *rq_cq = t_cq(ctx, 16);
+	struct ibv_wc wc;
+	struct t_qp_caps caps;
+	int lfd = fake_listen(&fa), fd;
+	size_t n;
+
+	t_case("%s: the emulator dials a fake peer", names[kind]);
+	t_conn_opts_default(&fast);
+	fast.timeout = 12; /* 16.8 ms, 4 tries */
+	fast.retry_cnt = 3;
+	t_qp_caps_default(&caps);
+	rq = t_qp(pd, rq_cq, rq_cq, &caps, NULL);
+	memset(&peer, 0, sizeof(peer));
+	gid_of(&fa, &peer.gid);
+	peer.qpn = FAKE_QPN;
+	t_connect(rq, &peer, &fast);
+	t_fill(src, W_LEN, 99);
+	struct ibv_sge sge = {.addr = (uintptr_t)src, .length = W_LEN, .lkey = smr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 1,
+	                         .sg_list = &sge,
+	                         .num_sge = 1,
+	                         .opcode = IBV_WR_RDMA_WRITE,
+	                         .send_flags = IBV_SEND_SIGNALED,
+	                         .wr.rdma = {.remote_addr = 0x1000, .rkey = 0x1234}};
+	t_post_send(rq, &wr);
+
+	fd = fake_accept(lfd);
+	if (!recv_exact(fd, hello, sizeof(hello), CLOSE_MS))
+		T_FAIL("no hello from the emulator");
+	memcpy(&h, hello, sizeof(h));
+	CHECK_EQ(h.magic, EMU_FABRIC_MAGIC);
+	CHECK_EQ(h.version, EMU_FABRIC_VERSION);
+	if (kind == FAKE_REPLAY) {
+		recorded_challenge(ch);
+		n = sizeof(struct emu_challenge);
+	} else {
+		start_hs(&acc, EMU_HS_ACCEPTOR,
+		         kind == FAKE_OK ? secret : "not the job's secret, but long enough",
+		         &peer.gid, ch, &n);
+		CHECK_EQ(emu_hs_step(&acc, hello, ch, &n), EMU_HS_OK);
+	}
+	send_all(fd, ch, n);
+
+	if (kind == FAKE_OK) {
+		uint8_t m[sizeof(struct emu_msg) + W_LEN];
+		struct emu_msg ack, w;
+
+		CHECK(recv_exact(fd, proof, sizeof(struct emu_proof), CLOSE_MS));
+		CHECK_EQ(emu_hs_step(&acc, proof, ch, &n), EMU_HS_OK);
+		CHECK_EQ(acc.state, EMU_HS_DONE);
+		CHECK(recv_exact(fd, m, sizeof(m), CLOSE_MS));
+		memcpy(&w, m, sizeof(w));
+		CHECK_EQ(w.type, EMU_MSG_WRITE);
+		CHECK_EQ(w.len, W_LEN);
+		CHECK_EQ(w.dst_qpn, FAKE_QPN);
+		CHECK_MEM(m + sizeof(w), src, W_LEN);
+		memset(&ack, 0, sizeof(ack));
+		ack.type = EMU_MSG_ACK;
+		ack.dst_qpn = rq->qp_num;
+		ack.src_qpn = FAKE_QPN;
+		ack.psn = w.psn;
+		send_all(fd, &ack, sizeof(ack));
+		wc = t_poll1(rq_cq, "the WRITE the fake peer ACKed");
+		CHECK_WC(&wc, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	} else {
+		size_t got;
+		uint64_t ms = wait_closed(fd, CLOSE_MS, &got, names[kind]);
+		uint64_t start = t_now_ms();
+
+		printf("%s: the emulator closed after %llu ms, %zu bytes after its hello\n",
+		       names[kind], (unsigned long long)ms, got);
+		if (got)
+			T_FAIL("%s: the emulator sent %zu bytes to a peer that failed to "
+			       "authenticate",
+			       names[kind], got);
+		/* 4 tries of 16.8 ms; the bound has plenty of slack */
+		t_poll_timeout(rq_cq, 1, &wc, 3000, "the WRITE to an impostor");
+		CHECK_WC_STATUS(&wc, 1, IBV_WC_RETRY_EXC_ERR);
+		printf("%s: RETRY_EXC_ERR %llu ms later\n", names[kind],
+		       (unsigned long long)(t_now_ms() - start));
+	}
+	close(fd);
+	CHECK_OK(ibv_destroy_qp(rq));
+	CHECK_OK(ibv_destroy_cq(rq_cq));
+	close(lfd);
+	expect_untouched(names[kind]);
+}
+
+static void case_server_wrong(void)
+{
+	case_server(FAKE_WRONG);
+}
+
+static void case_server_replay(void)
+{
+	case_server(FAKE_REPLAY);
+}
+
+static void case_server_ok(void)
+{
+	case_server(FAKE_OK);
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+static void setup(void)
+{
+	struct t_qp_caps caps;
+	struct sockaddr_in none = {.sin_family = AF_INET};
+	union ibv_gid gid;
+	struct t_ep peer;
+
+	ctx = t_open(T_DEVICE);
+	pd = CHECK_PTR(ibv_alloc_pd(ctx));
+	scq = t_cq(ctx, 64);
+	rcq = t_cq(ctx, 64);
+	t_qp_caps_default(&caps);
+	tgt = t_qp(pd, scq, rcq, &caps, NULL);
+	tb = t_alloc(TB_LEN, GUARD);
+	src = t_alloc(4096, 0);
+	tmr = t_reg(pd, tb, TB_LEN, T_ACCESS_ALL);
+	smr = t_reg(pd, src, 4096, T_ACCESS_ALL);
+	t_conn_opts_default(&opts);
+	/* The peer the attacker claims to be: port 1 of loopback, where nothing
+	 * listens (the target's own connection attempts there just fail). */
+	none.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	none.sin_port = htons(1);
+	gid_of(&none, &client_gid);
+	memset(&peer, 0, sizeof(peer));
+	peer.gid = client_gid;
+	peer.qpn = CLIENT_QPN;
+	t_connect(tgt, &peer, &opts);
+	/* a receive, so a SEND could complete: none may */
+	t_post_recv_buf(tgt, 7, tb, 256, tmr->lkey);
+	CHECK_OK(ibv_query_gid(ctx, 1, 0, &gid));
+	addr_of(&gid, &listener);
+}
+
+static const struct {
+	const char *name;
+	void (*fn)(void);
+} cases[] = {
+    {"control", case_control},
+    {"no_handshake", case_no_handshake},
+    {"v1_hello", case_v1_hello},
+    {"no_proof", case_no_proof},
+    {"wrong_secret", case_wrong_secret},
+    {"replay", case_replay},
+    {"timeout", case_timeout},
+    {"server_wrong", case_server_wrong},
+    {"server_replay", case_server_replay},
+    {"server_ok", case_server_ok},
+};
+
+int main(int argc, char **argv)
+{
+	int ran = 0;
+
+	secret = getenv("GNIC_EMU_SECRET");
+	if (!secret || strlen(secret) < 16)
+		t_skip("set GNIC_EMU_SECRET (>= 16 bytes): the test plays both sides with it");
+	setup();
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (argc > 1 && strcmp(argv[1], cases[i].name))
+			continue;
+		t_case("%s", cases[i].name);
+		cases[i].fn();
+		ran++;
+	}
+	if (!ran)
+		T_FAIL("no case named %s", argv[1]);
+	printf("PASS\n");
+	return T_EXIT_PASS;
+}
