@@ -1,23 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gnic-perf: perftest-style benchmark of gnic-emu (and, later, libgnic).
+ * gnic-perf: perftest-style benchmark of gnic-emu and libgnic.
  *
  *   gnic-perf TEST [--mode MODE] [--sizes LIST] [--iters N] ... (see --help)
  *
- * main() parses the command line, opens the session (one process, or a
- * server / client pair), runs the test once per message size through the
- * selected mode and prints a row per size. Exit: 0 success, 1 run-time
- * failure or data mismatch, 2 bad usage or a mode that is not built.
+ * main() parses the command line, works out who runs the device code (for
+ * the libgnic modes: a GPU, or CPU threads), opens the session (one
+ * process, or a server / client pair) and runs the test once per row:
+ * every combination of scope, QPs and CTAs (one each in host mode), then
+ * every size. Exit: 0 success, 1 run-time failure or data mismatch, 2 bad
+ * usage.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "perf.h"
 
-static void run_size(struct perf_session *s, int index)
+static void run_size(struct perf_session *s, size_t size, int index, int total)
 {
 	struct perf_args *a = s->args;
-	struct perf_result r = {.size = a->sizes[index], .iters = a->iters};
+	struct perf_result r = {.size = size, .iters = a->iters};
 	bool reporter = !a->server;
 
 	if (reporter && perf_test_has_lat(a->test)) {
@@ -25,13 +27,43 @@ static void run_size(struct perf_session *s, int index)
 		if (!r.lat_ns)
 			perf_fatal("out of memory for %ld latency samples", a->iters);
 	}
-	perf_report_progress(a, index, r.size);
-	a->mode->run(s, a->test, r.size, &r);
+	perf_report_progress(a, index, total, size);
+	a->mode->run(s, a->test, size, &r);
 	if (reporter)
 		perf_report_row(a, &r);
 	else
-		perf_report_server(a, r.size, true); /* a mismatch has exited already */
+		perf_report_server(a, size, true); /* a mismatch has exited already */
 	free(r.lat_ns);
+}
+
+/* Scopes, then QPs, then CTAs, then sizes: a plot's series (all but the
+ * size) come out one after the other. */
+static void run_rows(struct perf_session *s)
+{
+	struct perf_args *a = s->args;
+	int total = 0, k = 0;
+
+	for (int q = 0; q < a->nqps; q++)
+		for (int c = 0; c < a->nctas; c++) {
+			a->qps = a->qps_list[q];
+			a->ctas = a->ctas_list[c];
+			total += !a->mode->gnic || perf_gnic_row_ok(a);
+		}
+	total *= a->nscopes * a->nsizes;
+
+	for (int sc = 0; sc < a->nscopes; sc++) {
+		a->scope = a->scopes[sc];
+		for (int q = 0; q < a->nqps; q++) {
+			a->qps = a->qps_list[q];
+			for (int c = 0; c < a->nctas; c++) {
+				a->ctas = a->ctas_list[c];
+				if (a->mode->gnic && !perf_gnic_row_ok(a))
+					continue; /* noted by perf_gnic_resolve() */
+				for (int i = 0; i < a->nsizes; i++)
+					run_size(s, a->sizes[i], k++, total);
+			}
+		}
+	}
 }
 
 /* Tests without a NIC need no session, only the arguments. */
@@ -52,17 +84,21 @@ int main(int argc, char **argv)
 	struct perf_env env;
 
 	perf_args_parse(argc, argv, &a);
-	if (!a.mode->run) {
-		fprintf(stderr, "mode %s needs libgnic (not built yet)\n", a.mode->name);
-		return PERF_EXIT_USAGE;
-	}
+	if (a.plot[0])
+		perf_plot_check(&a);
+	if (a.mode->gnic && !a.server) /* a server learns the shape from its client */
+		perf_gnic_resolve(&a);
 	open_session(&s, &a);
-	perf_env_probe(&a, &env);
+	if (a.mode->gnic)
+		perf_gnic_env(&s, &env);
+	else
+		perf_env_probe(&a, &env);
 	perf_report_begin(&a, &env, &s);
-	for (int i = 0; i < a.nsizes; i++)
-		run_size(&s, i);
+	run_rows(&s);
 	perf_report_end(&a);
 	if (a.test->kind != PERF_KIND_LOCAL)
 		perf_session_close(&s);
+	if (a.plot[0])
+		perf_plot_write(&a);
 	return 0;
 }

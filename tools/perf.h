@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gnic-perf: a perftest-style benchmark for gnic-emu and, later, libgnic.
+ * gnic-perf: a perftest-style benchmark for gnic-emu and libgnic.
  *
  * Pieces (one concern per file):
  *   perf_catalog.c   the tests and modes this binary knows
@@ -14,6 +14,8 @@
  *   perf_verbs.c     posting and polling with credits and error checks
  *   perf_host_*.c    mode "host": the CPU posts verbs work requests
  *   perf_memcpy.c    memcpy reference bandwidth (no NIC)
+ *   perf_plot.c      --plot: a PNG through gnuplot
+ *   perf_gnic*.c ... the libgnic modes (device threads post): see perf_gnic.h
  *
  * Roles: side A is the initiator (the client, or the first QP set in one
  * process), side B the target (the server, or the second QP set). A session
@@ -31,6 +33,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define PERF_MAX_SIZES         64
 #define PERF_MAX_QPS           64
@@ -43,6 +46,9 @@
 #define PERF_INLINE            128 /* inline data we ask the QP for */
 #define PERF_EXIT_FAIL         1
 #define PERF_EXIT_USAGE        2
+#define PERF_MAX_LIST          16          /* values of --ctas, --qps, --scope */
+#define PERF_CPU_MAX_CTAS      64          /* CPU threads standing in for CTAs */
+#define PERF_MAX_DEV_BUF       (4ul << 30) /* a side's buffer in the libgnic modes */
 
 enum perf_side { PERF_A, PERF_B };
 
@@ -56,6 +62,7 @@ enum perf_test_id {
 	PERF_SEND_LAT,
 	PERF_SIGNAL_LAT,
 	PERF_MEMCPY,
+	PERF_POST_RATE,
 };
 
 enum perf_kind {
@@ -63,6 +70,7 @@ enum perf_kind {
 	PERF_KIND_LAT,    /* one at a time: latency samples */
 	PERF_KIND_ATOMIC, /* rate phase + latency phase, 8-byte operands */
 	PERF_KIND_LOCAL,  /* no NIC: reference figures of this machine */
+	PERF_KIND_POST,   /* device threads post on unconnected QPs: WQE rate */
 };
 
 struct perf_session;
@@ -76,11 +84,13 @@ struct perf_test {
 	const char *help;
 };
 
-/* A mode is how work requests reach the NIC. Modes that need libgnic have
- * no run function yet. */
+/* A mode is how work requests reach the NIC. */
 struct perf_mode {
 	const char *name;
 	const char *help;
+	bool gnic;   /* libgnic: device threads (GPU or CPU) drive the QPs */
+	int db_mode; /* enum gnic_db_mode of the QPs device threads post on */
+	bool proxy;  /* cpu-proxy: device threads hand requests to a CPU thread */
 	/* Runs test t for one message size; fills r. Fatal errors exit. */
 	void (*run)(struct perf_session *s, const struct perf_test *t, size_t size,
 	            struct perf_result *r);
@@ -93,6 +103,8 @@ bool perf_test_has_lat(const struct perf_test *t);
 
 /* ---- command line (perf_args.c) ----------------------------------------- */
 enum perf_format { PERF_FMT_TABLE, PERF_FMT_CSV, PERF_FMT_JSON };
+enum perf_scope { PERF_SCOPE_THREAD, PERF_SCOPE_WARP, PERF_SCOPE_CTA };
+const char *perf_scope_name(int scope);
 
 struct perf_args {
 	const struct perf_test *test;
@@ -100,7 +112,19 @@ struct perf_args {
 	size_t sizes[PERF_MAX_SIZES];
 	int nsizes;
 	long iters, warmup;
-	int qps, tx_depth;
+	int qps, tx_depth; /* qps: of the current row */
+	/* lists swept, one row per combination and size (libgnic modes) */
+	int scopes[PERF_MAX_LIST], nscopes;
+	int ctas_list[PERF_MAX_LIST], nctas;
+	int qps_list[PERF_MAX_LIST], nqps;
+	int scope, ctas; /* of the current row */
+	int threads;     /* per CTA; 0 until resolved */
+	bool host_mem;   /* libgnic modes on a GPU: buffers in pinned host memory */
+	int gpu;         /* CUDA ordinal */
+	char plot[512];  /* --plot PNG, "" = none */
+	/* resolved by perf_gnic_resolve() for the libgnic modes */
+	bool on_gpu;
+	char dev_name[160]; /* "CPU threads (no GPU)" or the GPU */
 	bool server;
 	char connect_host[256]; /* empty: not a client */
 	int port;
@@ -111,6 +135,7 @@ struct perf_args {
 	int timeout_s;
 	/* what the user set explicitly (a server reports what it overrides) */
 	bool sizes_set, iters_set, warmup_set, qps_set, depth_set;
+	bool scope_set, ctas_set, threads_set, gpu_set;
 };
 
 /* Parses argv into a; --help and --list print and exit 0, errors exit 2. */
@@ -119,6 +144,7 @@ void perf_args_parse(int argc, char **argv, struct perf_args *a);
  * after adopting the client's settings). Exits 2 with a message. */
 void perf_args_check(const struct perf_args *a);
 bool perf_is_two_process(const struct perf_args *a);
+int perf_list_max(const int *v, int n);
 
 /* ---- deadlines, errors, clock (perf_wait.c) ----------------------------- */
 void perf_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
@@ -134,6 +160,10 @@ struct perf_wait {
 	const char *what;
 };
 void perf_wait_start(struct perf_wait *w, const char *what);
+/* Waiting for device threads whose own waits end after --timeout: give
+ * them slack_s more to report why. */
+#define PERF_DEVICE_SLACK_S 10
+void perf_wait_start_slack(struct perf_wait *w, const char *what, int slack_s);
 void perf_wait_check(struct perf_wait *w); /* exits on timeout or a dead peer */
 static inline void perf_wait_tick(struct perf_wait *w)
 {
@@ -192,6 +222,13 @@ void perf_pattern_expect(const uint8_t *p, size_t len, enum perf_side side, uint
                          const char *what, long iter);
 /* Fill every source region of a buffer with its pattern. */
 void perf_fill_sources(uint8_t *buf, const struct perf_layout *l, enum perf_side side);
+/* Streams: before the run every destination slot holds the complement of
+ * what it must hold after total iterations; afterwards each is checked
+ * (unit names the layout's "QP": a QP, or a device thread; holder is the
+ * side whose buffer it is). */
+void perf_stream_poison(uint8_t *buf, const struct perf_layout *l, enum perf_side src, long total);
+bool perf_stream_check(const uint8_t *buf, const struct perf_layout *l, enum perf_side src,
+                       long total, const char *unit, enum perf_side holder);
 
 /* ---- out-of-band socket (perf_oob.c) ------------------------------------ */
 int perf_oob_listen(int port);                    /* listening fd; exits on error */
@@ -205,6 +242,7 @@ enum perf_oob_type {
 	PERF_OOB_EP_INFO,
 	PERF_OOB_BARRIER,
 	PERF_OOB_VERDICT,
+	PERF_OOB_GEP_INFO,
 };
 /* Wire encoding helpers: big-endian, at *pos, advancing it. */
 void perf_put32(uint8_t **pos, uint32_t v);
@@ -264,14 +302,21 @@ struct perf_env {
 	char device[64];
 	const char *provider; /* "gnic-emu" or "other" */
 	char libibverbs[512];
+	/* libgnic modes */
+	char devices[160]; /* who runs the device code: "CPU threads (no GPU)" or the GPU */
+	char memory[160];  /* where the buffers are */
+	char qps[160];     /* QP settings */
 };
 void perf_env_probe(const struct perf_args *a, struct perf_env *env);
 
 /* ---- the two sides (perf_session.c) ------------------------------------- */
+struct perf_gep; /* a side in the libgnic modes (perf_gnic.h) */
+
 struct perf_session {
 	struct perf_args *args;
-	struct perf_ep *ep[2]; /* NULL: that side lives in the other process */
-	int oob;               /* -1 in-process */
+	struct perf_ep *ep[2];   /* host mode; NULL: that side lives in the other process */
+	struct perf_gep *gep[2]; /* libgnic modes; the same */
+	int oob;                 /* -1 in-process */
 	int listen_fd;
 };
 
@@ -330,7 +375,20 @@ void perf_report_begin(const struct perf_args *a, const struct perf_env *env,
                        const struct perf_session *s);
 void perf_report_row(const struct perf_args *a, const struct perf_result *r);
 void perf_report_end(const struct perf_args *a);
-void perf_report_progress(const struct perf_args *a, int index, size_t size);
+void perf_report_progress(const struct perf_args *a, int index, int total, size_t size);
+/* The CSV header and one row, as --csv prints them (and --plot writes). */
+void perf_report_csv_header(FILE *f);
+void perf_report_csv_rows(FILE *f);
+const char *perf_report_title(void);
+/* The rows' series (all settings but the size), in order. */
+int perf_report_nseries(void);
+const char *perf_report_series(int index);
+
+/* ---- --plot (perf_plot.c) ----------------------------------------------- */
+/* Exits 2 with how to install gnuplot when it is missing. */
+void perf_plot_check(const struct perf_args *a);
+/* Writes the rows as CSV next to the PNG and has gnuplot draw it. */
+void perf_plot_write(const struct perf_args *a);
 void perf_report_server(const struct perf_args *a, size_t size, bool ok);
 
 /* ---- modes and tests ---------------------------------------------------- */
@@ -343,5 +401,12 @@ void perf_host_pingpong(struct perf_session *s, const struct perf_test *t, size_
 void perf_host_get_lat(struct perf_session *s, size_t size, struct perf_result *r);
 void perf_host_atomic(struct perf_session *s, struct perf_result *r);
 void perf_memcpy_run(const struct perf_args *a, size_t size, struct perf_result *r);
+/* The libgnic modes (perf_gnic.h). */
+void perf_gnic_run(struct perf_session *s, const struct perf_test *t, size_t size,
+                   struct perf_result *r);
+void perf_gnic_resolve(struct perf_args *a);
+bool perf_gnic_row_ok(const struct perf_args *a);
+struct perf_env;
+void perf_gnic_env(const struct perf_session *s, struct perf_env *env);
 
 #endif /* GNIC_PERF_H */

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The tests and modes gnic-perf knows. A new mode is one more row here plus
- * its run function; modes without one are reserved names that say what they
- * are waiting for.
+ * its run function.
  */
 #include <stdio.h>
 #include <string.h>
+
+#include <gnic/gnic_dev.h>
 
 #include "perf.h"
 
@@ -20,18 +21,42 @@ static const struct perf_test tests[] = {
      "8-byte fetch-add: rate (pipelined) and latency (one at a time)"},
     {"send_lat", PERF_SEND_LAT, PERF_KIND_LAT, true, "SEND/RECV ping-pong"},
     {"signal_lat", PERF_SIGNAL_LAT, PERF_KIND_LAT, true,
-     "RDMA WRITE with immediate ping-pong; waits for receive completions"},
+     "ping-pong on a signal: host mode WRITE with immediate + receive completion, "
+     "libgnic modes put_signal + wait_signal"},
     {"memcpy", PERF_MEMCPY, PERF_KIND_LOCAL, false,
      "CPU memcpy bandwidth of this machine (reference, no NIC)"},
+    {"post_rate", PERF_POST_RATE, PERF_KIND_POST, false,
+     "WQEs device threads post per second with no consumer (unconnected QPs, "
+     "retired by the benchmark), per scope"},
 };
 
 static const struct perf_mode modes[] = {
-    {"host", "the CPU posts verbs work requests (ibv_post_send chains, ibv_poll_cq batches)",
-     perf_host_run},
-    {"gpu", "GPU threads post WQEs through libgnic", NULL},
-    {"gpu-bf", "GPU threads post WQEs with BlueFlame doorbells through libgnic", NULL},
-    {"cpu-assisted", "GPU threads write WQEs, a CPU thread rings doorbells (libgnic)", NULL},
-    {"cpu-proxy", "GPU threads hand requests to a CPU proxy that posts them (libgnic)", NULL},
+    {.name = "host",
+     .help = "the CPU posts verbs work requests (ibv_post_send chains, ibv_poll_cq batches)",
+     .run = perf_host_run},
+    {.name = "gpu",
+     .help = "device threads write WQEs and ring the doorbell themselves (GNIC_DB_SM)",
+     .gnic = true,
+     .db_mode = GNIC_DB_SM,
+     .run = perf_gnic_run},
+    {.name = "gpu-bf",
+     .help = "device threads write WQEs and ring with BlueFlame copies (GNIC_DB_BF)",
+     .gnic = true,
+     .db_mode = GNIC_DB_BF,
+     .run = perf_gnic_run},
+    {.name = "cpu-assisted",
+     .help = "device threads write WQEs, libgnic's progress thread rings (GNIC_DB_CPU)",
+     .gnic = true,
+     .db_mode = GNIC_DB_CPU,
+     .run = perf_gnic_run},
+    /* the proxy's own QPs ring like host software: SM doorbells from a CPU thread */
+    {.name = "cpu-proxy",
+     .help = "device threads hand descriptors to a CPU proxy thread that builds and posts "
+             "the WQEs",
+     .gnic = true,
+     .db_mode = GNIC_DB_SM,
+     .proxy = true,
+     .run = perf_gnic_run},
 };
 
 #define ARRAY_LEN(x) (sizeof(x) / sizeof((x)[0]))
@@ -64,6 +89,7 @@ void perf_catalog_list(void)
 		printf("  %-12s %s\n", tests[i].name, tests[i].help);
 	printf("Modes:\n");
 	for (size_t i = 0; i < ARRAY_LEN(modes); i++)
-		printf("  %-12s %s%s\n", modes[i].name, modes[i].help,
-		       modes[i].run ? "" : " [needs libgnic, not built yet]");
+		printf("  %-12s %s\n", modes[i].name, modes[i].help);
+	printf("The libgnic modes run their device threads as CUDA threads on a GPU, or as\n"
+	       "CPU threads (the same code) when there is none.\n");
 }

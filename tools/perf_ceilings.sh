@@ -26,17 +26,19 @@ for r in 1 2 3; do
 done
 
 # Median of the three values of each column, per (test, connection, bytes);
-# the client's port differs per run, so it is dropped from the key.
-sed 's/ port [0-9]*//' "$tmp/rows" | sort -t, -k1,1 -k5,5 -k7,7n | awk -F, '
+# the client's port differs per run, so it is dropped from the key. CSV
+# columns (gnic-perf --csv): 1 test, 7 bytes, 9 MiB/s, 10 Mpps, 12 median
+# latency (empty for bandwidth tests), 20 connection (the last).
+sed 's/ port [0-9]*//' "$tmp/rows" | sort -t, -k1,1 -k20,20 -k7,7n | awk -F, '
 function med(a, b, c) {
 	if ((a - b) * (c - a) >= 0) return a
 	if ((b - a) * (c - b) >= 0) return b
 	return c
 }
 {
-	key = $1 "," $5 "," $7
+	key = $1 "," $20 "," $7
 	n[key]++
-	for (i = 9; i <= NF; i++) v[key, n[key], i] = $i
+	for (i = 9; i <= 14; i++) v[key, n[key], i] = $i
 	nf[key] = NF
 	if (!(key in seen)) { seen[key] = 1; order[++keys] = key }
 }
@@ -47,7 +49,7 @@ END {
 		key = order[k]
 		split(key, f, ",")
 		if (n[key] != 3) { print "expected 3 runs of " key > "/dev/stderr"; exit 1 }
-		t = nf[key] >= 12 ? sprintf("%.2f", med(v[key,1,12], v[key,2,12], v[key,3,12])) : "-"
+		t = v[key,1,12] != "" ? sprintf("%.2f", med(v[key,1,12], v[key,2,12], v[key,3,12])) : "-"
 		printf "%-12s %-38s %8s %12.1f %10.3f %10s\n", f[1], f[2], f[3],
 		       med(v[key,1,9], v[key,2,9], v[key,3,9]),
 		       med(v[key,1,10], v[key,2,10], v[key,3,10]), t

@@ -27,5 +27,7 @@ void perf_host_run(struct perf_session *s, const struct perf_test *t, size_t siz
 	case PERF_MEMCPY:
 		perf_memcpy_run(s->args, size, r);
 		break;
+	case PERF_POST_RATE: /* refused by perf_args_check() */
+		perf_fatal("post_rate has no host mode");
 	}
 }

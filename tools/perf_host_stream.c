@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "perf.h"
+#include "perf_pattern.h"
 
 enum { STEP_READY = 1, STEP_DONE };
 
@@ -23,7 +24,7 @@ struct stream {
 
 uint64_t perf_atomic_add(long i)
 {
-	return (uint64_t)(i % 1000) + 1;
+	return perf_pat_add(i);
 }
 
 /* Iteration i of QP q as a work request. */
@@ -101,37 +102,6 @@ void perf_stream_post(struct perf_ep *ep, const struct perf_layout *l, enum ibv_
 	perf_sq_drain(ep);
 }
 
-/* Before the run: every destination slot holds the complement of what it
- * must hold afterwards, so a write that never lands is caught. */
-static void poison_slots(struct perf_ep *ep, const struct perf_layout *l, enum perf_side src,
-                         long total)
-{
-	for (uint32_t q = 0; q < l->nqps; q++)
-		for (uint32_t s = 0; s < l->nslots; s++)
-			perf_pattern_poison(
-			    ep->buf + perf_dst(l, q, s), l->size, src,
-			    perf_stream_region(l, perf_stream_last_iter(l, q, s, total)));
-}
-
-static bool check_slots(struct perf_ep *ep, const struct perf_layout *l, enum perf_side src,
-                        long total)
-{
-	char what[64];
-
-	for (uint32_t q = 0; q < l->nqps; q++) {
-		for (uint32_t s = 0; s < l->nslots; s++) {
-			long last = perf_stream_last_iter(l, q, s, total);
-
-			snprintf(what, sizeof(what), "QP %u slot %u (side %c)", q, s,
-			         ep->side == PERF_A ? 'A' : 'B');
-			if (!perf_pattern_check(ep->buf + perf_dst(l, q, s), l->size, src,
-			                        perf_stream_region(l, last), what, last))
-				return false;
-		}
-	}
-	return true;
-}
-
 static void timed_run(struct perf_session *s, enum ibv_wr_opcode op, const struct perf_layout *l,
                       struct perf_result *r)
 {
@@ -157,13 +127,13 @@ void perf_host_stream(struct perf_session *s, const struct perf_test *t, size_t 
 	if (s->ep[src])
 		perf_fill_sources(s->ep[src]->buf, &l, src);
 	if (s->ep[dst] && validate)
-		poison_slots(s->ep[dst], &l, src, total);
+		perf_stream_poison(s->ep[dst]->buf, &l, src, total);
 	perf_session_barrier(s, STEP_READY);
 	if (perf_a(s))
 		timed_run(s, put ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ, &l, r);
 	perf_session_barrier(s, STEP_DONE);
 	if (s->ep[dst] && validate)
-		ok = check_slots(s->ep[dst], &l, src, total);
+		ok = perf_stream_check(s->ep[dst]->buf, &l, src, total, "QP", dst);
 	if (!put && !ok)
 		perf_fatal("%s: data read back does not match", t->name);
 	if (!perf_session_verdict(s, put ? ok : true))

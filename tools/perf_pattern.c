@@ -15,46 +15,32 @@
 #include <string.h>
 
 #include "perf.h"
+#include "perf_pattern.h"
 
 #define DST_BUDGET   (16ul << 20) /* destination bytes per side for streams */
 #define MAX_SLOTS    64
 #define MAX_SRC      17
 #define ATOMIC_SLOTS 256
 
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 static uint64_t pattern_key(enum perf_side side, uint32_t region, size_t len)
 {
-	return mix64(((uint64_t)side << 60) ^ ((uint64_t)region << 40) ^ len ^
-	             0x9e3779b97f4a7c15ull);
+	return perf_pat_key((uint32_t)side, region, len);
 }
 
 uint8_t perf_pattern_marker(enum perf_side side, uint32_t region)
 {
-	/* Never 0 and distinct for regions 0..127 of one side. */
-	return (uint8_t)(1 + (region + (uint32_t)side * 128) % 255);
+	return perf_pat_marker((uint32_t)side, region);
 }
 
 /* Word w of a pattern, in memory order (little-endian on every host). */
 static uint64_t pattern_word(uint64_t key, size_t w)
 {
-	return htole64(mix64(key + w));
+	return htole64(perf_pat_word(key, w));
 }
 
 static uint8_t pattern_byte(uint64_t key, size_t len, size_t off, uint8_t marker)
 {
-	uint64_t word = pattern_word(key, off / 8);
-
-	if (off == len - 1)
-		return marker;
-	return ((const uint8_t *)&word)[off % 8];
+	return perf_pat_byte(key, len, off, marker);
 }
 
 static void fill(uint8_t *p, size_t len, enum perf_side side, uint32_t region, uint64_t flip)
@@ -152,6 +138,36 @@ void perf_fill_sources(uint8_t *buf, const struct perf_layout *l, enum perf_side
 {
 	for (uint32_t r = 0; r < l->nsrc; r++)
 		perf_pattern_fill(buf + perf_src(l, r), l->size, side, r);
+}
+
+/* Before a stream: every destination slot holds the complement of what it
+ * must hold afterwards, so a write that never lands is caught. */
+void perf_stream_poison(uint8_t *buf, const struct perf_layout *l, enum perf_side src, long total)
+{
+	for (uint32_t q = 0; q < l->nqps; q++)
+		for (uint32_t s = 0; s < l->nslots; s++)
+			perf_pattern_poison(
+			    buf + perf_dst(l, q, s), l->size, src,
+			    perf_stream_region(l, perf_stream_last_iter(l, q, s, total)));
+}
+
+bool perf_stream_check(const uint8_t *buf, const struct perf_layout *l, enum perf_side src,
+                       long total, const char *unit, enum perf_side holder)
+{
+	char what[64];
+
+	for (uint32_t q = 0; q < l->nqps; q++) {
+		for (uint32_t s = 0; s < l->nslots; s++) {
+			long last = perf_stream_last_iter(l, q, s, total);
+
+			snprintf(what, sizeof(what), "%s %u slot %u (side %c)", unit, q, s,
+			         holder == PERF_A ? 'A' : 'B');
+			if (!perf_pattern_check(buf + perf_dst(l, q, s), l->size, src,
+			                        perf_stream_region(l, last), what, last))
+				return false;
+		}
+	}
+	return true;
 }
 
 static size_t round_up(size_t v, size_t a)

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Output: a perftest-like table on the terminal, or CSV / JSON rows with the
- * same columns. Rows go out as each size finishes, so a long sweep shows
- * results as it goes; progress goes to stderr only when it is a terminal.
+ * same columns. Rows go out as each one finishes, so a long sweep shows
+ * results as it goes; on a terminal, stderr also shows which row runs.
+ * Rows are kept for --plot, which writes them as the same CSV.
+ *
+ * In the libgnic modes a row is one (scope, QPs, CTAs, size) of the sweep
+ * and names them; host mode keeps its original columns in the table.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,16 +19,28 @@
 	"----------------------------------------------------------------------------------"       \
 	"--------------------------"
 
-static struct {
-	const struct perf_env *env;
-	char connection[320];
-	int rows;
-} rep;
-
 struct perf_stats {
 	double bw_mib, mpps;
 	double min_us, median_us, p99_us, max_us;
 };
+
+struct rep_row {
+	char series[96];
+	int scope, ctas, threads, qps;
+	size_t size;
+	long iters;
+	struct perf_stats st;
+};
+
+static struct {
+	const struct perf_args *a;
+	const struct perf_env *env;
+	char connection[320];
+	char title[512];
+	struct rep_row *rows;
+	int nrows, cap;
+	bool progress_shown;
+} rep;
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -58,10 +74,22 @@ static void compute(const struct perf_result *r, struct perf_stats *st)
 	free(v);
 }
 
+static bool gnic(const struct perf_args *a)
+{
+	return a->mode->gnic;
+}
+
+static bool post_only(const struct perf_args *a)
+{
+	return a->test->kind == PERF_KIND_POST;
+}
+
 static void describe_connection(const struct perf_args *a)
 {
 	if (a->test->kind == PERF_KIND_LOCAL)
 		snprintf(rep.connection, sizeof(rep.connection), "local (no NIC)");
+	else if (post_only(a))
+		snprintf(rep.connection, sizeof(rep.connection), "none (QPs left unconnected)");
 	else if (a->server)
 		snprintf(rep.connection, sizeof(rep.connection), "server on TCP port %d (side B)",
 		         a->port);
@@ -72,15 +100,37 @@ static void describe_connection(const struct perf_args *a)
 		snprintf(rep.connection, sizeof(rep.connection), "in-process (sides A and B)");
 }
 
+static void print_list(const char *label, const int *v, int n)
+{
+	printf("%s", label);
+	for (int i = 0; i < n; i++)
+		printf("%s%d", i ? "," : "", v[i]);
+}
+
+static void table_sweep(const struct perf_args *a)
+{
+	printf(" Scope        : ");
+	for (int i = 0; i < a->nscopes; i++)
+		printf("%s%s", i ? "," : "", perf_scope_name(a->scopes[i]));
+	print_list("   CTAs: ", a->ctas_list, a->nctas);
+	printf("   threads/CTA: %d", a->threads);
+	print_list("   QPs: ", a->qps_list, a->nqps);
+	printf("\n");
+}
+
 static void table_details(const struct perf_args *a, const struct perf_session *s)
 {
 	const struct perf_ep *ep = s->ep[PERF_A] ? s->ep[PERF_A] : s->ep[PERF_B];
 
-	if (a->test->kind == PERF_KIND_BW || a->test->kind == PERF_KIND_ATOMIC)
+	if (gnic(a)) {
+		table_sweep(a);
+		printf(" QPs          : %s\n", rep.env->qps);
+	} else if (a->test->kind == PERF_KIND_BW || a->test->kind == PERF_KIND_ATOMIC) {
 		printf(" QPs          : %-8d TX depth : %-6d Signaled : every %u\n", a->qps,
 		       ep ? (int)ep->sq_depth : a->tx_depth, ep ? ep->sq_signal : 0);
-	else if (a->test->kind == PERF_KIND_LAT)
+	} else if (a->test->kind == PERF_KIND_LAT) {
 		printf(" QPs          : 1\n");
+	}
 	if (ep && a->test->kind != PERF_KIND_ATOMIC)
 		printf(" Inline       : messages <= %u B\n", ep->max_inline);
 	if (a->test->kind == PERF_KIND_ATOMIC)
@@ -91,23 +141,24 @@ static void table_details(const struct perf_args *a, const struct perf_session *
 		printf(" Latency      : one READ at a time, full operation\n");
 }
 
-static void table_begin(const struct perf_args *a, const struct perf_env *env,
-                        const struct perf_session *s)
+static void table_gnic_env(const struct perf_env *env)
 {
-	printf("%s\n", RULE);
-	printf(" gnic-perf %s: %s\n", a->test->name, a->test->help);
-	printf(" Mode         : %s\n", a->mode->name);
-	if (a->test->kind != PERF_KIND_LOCAL) {
-		printf(" Device       : %s (provider %s)\n", env->device, env->provider);
-		printf(" libibverbs   : %s\n", env->libibverbs);
-	}
-	printf(" Connection   : %s\n", rep.connection);
-	table_details(a, s);
-	printf(" Iterations   : %ld per size (+%ld warmup)\n", a->iters, a->warmup);
-	printf(" Validation   : %s\n", a->validate ? "on" : "off");
-	printf("%s\n", RULE);
-	if (a->server) {
-		printf(" #bytes      #iterations   data\n");
+	const char *spin = getenv("GNIC_EMU_SPIN_US");
+
+	printf(" Device code  : %s\n", env->devices);
+	printf(" Memory       : %s\n", env->memory);
+	if (!strcmp(env->provider, "gnic-emu"))
+		printf(" gnic-emu     : GNIC_EMU_SPIN_US=%s (device-thread doorbells do not wake a "
+		       "sleeping engine)\n",
+		       spin ? spin : "auto");
+}
+
+static void table_columns(const struct perf_args *a)
+{
+	if (gnic(a))
+		printf(" %-12s %-6s %5s %7s %3s ", "mode", "scope", "ctas", "threads", "qps");
+	if (post_only(a)) {
+		printf(" %-11s %-13s %s\n", "#bytes", "#WQEs", "WQE rate[M/s]");
 		return;
 	}
 	if (!perf_test_has_lat(a->test)) {
@@ -120,12 +171,44 @@ static void table_begin(const struct perf_args *a, const struct perf_env *env,
 	       "t_max[usec]");
 }
 
-static void csv_begin(const struct perf_args *a)
+static void table_begin(const struct perf_args *a, const struct perf_env *env,
+                        const struct perf_session *s)
 {
-	printf("test,mode,device,provider,connection,qps,bytes,iterations,bw_mib_s,msg_rate_mpps");
-	if (perf_test_has_lat(a->test))
-		printf(",t_min_us,t_median_us,t_p99_us,t_max_us");
-	printf("\n");
+	printf("%s\n", RULE);
+	printf(" gnic-perf %s: %s\n", a->test->name, a->test->help);
+	printf(" Mode         : %s: %s\n", a->mode->name, a->mode->help);
+	if (a->test->kind != PERF_KIND_LOCAL) {
+		printf(" Device       : %s (provider %s)\n", env->device, env->provider);
+		printf(" %-13s: %s\n", gnic(a) ? "Provider lib" : "libibverbs", env->libibverbs);
+	}
+	if (gnic(a))
+		table_gnic_env(env);
+	printf(" Connection   : %s\n", rep.connection);
+	table_details(a, s);
+	printf(" Iterations   : %ld per %s (+%ld warmup)%s\n", a->iters, gnic(a) ? "row" : "size",
+	       a->warmup,
+	       gnic(a) && a->test->kind != PERF_KIND_LAT
+	           ? ", rounded up to a multiple of the row's device threads"
+	           : "");
+	printf(" Validation   : %s\n", a->validate ? "on" : "off");
+	printf("%s\n", RULE);
+	if (a->server) {
+		if (gnic(a))
+			printf(" %-12s %-6s %5s %7s %3s ", "mode", "scope", "ctas", "threads",
+			       "qps");
+		printf(" #bytes      #iterations   data\n");
+		return;
+	}
+	table_columns(a);
+}
+
+static const char *csv_columns =
+    "test,mode,scope,ctas,threads,qps,bytes,iterations,bw_mib_s,msg_rate_mpps,t_min_us,"
+    "t_median_us,t_p99_us,t_max_us,series,device,device_code,memory,provider,connection";
+
+void perf_report_csv_header(FILE *f)
+{
+	fprintf(f, "%s\n", csv_columns);
 }
 
 /* Strings we print into JSON come from us or the verbs library; escape the
@@ -152,24 +235,36 @@ static void json_begin(const struct perf_args *a, const struct perf_env *env)
 	json_str("libibverbs", env->libibverbs);
 	printf(", ");
 	json_str("connection", rep.connection);
-	printf(", \"qps\": %d, \"tx_depth\": %d, \"iterations\": %ld, \"warmup\": %ld, "
-	       "\"validate\": %s, \"results\": [",
-	       a->qps, a->tx_depth, a->iters, a->warmup, a->validate ? "true" : "false");
+	printf(", ");
+	json_str("device_code", gnic(a) ? env->devices : "host CPU thread (verbs)");
+	printf(", ");
+	json_str("memory", gnic(a) ? env->memory : "host memory");
+	if (gnic(a)) {
+		printf(", ");
+		json_str("qp_settings", env->qps);
+	} else {
+		printf(", \"tx_depth\": %d", a->tx_depth);
+	}
+	printf(", \"iterations\": %ld, \"warmup\": %ld, \"validate\": %s, \"results\": [", a->iters,
+	       a->warmup, a->validate ? "true" : "false");
 }
 
 void perf_report_begin(const struct perf_args *a, const struct perf_env *env,
                        const struct perf_session *s)
 {
+	rep.a = a;
 	rep.env = env;
-	rep.rows = 0;
+	rep.nrows = 0;
 	describe_connection(a);
+	snprintf(rep.title, sizeof(rep.title), "gnic-perf %s (%s, %s)", a->test->name,
+	         gnic(a) ? env->devices : "host mode", rep.connection);
 	switch (a->format) {
 	case PERF_FMT_TABLE:
 		table_begin(a, env, s);
 		break;
 	case PERF_FMT_CSV:
 		if (!a->server)
-			csv_begin(a);
+			perf_report_csv_header(stdout);
 		break;
 	case PERF_FMT_JSON:
 		if (!a->server)
@@ -179,34 +274,100 @@ void perf_report_begin(const struct perf_args *a, const struct perf_env *env,
 	fflush(stdout);
 }
 
-static void table_row(const struct perf_args *a, const struct perf_result *r,
-                      const struct perf_stats *st)
+const char *perf_report_title(void)
 {
-	if (!perf_test_has_lat(a->test)) {
-		printf(" %-11zu %-13ld %-19.2f %.4f\n", r->size, r->iters, st->bw_mib, st->mpps);
+	return rep.title;
+}
+
+static void table_row(const struct perf_args *a, const struct rep_row *w)
+{
+	const struct perf_stats *st = &w->st;
+
+	if (gnic(a))
+		printf(" %-12s %-6s %5d %7d %3d ", a->mode->name, perf_scope_name(w->scope),
+		       w->ctas, w->threads, w->qps);
+	if (post_only(a)) {
+		printf(" %-11zu %-13ld %.4f\n", w->size, w->iters, st->mpps);
 		return;
 	}
-	printf(" %-11zu %-13ld %-19.2f %-14.4f %-12.2f %-15.2f %-12.2f %.2f\n", r->size, r->iters,
+	if (!perf_test_has_lat(a->test)) {
+		printf(" %-11zu %-13ld %-19.2f %.4f\n", w->size, w->iters, st->bw_mib, st->mpps);
+		return;
+	}
+	printf(" %-11zu %-13ld %-19.2f %-14.4f %-12.2f %-15.2f %-12.2f %.2f\n", w->size, w->iters,
 	       st->bw_mib, st->mpps, st->min_us, st->median_us, st->p99_us, st->max_us);
 }
 
-static void csv_row(const struct perf_args *a, const struct perf_result *r,
-                    const struct perf_stats *st)
+static void csv_row(FILE *f, const struct perf_args *a, const struct rep_row *w)
 {
-	printf("%s,%s,%s,%s,\"%s\",%d,%zu,%ld,%.3f,%.6f", a->test->name, a->mode->name,
-	       rep.env->device, rep.env->provider, rep.connection, a->qps, r->size, r->iters,
-	       st->bw_mib, st->mpps);
+	const struct perf_stats *st = &w->st;
+
+	fprintf(f, "%s,%s,", a->test->name, a->mode->name);
+	if (gnic(a))
+		fprintf(f, "%s,%d,%d,%d,", perf_scope_name(w->scope), w->ctas, w->threads, w->qps);
+	else
+		fprintf(f, "-,-,-,%d,", w->qps);
+	fprintf(f, "%zu,%ld,", w->size, w->iters);
+	if (post_only(a))
+		fprintf(f, ",%.6f", st->mpps); /* no data moves: no bandwidth */
+	else
+		fprintf(f, "%.3f,%.6f", st->bw_mib, st->mpps);
 	if (perf_test_has_lat(a->test))
-		printf(",%.3f,%.3f,%.3f,%.3f", st->min_us, st->median_us, st->p99_us, st->max_us);
-	printf("\n");
+		fprintf(f, ",%.3f,%.3f,%.3f,%.3f", st->min_us, st->median_us, st->p99_us,
+		        st->max_us);
+	else
+		fprintf(f, ",,,,");
+	fprintf(f, ",%s,%s,\"%s\",\"%s\",%s,\"%s\"\n", w->series, rep.env->device,
+	        gnic(a) ? rep.env->devices : "host CPU thread (verbs)",
+	        gnic(a) ? rep.env->memory : "host memory", rep.env->provider, rep.connection);
 }
 
-static void json_row(const struct perf_args *a, const struct perf_result *r,
-                     const struct perf_stats *st)
+/* Distinct series, in the order their first rows came. */
+int perf_report_nseries(void)
 {
-	printf("%s{\"bytes\": %zu, \"iterations\": %ld, \"bw_mib_s\": %.3f, "
-	       "\"msg_rate_mpps\": %.6f",
-	       rep.rows ? ", " : "", r->size, r->iters, st->bw_mib, st->mpps);
+	int n = 0;
+
+	for (int i = 0; i < rep.nrows; i++) {
+		int k = 0;
+
+		while (k < i && strcmp(rep.rows[k].series, rep.rows[i].series))
+			k++;
+		n += k == i;
+	}
+	return n;
+}
+
+const char *perf_report_series(int index)
+{
+	for (int i = 0, n = 0; i < rep.nrows; i++) {
+		int k = 0;
+
+		while (k < i && strcmp(rep.rows[k].series, rep.rows[i].series))
+			k++;
+		if (k == i && n++ == index)
+			return rep.rows[i].series;
+	}
+	return "";
+}
+
+void perf_report_csv_rows(FILE *f)
+{
+	for (int i = 0; i < rep.nrows; i++)
+		csv_row(f, rep.a, &rep.rows[i]);
+}
+
+static void json_row(const struct perf_args *a, const struct rep_row *w)
+{
+	const struct perf_stats *st = &w->st;
+
+	printf("%s{", rep.nrows > 1 ? ", " : "");
+	if (gnic(a))
+		printf("\"scope\": \"%s\", \"ctas\": %d, \"threads\": %d, ",
+		       perf_scope_name(w->scope), w->ctas, w->threads);
+	printf("\"qps\": %d, \"bytes\": %zu, \"iterations\": %ld, ", w->qps, w->size, w->iters);
+	if (!post_only(a))
+		printf("\"bw_mib_s\": %.3f, ", st->bw_mib);
+	printf("\"msg_rate_mpps\": %.6f", st->mpps);
 	if (perf_test_has_lat(a->test))
 		printf(", \"t_min_us\": %.3f, \"t_median_us\": %.3f, \"t_p99_us\": %.3f, "
 		       "\"t_max_us\": %.3f",
@@ -214,53 +375,92 @@ static void json_row(const struct perf_args *a, const struct perf_result *r,
 	printf("}");
 }
 
-static void clear_progress(const struct perf_args *a)
+static void clear_progress(void)
 {
-	if (a->nsizes > 4 && isatty(STDERR_FILENO))
+	if (rep.progress_shown)
 		fprintf(stderr, "\r\033[K");
+	rep.progress_shown = false;
+}
+
+/* The row's settings, kept with its figures. */
+static struct rep_row *add_row(const struct perf_args *a, const struct perf_result *r)
+{
+	struct rep_row *w;
+
+	if (rep.nrows == rep.cap) {
+		rep.cap = rep.cap ? rep.cap * 2 : 64;
+		rep.rows = realloc(rep.rows, (size_t)rep.cap * sizeof(*rep.rows));
+		if (!rep.rows)
+			perf_fatal("out of memory");
+	}
+	w = &rep.rows[rep.nrows++];
+	memset(w, 0, sizeof(*w));
+	w->scope = a->scope;
+	w->ctas = a->ctas;
+	w->threads = a->threads;
+	w->qps = a->qps;
+	w->size = r->size;
+	w->iters = r->iters;
+	if (gnic(a))
+		snprintf(w->series, sizeof(w->series), "%s %s %dx%d q%d", a->mode->name,
+		         perf_scope_name(a->scope), a->ctas, a->threads, a->qps);
+	else
+		snprintf(w->series, sizeof(w->series), "%s q%d", a->mode->name, a->qps);
+	compute(r, &w->st);
+	return w;
 }
 
 void perf_report_row(const struct perf_args *a, const struct perf_result *r)
 {
-	struct perf_stats st;
+	struct rep_row *w = add_row(a, r);
 
-	compute(r, &st);
-	clear_progress(a);
+	clear_progress();
 	switch (a->format) {
 	case PERF_FMT_TABLE:
-		table_row(a, r, &st);
+		table_row(a, w);
 		break;
 	case PERF_FMT_CSV:
-		csv_row(a, r, &st);
+		csv_row(stdout, a, w);
 		break;
 	case PERF_FMT_JSON:
-		json_row(a, r, &st);
+		json_row(a, w);
 		break;
 	}
-	rep.rows++;
 	fflush(stdout);
 }
 
 void perf_report_server(const struct perf_args *a, size_t size, bool ok)
 {
-	clear_progress(a);
-	if (a->format == PERF_FMT_TABLE)
-		printf(" %-11zu %-13ld %s\n", size, a->iters,
-		       !ok           ? "MISMATCH"
-		       : a->validate ? "validated"
-		                     : "not validated");
+	clear_progress();
+	if (a->format != PERF_FMT_TABLE)
+		return;
+	if (gnic(a))
+		printf(" %-12s %-6s %5d %7d %3d ", a->mode->name, perf_scope_name(a->scope),
+		       a->ctas, a->threads, a->qps);
+	printf(" %-11zu %-13ld %s\n", size, a->iters,
+	       !ok           ? "MISMATCH"
+	       : a->validate ? "validated"
+	                     : "not validated");
 	fflush(stdout);
 }
 
-void perf_report_progress(const struct perf_args *a, int index, size_t size)
+void perf_report_progress(const struct perf_args *a, int index, int total, size_t size)
 {
-	if (a->nsizes > 4 && isatty(STDERR_FILENO))
-		fprintf(stderr, "\r[%d/%d] %s %zu bytes ...", index + 1, a->nsizes, a->test->name,
+	if (total <= 4 || !isatty(STDERR_FILENO))
+		return;
+	if (gnic(a))
+		fprintf(stderr, "\r\033[K[%d/%d] %s %s %s ctas %d qps %d, %zu bytes ...", index + 1,
+		        total, a->test->name, a->mode->name, perf_scope_name(a->scope), a->ctas,
+		        a->qps, size);
+	else
+		fprintf(stderr, "\r\033[K[%d/%d] %s %zu bytes ...", index + 1, total, a->test->name,
 		        size);
+	rep.progress_shown = true;
 }
 
 void perf_report_end(const struct perf_args *a)
 {
+	clear_progress();
 	if (a->format == PERF_FMT_TABLE)
 		printf("%s\n", RULE);
 	else if (a->format == PERF_FMT_JSON && !a->server)

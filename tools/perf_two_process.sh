@@ -2,16 +2,18 @@
 # perf-smoke: one gnic-perf run across two processes. The server (side B)
 # starts in the background, the client (side A) connects over TCP; both
 # must exit 0 (the server validates the data written into its memory).
-# Usage: perf_two_process.sh PATH/TO/gnic-perf [TEST]
+# Usage: perf_two_process.sh PATH/TO/gnic-perf [TEST [CLIENT OPTIONS...]]
+# (the client's options, --mode among them, are used by both sides)
 set -u
-perf=${1:?usage: perf_two_process.sh GNIC_PERF [TEST]}
+perf=${1:?usage: perf_two_process.sh GNIC_PERF [TEST [OPTIONS...]]}
 test=${2:-put_bw}
+if [ $# -ge 2 ]; then shift 2; else shift $#; fi
 # A port of our own per run, so parallel CTest runs do not collide.
 port=$((20000 + $$ % 20000))
 
 "$perf" "$test" --server --port "$port" --timeout 30 &
 server=$!
-"$perf" "$test" --connect "127.0.0.1:$port" --quick --iters 300 --timeout 30
+"$perf" "$test" --connect "127.0.0.1:$port" --quick --iters 300 --timeout 30 "$@"
 client_rc=$?
 wait "$server"
 server_rc=$?

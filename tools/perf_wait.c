@@ -64,9 +64,14 @@ int perf_timeout_ms(void)
 
 void perf_wait_start(struct perf_wait *w, const char *what)
 {
+	perf_wait_start_slack(w, what, 0);
+}
+
+void perf_wait_start_slack(struct perf_wait *w, const char *what, int slack_s)
+{
 	uint64_t now = perf_now_ns();
 
-	w->deadline_ns = now + (uint64_t)wait_timeout_s * 1000000000ull;
+	w->deadline_ns = now + (uint64_t)(wait_timeout_s + slack_s) * 1000000000ull;
 	w->next_check_ns = now + PEER_CHECK_NS;
 	w->spins = 0;
 	w->progressed = false;
