@@ -4,7 +4,10 @@
 # scope, CTAs x threads and QPs). The inputs are gnic-perf CSV files: the
 # output of --csv, or the FILE.csv that --plot FILE.png writes.
 #
-#   tools/perf_plot.sh -o OUT.png [-t TITLE] FILE.csv [FILE.csv ...]
+#   tools/perf_plot.sh -o OUT.png [-t TITLE] [-x size|ctas|qps] FILE.csv [FILE.csv ...]
+#
+# -x ctas / -x qps: against the CTA or QP count of a --ctas / --qps sweep
+# instead, one line per mode, scope and the other count.
 #
 #   gnic-perf put_bw --mode host --csv > host.csv
 #   gnic-perf put_bw --mode gpu --csv > gpu.csv
@@ -17,19 +20,28 @@ set -eu
 header='test,mode,scope,ctas,threads,qps,bytes,iterations,bw_mib_s,msg_rate_mpps,t_min_us,t_median_us,t_p99_us,t_max_us,series,device,device_code,memory,provider,connection'
 
 usage() {
-	echo "usage: perf_plot.sh -o OUT.png [-t TITLE] FILE.csv [FILE.csv ...]" >&2
+	echo "usage: perf_plot.sh -o OUT.png [-t TITLE] [-x size|ctas|qps] FILE.csv [FILE.csv ...]" >&2
 	exit 2
 }
 
 out=""
 title="gnic-perf"
-while getopts o:t: opt; do
+x=size
+while getopts o:t:x: opt; do
 	case $opt in
 	o) out=$OPTARG ;;
 	t) title=$OPTARG ;;
+	x) x=$OPTARG ;;
 	*) usage ;;
 	esac
 done
+# the x column, and how rows group into lines (awk and gnuplot spellings)
+case $x in
+size) xcol=7 xlabel='message size (bytes)' akey='$15' gkey='strcol(15)' ;;
+ctas) xcol=4 xlabel='CTAs' akey='$2 " " $3 " q" $6' gkey="strcol(2).' '.strcol(3).' q'.strcol(6)" ;;
+qps) xcol=6 xlabel='QPs' akey='$2 " " $3 " " $4 "x" $5' gkey="strcol(2).' '.strcol(3).' '.strcol(4).'x'.strcol(5)" ;;
+*) usage ;;
+esac
 shift $((OPTIND - 1))
 if [ -z "$out" ] || [ $# -lt 1 ]; then
 	usage
@@ -66,11 +78,11 @@ panel() {
 	shift
 	sep="plot "
 	for f in "$@"; do
-		awk -F, 'NR > 1 && !seen[$15]++ { print $15 }' "$f" | while IFS= read -r s; do
+		awk -F, "NR > 1 { k = $akey; if (!seen[k]++) print k }" "$f" | while IFS= read -r s; do
 			label=$s
 			[ "$nfiles" -gt 1 ] && label="$(basename "$f" .csv): $s"
-			printf "%s'%s' every ::1 using 7:(strcol(15) eq '%s' ? column(%s) : NaN) with linespoints title '%s'" \
-				"$sep" "$f" "$s" "$col" "$label"
+			printf "%s'%s' every ::1 using %s:(%s eq '%s' ? column(%s) : NaN) with linespoints title '%s'" \
+				"$sep" "$f" "$xcol" "$gkey" "$s" "$col" "$label"
 			sep=", "
 		done
 		sep=", "
@@ -96,7 +108,7 @@ nfiles=$#
 	echo "set logscale y"
 	echo "set grid"
 	echo "set key outside right"
-	echo "set xlabel 'message size (bytes)'"
+	echo "set xlabel '$xlabel'"
 	if [ $only_post -eq 0 ]; then
 		echo "set ylabel 'bandwidth (MiB/s)'"
 		panel 9 "$@"
