@@ -31,16 +31,6 @@ static uint32_t roundup_pow2(uint32_t v)
 	return p;
 }
 
-static void *alloc_pages(size_t size)
-{
-	void *p;
-
-	if (posix_memalign(&p, EMU_PAGE, size))
-		return NULL;
-	memset(p, 0, size);
-	return p;
-}
-
 /* cqn 0 is left unused so that a zeroed field never names a live CQ. */
 static int cqn_alloc(struct emu_cq *cq)
 {
@@ -80,8 +70,8 @@ static int cq_init_ring(struct emu_cq *cq, int cqe)
 	cq->cqe_cnt = roundup_pow2((uint32_t)cqe + 1);
 	if (cq->cqe_cnt < 2)
 		cq->cqe_cnt = 2;
-	cq->buf = alloc_pages((size_t)cq->cqe_cnt * sizeof(*cq->buf));
-	cq->dbrec = alloc_pages(EMU_PAGE);
+	cq->buf = emu_alloc_pages((size_t)cq->cqe_cnt * sizeof(*cq->buf));
+	cq->dbrec = emu_alloc_pages(EMU_PAGE);
 	if (!cq->buf || !cq->dbrec)
 		return ENOMEM;
 	for (uint32_t i = 0; i < cq->cqe_cnt; i++)

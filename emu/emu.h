@@ -65,7 +65,7 @@ struct emu_config {
 };
 extern struct emu_config emu_cfg;
 void emu_config_load(void);
-void emu_config_print(void *file); /* FILE *, for gnic-emu-info */
+void emu_config_print(void *file);           /* FILE *, for gnic-emu-info */
 int emu_config_home(char *buf, size_t size); /* $HOME or the passwd entry; 0 or -ENOENT */
 
 /* ---- logging (log.c) ---------------------------------------------------- */
@@ -262,6 +262,7 @@ void emu_nic_unlock(void);
 struct emu_qp *emu_qp_lookup(uint32_t qpn); /* NULL if none */
 struct emu_mr *emu_mr_lookup(uint32_t key); /* NULL if none */
 uint64_t emu_now_ns(void);
+void *emu_alloc_pages(size_t size); /* zeroed, whole pages of its own; NULL on failure */
 
 /* engine.c */
 int emu_engine_start(void); /* with the first open context */

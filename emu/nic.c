@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -33,6 +34,21 @@ struct emu_nic emu_nic = {
 
 static pthread_once_t nic_once = PTHREAD_ONCE_INIT;
 static int nic_init_err;
+
+/* Queue memory on pages of its own: a GPU context maps these pages whole
+ * (cuMemHostRegister), and a heap allocation sharing the last page would be
+ * mapped with them and then fail the application's own CUDA copies (seen on
+ * the H200 with gnic-perf's staging buffers). */
+void *emu_alloc_pages(size_t size)
+{
+	size_t len = (size + EMU_PAGE - 1) & ~(size_t)(EMU_PAGE - 1);
+	void *p;
+
+	if (!len || posix_memalign(&p, EMU_PAGE, len))
+		return NULL;
+	memset(p, 0, len);
+	return p;
+}
 
 uint64_t emu_now_ns(void)
 {

@@ -50,16 +50,6 @@ static uint32_t min_u32(uint32_t a, uint32_t b)
 	return a < b ? a : b;
 }
 
-static void *alloc_pages(size_t size)
-{
-	void *p;
-
-	if (posix_memalign(&p, EMU_PAGE, size))
-		return NULL;
-	memset(p, 0, size);
-	return p;
-}
-
 /* ---- create ---------------------------------------------------------------- */
 
 static bool cq_of(struct ibv_cq *cq, struct ibv_context *context)
@@ -136,9 +126,9 @@ static int alloc_queues(struct emu_qp *qp)
 	size_t sq_off = align_up((uint32_t)rq_size, EMU_PAGE);
 
 	qp->buf_size = sq_off + align_up(qp->sq_wqe_cnt * GNIC_MLX5_SEND_WQE_BB, EMU_PAGE);
-	qp->buf = alloc_pages(qp->buf_size);
-	qp->dbrec = alloc_pages(EMU_PAGE);
-	qp->uar = alloc_pages(EMU_PAGE);
+	qp->buf = emu_alloc_pages(qp->buf_size);
+	qp->dbrec = emu_alloc_pages(EMU_PAGE);
+	qp->uar = emu_alloc_pages(EMU_PAGE);
 	qp->sq_wrid = calloc(qp->sq_wqe_cnt, sizeof(*qp->sq_wrid));
 	qp->sq_wqe_end = calloc(qp->sq_wqe_cnt, sizeof(*qp->sq_wqe_end));
 	qp->sq_opcode = calloc(qp->sq_wqe_cnt, sizeof(*qp->sq_opcode));
