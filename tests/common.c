@@ -19,6 +19,21 @@ void t_case(const char *fmt, ...)
 	fflush(stdout);
 }
 
+void t_run_cases(const struct t_named_case *cases, size_t n, int argc, char **argv)
+{
+	int ran = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (argc > 1 && strcmp(argv[1], cases[i].name))
+			continue;
+		t_case("%s", cases[i].name);
+		cases[i].fn();
+		ran++;
+	}
+	if (!ran)
+		T_FAIL("no case named %s", argv[1]);
+}
+
 void t_fail(const char *file, int line, const char *fmt, ...)
 {
 	va_list ap;

@@ -37,6 +37,16 @@ void t_skip(const char *fmt, ...) __attribute__((noreturn)) __attribute__((forma
 
 #define T_FAIL(...) t_fail(__FILE__, __LINE__, __VA_ARGS__)
 
+/* Programs made of named cases: run the one argv[1] names, or all of them.
+ * A name that matches no case fails the test. */
+struct t_named_case {
+	const char *name;
+	void (*fn)(void);
+};
+void t_run_cases(const struct t_named_case *cases, size_t n, int argc, char **argv);
+#define T_RUN_CASES(cases, argc, argv)                                                             \
+	t_run_cases(cases, sizeof(cases) / sizeof(cases[0]), argc, argv)
+
 #define CHECK(cond)                                                                                \
 	do {                                                                                       \
 		if (!(cond))                                                                       \

@@ -44,18 +44,6 @@ GNIC_DEVFN uint32_t gnic_xchg32(uint32_t *p, uint32_t v)
  * do  x_sc(A); gnic_fence_sc(); y_sc(B)  with A and B swapped cannot both
  * miss the other's store. On the GPU the fence does it; on CPU threads the
  * accesses are seq_cst themselves (TSan does not model fences). */
-GNIC_DEVFN void gnic_store_sc64(uint64_t *p, uint64_t v)
-{
-	asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
-GNIC_DEVFN uint64_t gnic_load_sc64(const uint64_t *p)
-{
-	uint64_t v;
-
-	asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-	return v;
-}
 
 GNIC_DEVFN uint64_t gnic_cas_sc64(uint64_t *p, uint64_t cmp, uint64_t v)
 {
@@ -97,6 +85,18 @@ GNIC_DEVFN void gnic_store_rel64(uint64_t *p, uint64_t v)
 GNIC_DEVFN void gnic_store_rel32(uint32_t *p, uint32_t v)
 {
 	asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+/* The handshake's plain accesses (see gnic_fence_sc): release/acquire, the
+ * fence between them does the rest. */
+GNIC_DEVFN void gnic_store_sc64(uint64_t *p, uint64_t v)
+{
+	gnic_store_rel64(p, v);
+}
+
+GNIC_DEVFN uint64_t gnic_load_sc64(const uint64_t *p)
+{
+	return gnic_load_acq64(p);
 }
 
 /* Loads of memory the NIC writes (CQEs, atomic results, signals). */

@@ -455,10 +455,7 @@ static void case_rnr_then_success(void)
 	fx_teardown(&f);
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} cases[] = {
+static const struct t_named_case cases[] = {
     {"bad_lkey", case_bad_lkey},
     {"lkey_range", case_lkey_range},
     {"bad_rkey", case_bad_rkey},
@@ -477,18 +474,8 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-	int ran = 0;
-
 	ctx = t_open(T_DEVICE);
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		if (argc > 1 && strcmp(argv[1], cases[i].name))
-			continue;
-		t_case("%s", cases[i].name);
-		cases[i].fn();
-		ran++;
-	}
-	if (!ran)
-		T_FAIL("no case named %s", argv[1]);
+	T_RUN_CASES(cases, argc, argv);
 	CHECK_OK(ibv_close_device(ctx));
 	printf("PASS\n");
 	return T_EXIT_PASS;

@@ -293,16 +293,11 @@ static void case_unreachable(void)
 
 int main(int argc, char **argv)
 {
-	static const struct {
-		const char *name;
-		void (*fn)(void);
-	} cases[] = {{"blackhole", case_blackhole},
-	             {"reset", case_reset},
-	             {"unreachable", case_unreachable}};
+	static const struct t_named_case cases[] = {{"blackhole", case_blackhole},
+	                                            {"reset", case_reset},
+	                                            {"unreachable", case_unreachable}};
 	struct t_conn_opts o;
 	struct ibv_context *ctx = t_open(T_DEVICE);
-	int ran = 0;
-
 	t_conn_opts_default(&o);
 	o.timeout = 12;
 	o.retry_cnt = 3;
@@ -312,15 +307,7 @@ int main(int argc, char **argv)
 	amr = t_reg(p.pd, abuf, MSG * SLOTS, T_ACCESS_ALL);
 	bmr = t_reg(p.pd, bbuf, MSG * SLOTS, T_ACCESS_ALL);
 	relay_start(&p.ep[1].gid);
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		if (argc > 1 && strcmp(argv[1], cases[i].name))
-			continue;
-		t_case("%s", cases[i].name);
-		cases[i].fn();
-		ran++;
-	}
-	if (!ran)
-		T_FAIL("no case named %s", argv[1]);
+	T_RUN_CASES(cases, argc, argv);
 	relay_stop();
 	CHECK_OK(ibv_dereg_mr(amr));
 	CHECK_OK(ibv_dereg_mr(bmr));

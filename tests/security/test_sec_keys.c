@@ -338,10 +338,7 @@ static void case_qp_no_remote_atomic(void)
 	           "FETCH_ADD on a QP without REMOTE_ATOMIC");
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} cases[] = {
+static const struct t_named_case cases[] = {
     {"key_random", case_key_random},
     {"key_byte_guess", case_key_byte_guess},
     {"pd_lkey", case_pd_lkey},
@@ -354,20 +351,10 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-	int ran = 0;
-
 	ctx = t_open(T_DEVICE);
 	if (argc > 1 && !strcmp(argv[1], "print_keys"))
 		return print_keys();
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		if (argc > 1 && strcmp(argv[1], cases[i].name))
-			continue;
-		t_case("%s", cases[i].name);
-		cases[i].fn();
-		ran++;
-	}
-	if (!ran)
-		T_FAIL("no case named %s", argv[1]);
+	T_RUN_CASES(cases, argc, argv);
 	CHECK_OK(ibv_close_device(ctx));
 	printf("PASS\n");
 	return T_EXIT_PASS;

@@ -596,10 +596,7 @@ static void setup(void)
 	addr_of(&gid, &listener);
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} cases[] = {
+static const struct t_named_case cases[] = {
     {"control", case_control},
     {"no_handshake", case_no_handshake},
     {"v1_hello", case_v1_hello},
@@ -614,21 +611,11 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-	int ran = 0;
-
 	secret = getenv("GNIC_EMU_SECRET");
 	if (!secret || strlen(secret) < 16)
 		t_skip("set GNIC_EMU_SECRET (>= 16 bytes): the test plays both sides with it");
 	setup();
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		if (argc > 1 && strcmp(argv[1], cases[i].name))
-			continue;
-		t_case("%s", cases[i].name);
-		cases[i].fn();
-		ran++;
-	}
-	if (!ran)
-		T_FAIL("no case named %s", argv[1]);
+	T_RUN_CASES(cases, argc, argv);
 	printf("PASS\n");
 	return T_EXIT_PASS;
 }
