@@ -4,7 +4,8 @@
  * QP by QP, a WRITE through every pair checked byte for byte; the device
  * array matches the QPs; connecting twice refused; a bad blob in the middle
  * of a connect leaves the whole group in RESET (it connects afterwards);
- * attributes the device refuses give an error and leave no QP behind.
+ * gnic_boot_connect_all on one rank (loopback) and with a group of the wrong
+ * size; attributes the device refuses give an error and leave no QP behind.
  */
 #include "gt.h"
 
@@ -105,6 +106,40 @@ static void all_or_nothing(struct gnic_ctx *ctx)
 	gnic_qp_group_destroy(d.g);
 }
 
+/* One rank needs no socket: connect_all then loops QP 0 back to itself. */
+static void connect_all_one_rank(struct gnic_ctx *ctx)
+{
+	uint8_t *buf = t_alloc(2 * SLOT, 0);
+	struct gnic_qp_group *g, *two;
+	struct gnic_boot *boot;
+	struct gnic_mr *mr;
+	int rank = -5, n = -5;
+
+	t_case("gnic_boot_connect_all with one rank: a group of 2 refused, 1 loops back");
+	CHECK_GNIC(gnic_boot_init("127.0.0.1:1", 0, 1, 1000, &boot));
+	gnic_boot_info(boot, &rank, &n);
+	CHECK_EQ(rank, 0);
+	CHECK_EQ(n, 1);
+	CHECK_GNIC(gnic_qp_group_create(ctx, NULL, 2, &two));
+	CHECK_GNIC_ERR(gnic_boot_connect_all(boot, two), GNIC_ERR_INVALID);
+	CHECK_GNIC_ERR(gnic_boot_connect_all(NULL, two), GNIC_ERR_INVALID);
+	gnic_qp_group_destroy(two);
+	CHECK_GNIC(gnic_qp_group_create(ctx, NULL, 1, &g));
+	CHECK_GNIC(gnic_boot_connect_all(boot, g));
+	CHECK_GNIC(gnic_mr_reg(ctx, buf, 2 * SLOT, GNIC_ACCESS_ALL, &mr));
+	t_fill(buf, SLOT, 77);
+	gt_write(gnic_qp_group_dev(g)[0], buf, gnic_mr_lkey(mr), (uintptr_t)(buf + SLOT),
+	         gnic_mr_rkey(mr), SLOT);
+	CHECK_MEM(buf + SLOT, buf, SLOT);
+	gnic_boot_info(NULL, &rank, &n);
+	CHECK_EQ(rank, -1);
+	CHECK_EQ(n, 0);
+	gnic_qp_group_destroy(g);
+	gnic_mr_dereg(mr);
+	gnic_boot_fini(boot);
+	free(buf);
+}
+
 static void create_fails_cleanly(struct gnic_ctx *ctx)
 {
 	struct gnic_qp_group *g = NULL;
@@ -125,6 +160,7 @@ int main(void)
 	bad_arguments(ctx);
 	pairs_move_data(ctx);
 	all_or_nothing(ctx);
+	connect_all_one_rank(ctx);
 	create_fails_cleanly(ctx);
 	/* refused (with a "still exist" text) if a failed create leaked a QP */
 	gnic_ctx_destroy(ctx);
