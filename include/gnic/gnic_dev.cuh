@@ -284,28 +284,36 @@ GNIC_DEVFN int gnic_dev_flush(struct gnic_dev_qp *qp)
 
 /* ---- low level: reserve, write, commit ------------------------------------------ */
 
-/* Wait until the SQ has room for every BB below end. */
-GNIC_DEVFN int gnic_dev_sq_wait_space(struct gnic_dev_qp *qp, uint64_t end)
+/* Wait until every WQE below ticket has completed. */
+GNIC_DEVFN int gnic_dev_wait(struct gnic_dev_qp *qp, uint64_t ticket)
 {
 	struct gnic_wait w;
 	int rc;
 
-	if (end - gnic_load_acq64(&qp->sq_retired) <= qp->sq_wqe_cnt)
-		return GNIC_DEV_OK;
 	gnic_wait_init(&w, qp->timeout_ns);
-	for (;;) {
+	while (gnic_load_acq64(&qp->sq_retired) < ticket) {
 		rc = gnic_dev_flush(qp);
 		if (rc == GNIC_DEV_OK)
 			rc = gnic_dev_scq_poll(qp);
 		if (rc < 0)
 			return rc;
-		if (end - gnic_load_acq64(&qp->sq_retired) <= qp->sq_wqe_cnt)
-			return GNIC_DEV_OK;
+		if (gnic_load_acq64(&qp->sq_retired) >= ticket)
+			break;
 		if (gnic_dev_failed(qp))
 			return GNIC_DEV_ERR_QP;
 		if (gnic_wait_expired(&w))
 			return gnic_dev_fail(qp, GNIC_DEV_ERR_TIMEOUT, NULL);
 	}
+	return GNIC_DEV_OK;
+}
+
+/* Wait until the SQ has room for every BB below end: until the BBs before
+ * end - sq_wqe_cnt have completed. */
+GNIC_DEVFN int gnic_dev_sq_wait_space(struct gnic_dev_qp *qp, uint64_t end)
+{
+	if (end - gnic_load_acq64(&qp->sq_retired) <= qp->sq_wqe_cnt)
+		return GNIC_DEV_OK;
+	return gnic_dev_wait(qp, end - qp->sq_wqe_cnt);
 }
 
 /* Take nbb consecutive BBs; *idx = the first. The caller must then write and
@@ -523,29 +531,6 @@ GNIC_DEVFN int gnic_dev_sq_commit(struct gnic_dev_qp *qp, uint64_t idx, uint32_t
 	if (qp->db_batch > 1)
 		gnic_store_rel32(&qp->unrung, 0);
 	return gnic_dev_ring(qp, idx + nbb, bf_wqe, nbb);
-}
-
-/* Wait until every WQE below ticket has completed. */
-GNIC_DEVFN int gnic_dev_wait(struct gnic_dev_qp *qp, uint64_t ticket)
-{
-	struct gnic_wait w;
-	int rc;
-
-	gnic_wait_init(&w, qp->timeout_ns);
-	while (gnic_load_acq64(&qp->sq_retired) < ticket) {
-		rc = gnic_dev_flush(qp);
-		if (rc == GNIC_DEV_OK)
-			rc = gnic_dev_scq_poll(qp);
-		if (rc < 0)
-			return rc;
-		if (gnic_load_acq64(&qp->sq_retired) >= ticket)
-			break;
-		if (gnic_dev_failed(qp))
-			return GNIC_DEV_ERR_QP;
-		if (gnic_wait_expired(&w))
-			return gnic_dev_fail(qp, GNIC_DEV_ERR_TIMEOUT, NULL);
-	}
-	return GNIC_DEV_OK;
 }
 
 /* ---- high level: thread scope ------------------------------------------------------
