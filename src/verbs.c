@@ -135,17 +135,28 @@ static gnic_status_t load_rdma_core(struct gnic_verbs *t)
 }
 
 /* dlopen one candidate path of libgnic_emu.so.0; appends why it failed. */
+/* Adds one reason to the "; "-separated list in why; a list longer than
+ * the buffer ends in "..." (size is at least 4). */
+static void why_add(char *why, size_t size, const char *what, const char *suffix)
+{
+	size_t n = strlen(why);
+
+	if (n + 4 >= size)
+		return;
+	if (snprintf(why + n, size - n, "%s%s%s", n ? "; " : "", what, suffix) >= (int)(size - n))
+		memcpy(why + size - 4, "...", 4);
+}
+
 static void *try_emu(const char *path, char *why, size_t size)
 {
 	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	size_t n = strlen(why);
 
 	if (!h) {
-		snprintf(why + n, size - n, "%s%s", n ? "; " : "", dlerror());
+		why_add(why, size, dlerror(), "");
 		return NULL;
 	}
 	if (!dlsym(h, "gemu_get_device_list")) {
-		snprintf(why + n, size - n, "%s%s is not gnic-emu", n ? "; " : "", path);
+		why_add(why, size, path, " is not gnic-emu");
 		return NULL; /* not ours; never unloaded, like every library we open */
 	}
 	return h;
@@ -168,12 +179,12 @@ static bool own_dir(char *out, size_t size)
 static void *try_beside(const char *dir, const char *rel, char *why, size_t size)
 {
 	char path[PATH_MAX + 32], real[PATH_MAX];
-	size_t n = strlen(why);
 
-	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	if (snprintf(path, sizeof(path), "%s/%s", dir, rel) >= (int)sizeof(path))
+		return NULL;
 	if (realpath(path, real))
 		return try_emu(real, why, size);
-	snprintf(why + n, size - n, "%s%s: not found", n ? "; " : "", path);
+	why_add(why, size, path, ": not found");
 	return NULL;
 }
 
