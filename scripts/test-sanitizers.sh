@@ -11,7 +11,7 @@ run() { # run <build dir> <sanitizers>
 	cmake --build "$1" -j"$(nproc)"
 	# one test at a time: sanitizers slow everything down, and the
 	# time-bounded error tests must not starve on two cores
-	ctest --test-dir "$1" --output-on-failure -j1 --timeout 600
+	scripts/ctest-summary.sh "$1" -j1 --timeout 600
 }
 run build-asan address,undefined
 run build-tsan thread

@@ -4,7 +4,8 @@
  * driven the way a GPU thread drives it: WQEs written into sq.buf with
  * gnic_mlx5.h, the doorbell record and register updated by hand (rdma-core
  * style, GPU style, record only), CQEs read from cq.buf by owner bit. Also
- * NOP, unsignaled runs, WQEs that straddle the end of the SQ, CQ owner-bit
+ * NOP, unsignaled runs, WQEs that straddle the end of the SQ (written by
+ * hand, and by ibv_post_send), CQ owner-bit
  * flips, and garbage WQEs (wrong index, foreign QPN) that must end in an
  * error CQE rather than a crash.
  */
@@ -437,6 +438,75 @@ static void dv_wrap_case(struct dv *d, int nsge, uint32_t back)
 	CHECK_BYTES(d->b + 8 + off, GUARD, 65536 - 8 - off);
 }
 
+/* ibv_post_send's side of the wrap: a 2-BB WRITE posted when one BB is left
+ * before the SQ end must lie in the SQ as hardware reads it (ctrl, raddr and
+ * two data segments in the last BB, the other two in BB 0) and move the
+ * right bytes. The QP is fresh, so the only producer index is ibv_post_send's
+ * (1-SGE WRITEs take one BB each to get there). */
+static void post_send_wrap_case(void)
+{
+	struct ibv_sge sg[4];
+	struct ibv_wc wc;
+	struct dv d;
+	uint32_t cnt, off = 0;
+
+	dv_setup(&d);
+	cnt = d.qp.sq.wqe_cnt;
+	t_case("ibv_post_send: 4-SGE WRITE straddling the end of a %u-BB SQ", cnt);
+	for (uint32_t i = 0; i < cnt - 1; i++) {
+		struct ibv_send_wr wr = {
+		    .wr_id = i,
+		    .sg_list = sg,
+		    .num_sge = 1,
+		    .opcode = IBV_WR_RDMA_WRITE,
+		    .send_flags = IBV_SEND_SIGNALED,
+		    .wr.rdma = {.remote_addr = (uintptr_t)d.b, .rkey = d.bmr->rkey}};
+
+		sg[0] = (struct ibv_sge){.addr = (uintptr_t)d.a, .length = 8, .lkey = d.amr->lkey};
+		t_post_send(d.p.qp[0], &wr);
+		wc = t_poll1(d.p.scq[0], "1-BB WRITE before the wrap");
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	}
+	memset(d.b, GUARD, 65536);
+	t_fill(d.a, 65536, 77);
+	for (int i = 0; i < 4; i++) {
+		uint32_t len = 200 + (uint32_t)i * 29;
+
+		sg[i] = (struct ibv_sge){
+		    .addr = (uintptr_t)d.a + (size_t)i * 2048, .length = len, .lkey = d.amr->lkey};
+		memcpy(d.a + 32768 + off, d.a + (size_t)i * 2048, len);
+		off += len;
+	}
+	struct ibv_send_wr wr = {
+	    .wr_id = 99,
+	    .sg_list = sg,
+	    .num_sge = 4,
+	    .opcode = IBV_WR_RDMA_WRITE,
+	    .send_flags = IBV_SEND_SIGNALED,
+	    .wr.rdma = {.remote_addr = (uintptr_t)d.b + 8, .rkey = d.bmr->rkey}};
+	t_post_send(d.p.qp[0], &wr);
+	wc = t_poll1(d.p.scq[0], "the straddling WRITE");
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.wr_id, 99);
+	/* the WQE as it lies in the SQ */
+	const struct gnic_mlx5_ctrl_seg *c = (const void *)sq_bb(&d, cnt - 1);
+	const struct gnic_mlx5_data_seg *head = (const void *)(sq_bb(&d, cnt - 1) + 32);
+	const struct gnic_mlx5_data_seg *tail = (const void *)sq_bb(&d, 0);
+
+	CHECK_EQ((gnic_be32(c->opmod_idx_opcode) >> 8) & 0xffff, cnt - 1);
+	CHECK_EQ(gnic_be32(c->qpn_ds) & 0x3f, 6);
+	for (int i = 0; i < 4; i++) {
+		const struct gnic_mlx5_data_seg *s = i < 2 ? &head[i] : &tail[i - 2];
+
+		CHECK_EQ(gnic_be64(s->addr), sg[i].addr);
+		CHECK_EQ(gnic_be32(s->byte_count), sg[i].length);
+	}
+	CHECK_MEM(d.b + 8, d.a + 32768, off);
+	CHECK_BYTES(d.b, GUARD, 8);
+	CHECK_BYTES(d.b + 8 + off, GUARD, 65536 - 8 - off);
+	dv_teardown(&d);
+}
+
 /* A WQE the NIC must refuse: an error CQE for it, LOCAL_QP_OP, QP in ERR. */
 static void dv_garbage_case(bool wrong_index)
 {
@@ -530,6 +600,7 @@ int main(void)
 	dv_write_case(&d, RING_GPU, 512, 64);
 	dv_teardown(&d);
 
+	post_send_wrap_case();
 	dv_garbage_case(true);
 	dv_garbage_case(false);
 	still_alive();

@@ -18,7 +18,7 @@
  *                   the requester's REM_OP
  *   local_write     no LOCAL_WRITE on the READ destination, on the atomic
  *                   result, on the receive buffer
- *   qp_no_remote_read, qp_no_remote_atomic   the responder QP's rights
+ *   qp_no_remote_read, _write, _atomic      the responder QP's rights
  *
  * Run one case: test_sec_keys <case>.
  */
@@ -320,9 +320,11 @@ static void qp_without(int missing, enum ibv_wr_opcode op, const char *what)
 	struct ibv_sge sge = {.addr = (uintptr_t)f.a, .length = 64, .lkey = f.amr->lkey};
 	struct ibv_sge sge8 = {.addr = (uintptr_t)f.a + 256, .length = 8, .lkey = f.amr->lkey};
 	struct ibv_send_wr r = wr_rdma(1, &sge, IBV_WR_RDMA_READ, (uintptr_t)f.b, f.bmr->rkey);
+	struct ibv_send_wr w = wr_rdma(1, &sge, IBV_WR_RDMA_WRITE, (uintptr_t)f.b, f.bmr->rkey);
 	struct ibv_send_wr a = wr_fadd(1, &sge8, (uintptr_t)f.b + CNT, f.bmr->rkey);
+	struct ibv_send_wr *wr = op == IBV_WR_RDMA_READ ? &r : op == IBV_WR_RDMA_WRITE ? &w : &a;
 
-	expect_status(&f, op == IBV_WR_RDMA_READ ? &r : &a, IBV_WC_REM_ACCESS_ERR, what);
+	expect_status(&f, wr, IBV_WC_REM_ACCESS_ERR, what);
 	expect_untouched(&f, what);
 	fx_teardown(&f);
 }
@@ -330,6 +332,12 @@ static void qp_without(int missing, enum ibv_wr_opcode op, const char *what)
 static void case_qp_no_remote_read(void)
 {
 	qp_without(IBV_ACCESS_REMOTE_READ, IBV_WR_RDMA_READ, "READ from a QP without REMOTE_READ");
+}
+
+static void case_qp_no_remote_write(void)
+{
+	qp_without(IBV_ACCESS_REMOTE_WRITE, IBV_WR_RDMA_WRITE,
+	           "WRITE to a QP without REMOTE_WRITE");
 }
 
 static void case_qp_no_remote_atomic(void)
@@ -346,6 +354,7 @@ static const struct t_named_case cases[] = {
     {"pd_recv", case_pd_recv},
     {"local_write", case_local_write},
     {"qp_no_remote_read", case_qp_no_remote_read},
+    {"qp_no_remote_write", case_qp_no_remote_write},
     {"qp_no_remote_atomic", case_qp_no_remote_atomic},
 };
 
