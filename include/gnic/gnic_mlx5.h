@@ -46,12 +46,13 @@ enum {
 	GNIC_MLX5_MAX_WQE_BB = 16,      /* 1 KiB */
 	GNIC_MLX5_MAX_DS = 63,          /* ds is a 6-bit field */
 	GNIC_MLX5_INVALID_LKEY = 0x100, /* ends a short receive SGE list */
-	GNIC_MLX5_INLINE_SEG = 0x80000000u,
 	GNIC_MLX5_RCV_DBR = 0,
 	GNIC_MLX5_SND_DBR = 1,
 	GNIC_MLX5_BF_OFFSET = 0x800, /* doorbell register inside the UAR page */
 	GNIC_MLX5_BF_SIZE = 256,     /* one half of the BlueFlame register */
 };
+/* byte_count's inline bit: above INT_MAX, so no enumerator in ISO C */
+#define GNIC_MLX5_INLINE_SEG 0x80000000u
 
 /* Send opcodes (ctrl.opmod_idx_opcode[7:0]). */
 enum gnic_mlx5_opcode {
