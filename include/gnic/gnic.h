@@ -12,10 +12,12 @@
  * gnic-emu (libgnic_emu.so.0) otherwise, and it works without CUDA (device
  * code then runs on CPU threads).
  *
- * Conventions: every call returns gnic_status_t (0 = GNIC_OK, negative =
- * error) and sets outputs only on success; gnic_last_error() gives this
- * thread's text of the last failure (what failed, with errno or CUDA error
- * names). Objects are not thread-safe unless stated; the data path is.
+ * Conventions: every call that can fail returns gnic_status_t (0 = GNIC_OK,
+ * negative = error) and sets outputs only on success; gnic_last_error()
+ * gives this thread's text of the last failure (what failed, with errno or
+ * CUDA error names). Calls that cannot fail (attr_init, destroy, getters)
+ * return void or the value. Objects are not thread-safe unless stated; the
+ * data path is.
  */
 #ifndef GNIC_H
 #define GNIC_H
