@@ -57,6 +57,9 @@ static const struct knob knobs[] = {
      "~/.gnic-emu-secret, created on first use"},
     {"GNIC_EMU_HANDSHAKE_MS", KNOB_INT, CFG(handshake_ms), "5000", 10, 600000,
      "a fabric connection must be connected and authenticated within this (ms)"},
+    {"GNIC_EMU_MAX_RD_ATOM", KNOB_INT, CFG(max_rd_atom), "16", 1, EMU_MAX_RD_ATOMIC,
+     "max_qp_rd_atom and max_qp_init_rd_atom the device reports (ConnectX-7: 16); "
+     "max_rd_atomic or max_dest_rd_atomic above it is refused with EINVAL"},
 };
 
 #define NUM_KNOBS (sizeof(knobs) / sizeof(knobs[0]))

@@ -285,9 +285,9 @@ static void device_attr_fill(struct emu_device *dev, struct ibv_device_attr *a)
 	a->max_cqe = EMU_MAX_CQE;
 	a->max_mr = EMU_MAX_MR - 2; /* indices 0 and 1 are never used: see mr.c */
 	a->max_pd = EMU_MAX_PD;
-	a->max_qp_rd_atom = EMU_MAX_RD_ATOMIC;
-	a->max_qp_init_rd_atom = EMU_MAX_RD_ATOMIC;
-	a->max_res_rd_atom = EMU_MAX_RD_ATOMIC * (int)(EMU_MAX_QP - 1);
+	a->max_qp_rd_atom = emu_cfg.max_rd_atom;
+	a->max_qp_init_rd_atom = emu_cfg.max_rd_atom;
+	a->max_res_rd_atom = emu_cfg.max_rd_atom * (int)(EMU_MAX_QP - 1);
 	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_srq = 0; /* SRQs are not emulated */
 	a->max_pkeys = 1;

@@ -383,8 +383,8 @@ static int check_values(const struct ibv_qp_attr *a, int mask)
 	    ((mask & IBV_QP_PATH_MTU) &&
 	     (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBV_MTU_4096)) ||
 	    ((mask & IBV_QP_DEST_QPN) && a->dest_qp_num > 0xffffff) ||
-	    ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > EMU_MAX_RD_ATOMIC) ||
-	    ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > EMU_MAX_RD_ATOMIC) ||
+	    ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > emu_cfg.max_rd_atom) ||
+	    ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > emu_cfg.max_rd_atom) ||
 	    ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > 7) ||
 	    ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7) ||
 	    ((mask & IBV_QP_TIMEOUT) && a->timeout >= 32) ||

@@ -104,6 +104,25 @@ static gnic_status_t query_port(struct gnic_ctx *ctx)
 	return GNIC_OK;
 }
 
+/* The READ/atomic depths QPs ask for: what the device allows, at most 16
+ * (more buys nothing at the message sizes device code posts). A device
+ * that reports less refuses a QP asking more (EINVAL at RTR/RTS). */
+static gnic_status_t query_caps(struct gnic_ctx *ctx)
+{
+	struct ibv_device_attr da;
+	int r = ctx->v->query_device(ctx->ibctx, &da);
+
+	if (r)
+		return gnic_error(GNIC_ERR_SYSTEM, "query_device(%s): %s", ctx->device,
+		                  strerror(r));
+	ctx->max_rd_atomic = (uint8_t)(da.max_qp_init_rd_atom < 16 ? da.max_qp_init_rd_atom : 16);
+	ctx->max_dest_rd_atomic = (uint8_t)(da.max_qp_rd_atom < 16 ? da.max_qp_rd_atom : 16);
+	if (ctx->max_rd_atomic < 16 || ctx->max_dest_rd_atomic < 16)
+		gnic_info("%s: READs/atomics in flight per QP: %u out, %u in", ctx->device,
+		          ctx->max_rd_atomic, ctx->max_dest_rd_atomic);
+	return GNIC_OK;
+}
+
 static gnic_status_t open_verbs(struct gnic_ctx *ctx, const struct gnic_ctx_attr *attr)
 {
 	gnic_status_t st = gnic_verbs_select(wanted_provider(attr), &ctx->v);
@@ -112,6 +131,8 @@ static gnic_status_t open_verbs(struct gnic_ctx *ctx, const struct gnic_ctx_attr
 		st = open_device(ctx, attr->device);
 	if (!st)
 		st = query_port(ctx);
+	if (!st)
+		st = query_caps(ctx);
 	if (!st) {
 		ctx->pd = ctx->v->alloc_pd(ctx->ibctx);
 		if (!ctx->pd)

@@ -70,6 +70,7 @@ struct gnic_verbs {
 	                  size_t attr_len);
 	int (*query_port_compat)(struct ibv_context *ctx, uint8_t port, void *attr);
 	int (*query_gid)(struct ibv_context *ctx, uint8_t port, int index, union ibv_gid *gid);
+	int (*query_device)(struct ibv_context *ctx, struct ibv_device_attr *attr);
 	struct ibv_pd *(*alloc_pd)(struct ibv_context *ctx);
 	int (*dealloc_pd)(struct ibv_pd *pd);
 	/* reg_mr_iova2 when the library has it, else the plain exported one */
@@ -141,6 +142,9 @@ struct gnic_ctx {
 	struct ibv_pd *pd;
 	union ibv_gid gid; /* GID index 0 of port 1 */
 	enum ibv_mtu mtu;  /* the port's active MTU */
+	/* READs/atomics in flight per QP: ours as requester (max_rd_atomic) and
+	 * what we accept as responder (max_dest_rd_atomic), from the device */
+	uint8_t max_rd_atomic, max_dest_rd_atomic;
 	char device[64];
 	struct gnic_gpu gpu;
 	int nqp, nmr; /* live objects: destroy refuses while any */

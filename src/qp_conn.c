@@ -11,7 +11,6 @@
 
 #include "gnic_int.h"
 
-#define MAX_RD_ATOMIC 16 /* outstanding READ/atomic per QP, each direction */
 #define MIN_RNR_TIMER 12 /* 0.64 ms before a sender retries after RNR NAK */
 #define HOP_LIMIT     64
 
@@ -60,7 +59,7 @@ static gnic_status_t to_rtr(struct gnic_qp *qp, const struct gnic_blob_info *pee
 	    .path_mtu = peer->mtu < qp->ctx->mtu ? (enum ibv_mtu)peer->mtu : qp->ctx->mtu,
 	    .dest_qp_num = peer->qpn,
 	    .rq_psn = peer->psn,
-	    .max_dest_rd_atomic = MAX_RD_ATOMIC,
+	    .max_dest_rd_atomic = qp->ctx->max_dest_rd_atomic,
 	    .min_rnr_timer = MIN_RNR_TIMER,
 	    .ah_attr = {.is_global = 1,
 	                .port_num = GNIC_PORT,
@@ -82,7 +81,7 @@ static gnic_status_t to_rts(struct gnic_qp *qp)
 	    .retry_cnt = qp->attr.retry_cnt,
 	    .rnr_retry = qp->attr.rnr_retry,
 	    .sq_psn = qp->psn,
-	    .max_rd_atomic = MAX_RD_ATOMIC,
+	    .max_rd_atomic = qp->ctx->max_rd_atomic,
 	};
 
 	return modify(qp, &a,
