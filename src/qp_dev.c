@@ -172,16 +172,28 @@ static gnic_status_t map_queues(struct gnic_qp *qp)
 
 /* Real UAR pages are device MMIO: I/O memory first. gnic-emu's register is
  * an ordinary page, which CUDA refuses to take as I/O memory. */
+/* A real NIC's register page is MMIO: registered as I/O memory first. If
+ * that fails and the retry as ordinary memory fails too, the error names
+ * both CUDA errors (the first one is usually the telling one). */
 static gnic_status_t map_db_reg(struct gnic_qp *qp)
 {
 	size_t len = qp->dv.bf.size ? 2 * qp->dv.bf.size : sizeof(uint64_t);
-	gnic_status_t st = GNIC_ERR_CUDA;
+	char iomem_err[256];
+	gnic_status_t st;
 
-	if (qp->ctx->v->provider == GNIC_PROVIDER_VERBS)
-		st = map(qp, qp->dv.bf.reg, len, GNIC_CUDA_REG_IOMEM);
-	if (st)
-		st = map(qp, qp->dv.bf.reg, len, 0);
-	return st;
+	if (qp->ctx->v->provider != GNIC_PROVIDER_VERBS)
+		return map(qp, qp->dv.bf.reg, len, 0);
+	st = map(qp, qp->dv.bf.reg, len, GNIC_CUDA_REG_IOMEM);
+	if (!st)
+		return GNIC_OK;
+	snprintf(iomem_err, sizeof(iomem_err), "%s", gnic_last_error());
+	gnic_info("QP %#x: doorbell page as I/O memory: %s; retrying as ordinary memory",
+	          qp->ibqp->qp_num, iomem_err);
+	st = map(qp, qp->dv.bf.reg, len, 0);
+	if (!st)
+		return GNIC_OK;
+	return gnic_error(st, "doorbell page as I/O memory: %s; as ordinary memory: %s", iomem_err,
+	                  gnic_last_error());
 }
 
 /* Resolve db_mode: SM/BF need the register in the GPU; AUTO settles for CPU. */
