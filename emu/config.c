@@ -35,7 +35,10 @@ struct knob {
 
 static const struct knob knobs[] = {
     {"GNIC_EMU_DEVICES", KNOB_INT, CFG(num_devices), "1", 1, EMU_MAX_DEVICES,
-     "number of emulated devices (gnic_emu0, gnic_emu1, ...)"},
+     "number of emulated devices"},
+    {"GNIC_EMU_NAME", KNOB_STR, CFG(dev_name), "rocep1s0f0", 2, sizeof(emu_cfg.dev_name) - 1,
+     "name of device 0, in rdma-core's persistent style by default; the number it "
+     "ends in counts up for the others (rocep1s0f1, ...; mlx5_0 gives mlx5_1, ...)"},
     {"GNIC_EMU_ADDR", KNOB_IPV4, CFG(bind_addr), "127.0.0.1", 0, 0,
      "IPv4 address the fabric listeners bind to; it is part of every GID"},
     {"GNIC_EMU_PORT", KNOB_INT, CFG(base_port), "0", 0, 65536 - EMU_MAX_DEVICES,

@@ -54,6 +54,7 @@
 struct emu_config {
 	int num_devices;        /* GNIC_EMU_DEVICES, default 1 */
 	char bind_addr[64];     /* GNIC_EMU_ADDR, default 127.0.0.1 */
+	char dev_name[32];      /* GNIC_EMU_NAME: device 0's name */
 	int base_port;          /* GNIC_EMU_PORT, 0 = ephemeral */
 	int log_level;          /* GNIC_EMU_LOG: 0 error,1 warn,2 info,3 debug */
 	int spin_us;            /* GNIC_EMU_SPIN_US: busy-poll after last work */

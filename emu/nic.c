@@ -7,6 +7,7 @@
  * creates GNIC_EMU_DEVICES devices and binds each device's fabric listener,
  * since a device's GID is the address of that listener.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +69,31 @@ static uint32_t process_random24(void)
 	return r & 0xffffff;
 }
 
+/* Device index's name: GNIC_EMU_NAME with the number it ends in counted up
+ * by index. Letters, digits and '_' only (a name is a sysfs directory);
+ * anything else falls back to the default. */
+static void device_name(int index, char *out, size_t size)
+{
+	const char *base = emu_cfg.dev_name;
+	size_t len = strlen(base), digits = 0;
+	bool ok = len > 0;
+
+	for (size_t i = 0; i < len; i++)
+		ok &= isalnum((unsigned char)base[i]) || base[i] == '_';
+	while (digits < len && digits < 9 && isdigit((unsigned char)base[len - 1 - digits]))
+		digits++;
+	if (!ok || !digits || digits == len) {
+		emu_err("GNIC_EMU_NAME '%s': a name of letters, digits and '_' that ends in a "
+		        "number; using rocep1s0f0",
+		        base);
+		snprintf(emu_cfg.dev_name, sizeof(emu_cfg.dev_name), "rocep1s0f0");
+		device_name(index, out, size);
+		return;
+	}
+	snprintf(out, size, "%.*s%ld", (int)(len - digits), base,
+	         strtol(base + len - digits, NULL, 10) + index);
+}
+
 static void device_init(struct emu_device *dev, int index, uint32_t rnd)
 {
 	struct ibv_device *ib = &dev->ibdev;
@@ -77,10 +103,10 @@ static void device_init(struct emu_device *dev, int index, uint32_t rnd)
 	dev->guid = gnic_be64(EMU_GUID_PREFIX << 40 | (uint64_t)rnd << 16 | (uint64_t)index);
 	ib->node_type = IBV_NODE_CA;
 	ib->transport_type = IBV_TRANSPORT_IB;
-	snprintf(ib->name, sizeof(ib->name), "gnic_emu%d", index);
+	device_name(index, ib->name, sizeof(ib->name));
 	snprintf(ib->dev_name, sizeof(ib->dev_name), "uverbs%d", index);
 	snprintf(ib->dev_path, sizeof(ib->dev_path), "/sys/class/infiniband_verbs/uverbs%d", index);
-	snprintf(ib->ibdev_path, sizeof(ib->ibdev_path), "/sys/class/infiniband/gnic_emu%d", index);
+	snprintf(ib->ibdev_path, sizeof(ib->ibdev_path), "/sys/class/infiniband/%s", ib->name);
 }
 
 static int devices_create(void)

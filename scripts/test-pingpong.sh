@@ -68,7 +68,7 @@ show() {
 run_once() {
 	local p=$1
 	shift
-	local common=(-d gnic_emu0 -g 0 -p "$p" "$@")
+	local common=(-d rocep1s0f0 -g 0 -p "$p" "$@")
 
 	timeout "$RUN_TIMEOUT" "${launch[@]}" "$PINGPONG" "${common[@]}" >"$tmp/server" 2>&1 &
 	server_pid=$!

@@ -44,17 +44,21 @@ static enum gnic_provider wanted_provider(const struct gnic_ctx_attr *attr)
 	return (enum gnic_provider)gnic_config()->provider;
 }
 
-/* By name; without one, the first device (the first mlx5 one on rdma-core,
- * where other kinds of device may be listed too). */
+/* By name; without one, the first device the mlx5 provider drives (other
+ * kinds of device may be listed too). *not_mlx5: the named one is not. */
 static struct ibv_device *pick_device(struct gnic_ctx *ctx, struct ibv_device **list, int n,
-                                      const char *name)
+                                      const char *name, bool *not_mlx5)
 {
+	*not_mlx5 = false;
 	for (int i = 0; i < n; i++) {
-		const char *dn = ctx->v->get_device_name(list[i]);
+		bool mlx5 = gnic_verbs_is_mlx5(ctx->v, list[i]);
 
-		if (name ? !strcmp(dn, name)
-		         : ctx->v->provider == GNIC_PROVIDER_EMU || !strncmp(dn, "mlx5", 4))
+		if (!name && mlx5)
 			return list[i];
+		if (name && !strcmp(ctx->v->get_device_name(list[i]), name)) {
+			*not_mlx5 = !mlx5;
+			return mlx5 ? list[i] : NULL;
+		}
 	}
 	return NULL;
 }
@@ -63,6 +67,7 @@ static gnic_status_t open_device(struct gnic_ctx *ctx, const char *name)
 {
 	struct ibv_device **list;
 	struct ibv_device *dev;
+	bool not_mlx5;
 	int n = 0;
 
 	errno = 0;
@@ -70,16 +75,21 @@ static gnic_status_t open_device(struct gnic_ctx *ctx, const char *name)
 	if (!list)
 		return gnic_error(GNIC_ERR_NO_DEVICE, "%s lists no RDMA device (errno %d: %s)",
 		                  ctx->v->lib_path, errno, strerror(errno));
-	dev = pick_device(ctx, list, n, name);
+	dev = pick_device(ctx, list, n, name, &not_mlx5);
 	if (dev) {
 		snprintf(ctx->device, sizeof(ctx->device), "%s", ctx->v->get_device_name(dev));
 		ctx->ibctx = ctx->v->open_device(dev);
 	}
 	ctx->v->free_device_list(list);
+	if (not_mlx5)
+		return gnic_error(GNIC_ERR_NO_DEVICE,
+		                  "RDMA device \"%s\" of %s is not driven by mlx5 "
+		                  "(mlx5dv_is_supported() says no)",
+		                  name, ctx->v->lib_path);
 	if (!dev)
 		return gnic_error(GNIC_ERR_NO_DEVICE, "no RDMA device %s%s%s among the %d of %s",
-		                  name ? "\"" : "", name ? name : "of kind mlx5", name ? "\"" : "",
-		                  n, ctx->v->lib_path);
+		                  name ? "\"" : "", name ? name : "driven by mlx5",
+		                  name ? "\"" : "", n, ctx->v->lib_path);
 	if (!ctx->ibctx)
 		return gnic_error(GNIC_ERR_SYSTEM, "open_device(%s): %s", ctx->device,
 		                  strerror(errno));
@@ -123,12 +133,29 @@ static gnic_status_t query_caps(struct gnic_ctx *ctx)
 	return GNIC_OK;
 }
 
+/* Which NIC a job runs on matters (gnic-emu instead of a NIC that was not
+ * found is a 100x slowdown): said once per process at the default level. */
+static void say_choice(const struct gnic_ctx *ctx, const char *why)
+{
+	static atomic_bool said;
+	const char *prov = ctx->v->provider == GNIC_PROVIDER_EMU ? "gnic-emu" : "rdma-core";
+
+	if (!atomic_exchange(&said, true))
+		gnic_note("using %s device %s (%s)%s%s", prov, ctx->device, ctx->v->lib_path,
+		          why[0] ? "; " : "", why);
+	else
+		gnic_info("using %s device %s", prov, ctx->device);
+}
+
 static gnic_status_t open_verbs(struct gnic_ctx *ctx, const struct gnic_ctx_attr *attr)
 {
-	gnic_status_t st = gnic_verbs_select(wanted_provider(attr), &ctx->v);
+	char why[384];
+	gnic_status_t st = gnic_verbs_select(wanted_provider(attr), &ctx->v, why, sizeof(why));
 
 	if (!st)
 		st = open_device(ctx, attr->device);
+	if (!st)
+		say_choice(ctx, why);
 	if (!st)
 		st = query_port(ctx);
 	if (!st)

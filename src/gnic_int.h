@@ -41,9 +41,12 @@ gnic_status_t gnic_error(gnic_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* ---- log.c --------------------------------------------------------------- */
-enum { GNIC_LOG_ERR, GNIC_LOG_WARN, GNIC_LOG_INFO, GNIC_LOG_DEBUG };
+/* GNIC_LOG_NOTE: shown from level WARN on, as "note": facts a user should
+ * see by default that are not problems (which NIC is used). */
+enum { GNIC_LOG_ERR, GNIC_LOG_WARN, GNIC_LOG_INFO, GNIC_LOG_DEBUG, GNIC_LOG_NOTE };
 void gnic_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define gnic_warn(...) gnic_log(GNIC_LOG_WARN, __VA_ARGS__)
+#define gnic_note(...) gnic_log(GNIC_LOG_NOTE, __VA_ARGS__)
 #define gnic_info(...) gnic_log(GNIC_LOG_INFO, __VA_ARGS__)
 #define gnic_dbg(...)  gnic_log(GNIC_LOG_DEBUG, __VA_ARGS__)
 
@@ -89,11 +92,17 @@ struct gnic_verbs {
 	                struct ibv_qp_init_attr *init_attr);
 	int (*destroy_qp)(struct ibv_qp *qp);
 	int (*mlx5dv_init_obj)(struct mlx5dv_obj *obj, uint64_t obj_type);
+	bool (*mlx5dv_is_supported)(struct ibv_device *dev); /* NULL: rdma-core < 20 */
 };
 /* The table for provider (VERBS or EMU), loaded once per process. */
 gnic_status_t gnic_verbs_get(enum gnic_provider provider, const struct gnic_verbs **v);
-/* AUTO: rdma-core when it lists an mlx5 device, else gnic-emu. */
-gnic_status_t gnic_verbs_select(enum gnic_provider want, const struct gnic_verbs **v);
+/* AUTO: rdma-core when it lists an mlx5 device, else gnic-emu; why says
+ * what decided it ("" for an explicit choice). */
+gnic_status_t gnic_verbs_select(enum gnic_provider want, const struct gnic_verbs **v, char *why,
+                                size_t size);
+/* Is dev driven by the mlx5 provider? mlx5dv_is_supported(), as device names
+ * say nothing (rdma-core's persistent names: rocep193s0f0, ibp12s0f4). */
+bool gnic_verbs_is_mlx5(const struct gnic_verbs *v, struct ibv_device *dev);
 int gnic_verbs_query_port(const struct gnic_verbs *v, struct ibv_context *ctx, uint8_t port,
                           struct ibv_port_attr *attr);
 struct ibv_mr *gnic_verbs_reg_mr(const struct gnic_verbs *v, struct ibv_pd *pd, void *addr,

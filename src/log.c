@@ -12,10 +12,8 @@
 #define LOG_LINE_MAX 1024
 
 static const char *const level_words[] = {
-    [GNIC_LOG_ERR] = "error",
-    [GNIC_LOG_WARN] = "warn",
-    [GNIC_LOG_INFO] = "info",
-    [GNIC_LOG_DEBUG] = "debug",
+    [GNIC_LOG_ERR] = "error",   [GNIC_LOG_WARN] = "warn", [GNIC_LOG_INFO] = "info",
+    [GNIC_LOG_DEBUG] = "debug", [GNIC_LOG_NOTE] = "note",
 };
 
 void gnic_log(int level, const char *fmt, ...)
@@ -24,11 +22,9 @@ void gnic_log(int level, const char *fmt, ...)
 	va_list ap;
 	int n, m;
 
-	if (level < GNIC_LOG_ERR)
+	if (level < GNIC_LOG_ERR || level > GNIC_LOG_NOTE)
 		level = GNIC_LOG_ERR;
-	if (level > GNIC_LOG_DEBUG)
-		level = GNIC_LOG_DEBUG;
-	if (level > gnic_config()->log_level)
+	if ((level == GNIC_LOG_NOTE ? GNIC_LOG_WARN : level) > gnic_config()->log_level)
 		return;
 	n = snprintf(line, sizeof(line), "gnic[%d]: %s: ", (int)getpid(), level_words[level]);
 	va_start(ap, fmt);

@@ -66,6 +66,7 @@ static const struct verbs_sym syms[] = {
     SYM(query_qp, "ibv_query_qp", LIB_VERBS, "gemu_query_qp", false),
     SYM(destroy_qp, "ibv_destroy_qp", LIB_VERBS, "gemu_destroy_qp", false),
     SYM(mlx5dv_init_obj, "mlx5dv_init_obj", LIB_MLX5, "gemu_mlx5dv_init_obj", false),
+    SYM(mlx5dv_is_supported, "mlx5dv_is_supported", LIB_MLX5, "gemu_mlx5dv_is_supported", true),
 };
 
 #define NUM_SYMS (sizeof(syms) / sizeof(syms[0]))
@@ -243,43 +244,53 @@ gnic_status_t gnic_verbs_get(enum gnic_provider provider, const struct gnic_verb
 	return st;
 }
 
-static bool lists_mlx5(const struct gnic_verbs *v)
+bool gnic_verbs_is_mlx5(const struct gnic_verbs *v, struct ibv_device *dev)
+{
+	if (v->mlx5dv_is_supported)
+		return v->mlx5dv_is_supported(dev);
+	return !strncmp(v->get_device_name(dev), "mlx5", 4); /* before persistent names */
+}
+
+/* Does rdma-core list an mlx5 device? why says what was found, either way. */
+static bool lists_mlx5(const struct gnic_verbs *v, char *why, size_t size)
 {
 	struct ibv_device **list;
-	bool found = false;
-	int n = 0;
+	int n = 0, found = -1;
 
 	errno = 0;
 	list = v->get_device_list(&n);
 	if (!list) {
-		gnic_info("auto: rdma-core lists no devices (errno %d: %s)", errno,
-		          strerror(errno));
+		snprintf(why, size, "rdma-core lists no devices (errno %d: %s)", errno,
+		         strerror(errno));
 		return false;
 	}
-	for (int i = 0; i < n && !found; i++)
-		found = !strncmp(v->get_device_name(list[i]), "mlx5", 4);
+	for (int i = 0; i < n && found < 0; i++)
+		if (gnic_verbs_is_mlx5(v, list[i]))
+			found = i;
+	if (found >= 0)
+		snprintf(why, size, "rdma-core lists mlx5 device %s",
+		         v->get_device_name(list[found]));
+	else
+		snprintf(why, size, "rdma-core lists %d device%s, none driven by mlx5", n,
+		         n == 1 ? "" : "s");
 	v->free_device_list(list);
-	if (!found)
-		gnic_info("auto: rdma-core lists %d devices, none of them mlx5", n);
-	return found;
+	return found >= 0;
 }
 
-gnic_status_t gnic_verbs_select(enum gnic_provider want, const struct gnic_verbs **v)
+gnic_status_t gnic_verbs_select(enum gnic_provider want, const struct gnic_verbs **v, char *why,
+                                size_t size)
 {
 	const struct gnic_verbs *real;
-	gnic_status_t st;
 
+	why[0] = 0;
 	if (want != GNIC_PROVIDER_AUTO)
 		return gnic_verbs_get(want, v);
-	st = gnic_verbs_get(GNIC_PROVIDER_VERBS, &real);
-	if (!st && lists_mlx5(real)) {
+	if (gnic_verbs_get(GNIC_PROVIDER_VERBS, &real))
+		snprintf(why, size, "rdma-core unusable: %s", gnic_last_error());
+	else if (lists_mlx5(real, why, size)) {
 		*v = real;
 		return GNIC_OK;
 	}
-	if (st)
-		gnic_info("auto: rdma-core unusable (%s); using gnic-emu", gnic_last_error());
-	else
-		gnic_info("auto: no mlx5 device through rdma-core; using gnic-emu");
 	return gnic_verbs_get(GNIC_PROVIDER_EMU, v);
 }
 

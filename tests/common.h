@@ -24,7 +24,7 @@
 #define T_EXIT_FAIL 1
 #define T_EXIT_SKIP 77
 
-#define T_DEVICE "gnic_emu0"
+#define T_DEVICE "rocep1s0f0"
 #define T_PAGE   4096u
 /* How long any wait may take before the test fails (never spin forever). */
 #define T_WAIT_MS 10000

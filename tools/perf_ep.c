@@ -344,7 +344,8 @@ void perf_env_probe(const struct perf_args *a, struct perf_env *env)
 	dev = pick_device(list, n, a->device);
 	if (dev) {
 		snprintf(env->device, sizeof(env->device), "%s", ibv_get_device_name(dev));
-		env->provider = strncmp(env->device, "gnic_emu", 8) ? "other" : "gnic-emu";
+		/* by the library, not the name: gnic-emu names devices like rdma-core */
+		env->provider = dlsym(RTLD_DEFAULT, "gemu_get_device_list") ? "gnic-emu" : "other";
 	}
 	ibv_free_device_list(list);
 }

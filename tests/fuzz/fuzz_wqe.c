@@ -3,7 +3,7 @@
  * Fuzz target "wqe": gnic-emu's send WQE decoder end to end (emu/requester.c
  * fetch_wqe/decode_ctrl/parse_sgl/issue, then emu/responder.c).
  *
- * Once per process: gnic_emu0 opened through the verbs shims, two RC QPs
+ * Once per process: rocep1s0f0 opened through the verbs shims, two RC QPs
  * connected to each other (the pair is reused by every input), the SQ and the
  * send CQ of QP 0 taken over with mlx5dv as device code does, and four memory
  * regions between guard pages (fuzz_wqe.h). Per input (format: fuzz_wqe.h):

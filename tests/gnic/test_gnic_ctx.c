@@ -79,14 +79,14 @@ int main(void)
 	t_case("first device, NULL attr = defaults");
 	CHECK_GNIC(gnic_ctx_create(NULL, &ctx));
 	CHECK_GNIC(gnic_ctx_query(ctx, &info));
-	CHECK(!strcmp(info.device, "gnic_emu0"));
+	CHECK(!strcmp(info.device, "rocep1s0f0"));
 	gnic_ctx_destroy(ctx);
 
 	t_case("by name, two at once");
-	ctx = open_named("gnic_emu0", GNIC_GPU_NONE);
-	ctx1 = open_named("gnic_emu1", GNIC_GPU_NONE);
-	check_info(ctx, "gnic_emu0");
-	check_info(ctx1, "gnic_emu1");
+	ctx = open_named("rocep1s0f0", GNIC_GPU_NONE);
+	ctx1 = open_named("rocep1s0f1", GNIC_GPU_NONE);
+	check_info(ctx, "rocep1s0f0");
+	check_info(ctx1, "rocep1s0f1");
 	gnic_ctx_destroy(ctx1);
 
 	t_case("unknown device");

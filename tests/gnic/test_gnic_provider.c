@@ -5,6 +5,10 @@
  *   test_gnic_provider no_device [WORD]  gnic_ctx_create fails with
  *                                 GNIC_ERR_NO_DEVICE (and a text with WORD)
  *   test_gnic_provider invalid    gnic_ctx_create fails: GNIC_ERR_INVALID
+ *   test_gnic_provider renamed    with fake_rdma_core.c as rdma-core: AUTO
+ *                                 picks its mlx5 device "rocep1s0f0" (not
+ *                                 "irdma0", listed first) and fails to open
+ *                                 it; naming "irdma0" is refused as not mlx5
  * A program's explicit attr.provider always wins over GNIC_PROVIDER.
  */
 #include <dirent.h>
@@ -37,7 +41,7 @@ static void expect_emu(const struct gnic_ctx_attr *attr)
 	printf("  provider %d, device %s, library %s\n", info.provider, info.device,
 	       info.provider_lib);
 	CHECK_EQ(info.provider, GNIC_PROVIDER_EMU);
-	CHECK(!strncmp(info.device, "gnic_emu", 8));
+	CHECK(!strcmp(info.device, "rocep1s0f0"));
 	CHECK(strstr(info.provider_lib, "libgnic_emu.so.0"));
 	CHECK_EQ(info.provider_lib[0], '/'); /* found by path, not by name */
 	gnic_ctx_destroy(ctx);
@@ -65,6 +69,16 @@ int main(int argc, char **argv)
 		CHECK(ctx == NULL);
 		if (argc > 2 && !strstr(gnic_last_error(), argv[2]))
 			T_FAIL("the text does not mention \"%s\"", argv[2]);
+	} else if (!strcmp(want, "renamed")) {
+		CHECK_GNIC_ERR(gnic_ctx_create(&attr, &ctx), GNIC_ERR_SYSTEM);
+		if (!strstr(gnic_last_error(), "open_device(rocep1s0f0)"))
+			T_FAIL("AUTO did not choose rocep1s0f0 through rdma-core");
+		t_case("a named device that is not mlx5");
+		attr.device = "irdma0";
+		CHECK_GNIC_ERR(gnic_ctx_create(&attr, &ctx), GNIC_ERR_NO_DEVICE);
+		if (!strstr(gnic_last_error(), "irdma0") || !strstr(gnic_last_error(), "mlx5"))
+			T_FAIL("the text does not say irdma0 is not an mlx5 device");
+		return T_EXIT_PASS;
 	} else if (!strcmp(want, "invalid")) {
 		CHECK_GNIC_ERR(gnic_ctx_create(&attr, &ctx), GNIC_ERR_INVALID);
 		CHECK(strstr(gnic_last_error(), "GNIC_"));
