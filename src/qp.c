@@ -127,12 +127,13 @@ static gnic_status_t create_verbs(struct gnic_qp *qp)
 }
 
 /* The host block, on pages of its own so a GPU context can map it alone:
- * scratch[2 * sq_wqe_cnt], then the error record and the CPU doorbell word, each
- * on its own cache line. */
+ * scratch[2 * sq_wqe_cnt + 1] (result slots, then the discard word), then the
+ * error record and the CPU doorbell word, each on its own cache line. */
 static gnic_status_t alloc_hblk(struct gnic_qp *qp)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	size_t scratch_len = 2 * (size_t)qp->dv.sq.wqe_cnt * sizeof(uint64_t);
+	size_t scratch_len =
+	    ((2 * (size_t)qp->dv.sq.wqe_cnt + 1) * sizeof(uint64_t) + 63) & ~(size_t)63;
 	uint8_t *p;
 
 	qp->hblk_len = (scratch_len + 2 * 64 + page - 1) & ~(page - 1);

@@ -10,8 +10,8 @@
  * are mapped into the GPU with cuMemHostRegister; the struct holds their
  * device addresses. The doorbell register page is mapped the same way (as
  * I/O memory on real hardware); when that fails, AUTO falls back to
- * CPU-assisted doorbells. The tracking arrays (sq_pub, wqe_nbb) and the
- * struct itself live in GPU memory.
+ * CPU-assisted doorbells. The tracking arrays (sq_pub, res_owned, wqe_nbb)
+ * and the struct itself live in GPU memory.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,10 +20,10 @@
 
 #define COUNTERS_OFF offsetof(struct gnic_dev_qp, sq_reserved)
 
-/* sq_pub[cnt] then wqe_nbb[cnt]: see struct gnic_dev_qp */
+/* sq_pub[cnt], res_owned[2 * cnt], then wqe_nbb[cnt]: see struct gnic_dev_qp */
 static size_t track_len(const struct gnic_qp *qp)
 {
-	return (size_t)qp->dv.sq.wqe_cnt * (sizeof(uint64_t) + 1);
+	return (size_t)qp->dv.sq.wqe_cnt * (sizeof(uint64_t) + 2 * sizeof(uint32_t) + 1);
 }
 
 /* Where the device finds each piece (host or device addresses). */
@@ -64,7 +64,8 @@ static void fill(struct gnic_qp *qp, const struct dev_ptrs *p)
 	d->max_inline = qp->attr.max_inline;
 	d->timeout_ns = qp->attr.timeout_ns;
 	d->sq_pub = ptr(p->track);
-	d->wqe_nbb = (uint8_t *)ptr(p->track) + (size_t)qp->dv.sq.wqe_cnt * sizeof(uint64_t);
+	d->res_owned = (uint32_t *)(d->sq_pub + qp->dv.sq.wqe_cnt);
+	d->wqe_nbb = (uint8_t *)(d->res_owned + 2 * (size_t)qp->dv.sq.wqe_cnt);
 	d->scratch = ptr(p->scratch);
 	d->scratch_iova = (uintptr_t)qp->scratch; /* as registered */
 	d->scratch_lkey = qp->scratch_mr->lkey;

@@ -38,8 +38,9 @@
 
 /* Flags of the posting calls. */
 enum {
-	GNIC_DEV_F_SIGNAL = 1 << 0, /* ask for a CQE (the call returns a ticket to wait on) */
-	GNIC_DEV_F_FENCE = 1 << 1,  /* wait for earlier READ/ATOMIC before starting */
+	GNIC_DEV_F_SIGNAL = 1 << 0,    /* ask for a CQE (the call returns a ticket to wait on) */
+	GNIC_DEV_F_FENCE = 1 << 1,     /* wait for earlier READ/ATOMIC before starting */
+	GNIC_DEV_F_NO_RESULT = 1 << 2, /* atomics: nobody reads the old value (no result slot) */
 };
 
 /* wait_signal comparisons */
@@ -431,13 +432,71 @@ GNIC_DEVFN void gnic_dev_wqe_rdma(struct gnic_dev_qp *qp, uint64_t idx, uint8_t 
 		*out = bb;
 }
 
+/* ---- result slots ------------------------------------------------------------------
+ * A fetching atomic's old value lands in scratch[] at the result slot of its
+ * WQE index. Once its WQE has completed, SQ space lets posters lap the SQ,
+ * and an atomic one lap or two later has the same slot: so a slot has an
+ * owner, from before its WQE is written until the value is read, and an
+ * atomic whose slot is owned waits for the read before writing its WQE.
+ * Reserving idx has already waited until WQE idx - 2 * sq_wqe_cnt (the last
+ * one with this slot) completed, so its owner only has its load left.
+ * Atomics that want no value write the discard word instead, and puts touch
+ * no slot: neither pays anything. */
+
+GNIC_DEVFN uint32_t gnic_dev_result_slot(const struct gnic_dev_qp *qp, uint64_t idx)
+{
+	return (uint32_t)(idx & (2 * (uint64_t)qp->sq_wqe_cnt - 1));
+}
+
+/* Own the result slot of the reserved WQE idx, waiting while an earlier
+ * atomic's value there is unread. Call before writing the WQE. Nobody else
+ * claims this slot meanwhile: the next index with it gets through its
+ * reservation only once WQE idx, not even written yet, has completed. */
+GNIC_DEVFN int gnic_dev_result_claim(struct gnic_dev_qp *qp, uint64_t idx)
+{
+	uint32_t *owned = &qp->res_owned[gnic_dev_result_slot(qp, idx)];
+	struct gnic_wait w;
+
+	gnic_wait_init_short(&w, qp->timeout_ns);
+	/* acquire: the owner's read of the slot is done before our WQE,
+	 * hence the NIC's write of our value, can exist */
+	while (gnic_load_acq32(owned)) {
+		if (gnic_dev_failed(qp))
+			return GNIC_DEV_ERR_QP;
+		if (gnic_wait_expired(&w))
+			return gnic_dev_fail(qp, GNIC_DEV_ERR_TIMEOUT, NULL);
+	}
+	/* the next claimant of this slot sees this store: it reserves only
+	 * after our WQE completed, which the commit and the CQE order after it */
+	gnic_store_rel32(owned, 1);
+	return GNIC_DEV_OK;
+}
+
+/* The old value of the completed atomic at idx into *old (NULL: none, e.g.
+ * after a failure), then give its slot back. The value was written by the
+ * NIC before the CQE that retired idx, and the poller published sq_retired
+ * with release after acquiring that CQE; the caller has acquired
+ * sq_retired (gnic_dev_wait). The release orders the load before the next
+ * owner's WQE. */
+GNIC_DEVFN void gnic_dev_result_release(struct gnic_dev_qp *qp, uint64_t idx, uint64_t *old)
+{
+	uint32_t slot = gnic_dev_result_slot(qp, idx);
+
+	if (old)
+		*old = gnic_load_sys64(&qp->scratch[slot]);
+	gnic_store_rel32(&qp->res_owned[slot], 0);
+}
+
 /* ATOMIC FA / CS: ctrl + raddr + atomic + data (8-byte result), one BB. The
- * result lands in qp->scratch[idx], readable after the WQE completes. */
+ * old value lands in the result slot of idx, readable after the WQE
+ * completes; claim the slot before (gnic_dev_result_claim) and release it
+ * after reading. With GNIC_DEV_F_NO_RESULT it goes to the discard word. */
 GNIC_DEVFN void gnic_dev_wqe_atomic(struct gnic_dev_qp *qp, uint64_t idx, uint8_t opcode,
                                     uint64_t raddr, uint32_t rkey, uint64_t swap_add,
                                     uint64_t compare, uint32_t flags, union gnic_bb *out)
 {
-	uint64_t slot = idx & (2 * (uint64_t)qp->sq_wqe_cnt - 1);
+	uint64_t slot = flags & GNIC_DEV_F_NO_RESULT ? 2 * (uint64_t)qp->sq_wqe_cnt
+	                                             : gnic_dev_result_slot(qp, idx);
 	union gnic_bb bb;
 
 	gnic_set_ctrl(&bb.seg.ctrl, qp, idx, opcode, 4, gnic_dev_ctrl_flags(qp, idx, 1, flags), 0);
@@ -600,23 +659,26 @@ GNIC_DEVFN int gnic_dev_get_wait(struct gnic_dev_qp *qp, void *laddr, uint32_t l
 	return rc ? rc : gnic_dev_wait(qp, ticket);
 }
 
-/* Remote 64-bit atomics, returning the value before the operation. */
+/* Remote 64-bit atomics, returning the value before the operation (old may
+ * be NULL: then no result slot is used). */
 GNIC_DEVFN int gnic_dev_atomic(struct gnic_dev_qp *qp, uint8_t opcode, uint64_t raddr,
                                uint32_t rkey, uint64_t swap_add, uint64_t compare, uint64_t *old)
 {
+	uint32_t flags = GNIC_DEV_F_SIGNAL | (old ? 0 : GNIC_DEV_F_NO_RESULT);
 	union gnic_bb bb;
 	uint64_t idx;
 	int rc = gnic_dev_sq_reserve(qp, 1, &idx);
 
+	if (rc == GNIC_DEV_OK && old)
+		rc = gnic_dev_result_claim(qp, idx);
 	if (rc)
 		return rc;
-	gnic_dev_wqe_atomic(qp, idx, opcode, raddr, rkey, swap_add, compare, GNIC_DEV_F_SIGNAL,
-	                    &bb);
+	gnic_dev_wqe_atomic(qp, idx, opcode, raddr, rkey, swap_add, compare, flags, &bb);
 	rc = gnic_dev_sq_commit(qp, idx, 1, &bb);
 	if (rc == GNIC_DEV_OK)
 		rc = gnic_dev_wait(qp, idx + 1);
-	if (rc == GNIC_DEV_OK && old)
-		*old = gnic_load_sys64(&qp->scratch[idx & (2 * (uint64_t)qp->sq_wqe_cnt - 1)]);
+	if (old) /* given back also after a failure, so no poster waits for it */
+		gnic_dev_result_release(qp, idx, rc == GNIC_DEV_OK ? old : NULL);
 	return rc;
 }
 
@@ -642,8 +704,8 @@ GNIC_DEVFN int gnic_dev_signal(struct gnic_dev_qp *qp, uint64_t sig_raddr, uint3
 
 	if (rc)
 		return rc;
-	gnic_dev_wqe_atomic(qp, idx, GNIC_MLX5_OPCODE_ATOMIC_FA, sig_raddr, sig_rkey, add, 0, flags,
-	                    &bb);
+	gnic_dev_wqe_atomic(qp, idx, GNIC_MLX5_OPCODE_ATOMIC_FA, sig_raddr, sig_rkey, add, 0,
+	                    flags | GNIC_DEV_F_NO_RESULT, &bb);
 	return gnic_dev_sq_commit(qp, idx, 1, &bb);
 }
 
@@ -661,7 +723,7 @@ GNIC_DEVFN int gnic_dev_put_signal(struct gnic_dev_qp *qp, const void *laddr, ui
 	gnic_dev_wqe_rdma(qp, idx, GNIC_MLX5_OPCODE_RDMA_WRITE, (uint64_t)(uintptr_t)laddr, lkey,
 	                  raddr, rkey, len, flags & GNIC_DEV_F_FENCE, 0, NULL);
 	gnic_dev_wqe_atomic(qp, idx + 1, GNIC_MLX5_OPCODE_ATOMIC_FA, sig_raddr, sig_rkey, add, 0,
-	                    flags & GNIC_DEV_F_SIGNAL, NULL);
+	                    (flags & GNIC_DEV_F_SIGNAL) | GNIC_DEV_F_NO_RESULT, NULL);
 	return gnic_dev_sq_commit(qp, idx, 2, NULL);
 }
 

@@ -88,7 +88,9 @@ struct gnic_dev_qp {
 	uint64_t timeout_ns;   /* bound of every wait */
 	uint8_t *wqe_nbb;      /* [sq_wqe_cnt]: size in BBs of the WQE at each slot */
 	uint64_t *sq_pub;      /* [sq_wqe_cnt]: publish marks, (index << 16) | nbb (shared QPs) */
-	uint64_t *scratch;     /* [2 * sq_wqe_cnt] 8-B atomic results, by WQE index */
+	uint32_t *res_owned;   /* [2 * sq_wqe_cnt]: 1 while scratch[i] holds an unread result */
+	uint64_t *scratch;     /* [2 * sq_wqe_cnt + 1] 8-B atomic results by WQE index, then the
+	                        * discard word (old values nobody wants) */
 	uint64_t scratch_iova; /* the same area as the NIC addresses it (registered VA) */
 	uint32_t scratch_lkey;
 	uint32_t rsvd1;

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE /* pthread_timedjoin_np */
+#include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "dev_common.h"
 
@@ -60,4 +63,20 @@ void pair_close(struct pair *p)
 	gnic_ctx_destroy(p->ctx);
 	free(p->abuf);
 	free(p->bbuf);
+}
+
+void dev_join_all(pthread_t *th, int n, unsigned timeout_s)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += timeout_s;
+	for (int i = 0; i < n; i++) {
+		int rc = pthread_timedjoin_np(th[i], NULL, &until);
+
+		if (rc)
+			T_FAIL("thread %d of %d not done after %u s (%s): a device call did not "
+			       "return within its bound",
+			       i, n, timeout_s, strerror(rc));
+	}
 }

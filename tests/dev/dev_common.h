@@ -7,6 +7,8 @@
 #ifndef GNIC_TEST_DEV_COMMON_H
 #define GNIC_TEST_DEV_COMMON_H
 
+#include <pthread.h>
+
 #include <gnic/gnic.h>
 #include <gnic/gnic_dev.cuh>
 
@@ -37,5 +39,8 @@ void pair_open(struct pair *p, const struct gnic_qp_attr *attr, size_t len);
 void pair_close(struct pair *p);
 /* Connect (or reconnect after gnic_qp_reset) both QPs to each other. */
 void pair_connect(struct pair *p);
+/* Join n threads, failing the test if any is still running after timeout_s
+ * (every device call is bounded, so a thread that is not back is a bug). */
+void dev_join_all(pthread_t *th, int n, unsigned timeout_s);
 
 #endif

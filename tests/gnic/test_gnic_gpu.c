@@ -80,7 +80,7 @@ static void check_struct(const struct gnic_dev_qp *d, enum gnic_db_mode mode, ui
 	CHECK_EQ(d->magic, GNIC_DEV_QP_MAGIC);
 	CHECK_EQ(d->db_mode, mode);
 	CHECK(d->sq_buf && d->dbrec && d->scq.buf && d->scq.dbrec && d->rcq.buf && d->rcq.dbrec);
-	CHECK(d->wqe_nbb && d->scratch && d->err && d->cpu_db);
+	CHECK(d->wqe_nbb && d->sq_pub && d->res_owned && d->scratch && d->err && d->cpu_db);
 	CHECK(mode == GNIC_DB_CPU ? d->db_reg == NULL : d->db_reg != NULL);
 	CHECK_EQ(d->sq_reserved | d->sq_ready | d->sq_rung, 0);
 	CHECK_EQ(d->scq_ci, scq_ci);

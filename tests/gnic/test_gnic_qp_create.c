@@ -114,9 +114,13 @@ static void check_dev(const struct gnic_dev_qp *d, const struct gnic_qp_attr *a)
 	CHECK_EQ(d->max_inline, a->max_inline);
 	CHECK_EQ(d->timeout_ns, a->timeout_ns);
 	CHECK(d->wqe_nbb != NULL && d->scratch != NULL && d->err != NULL && d->cpu_db != NULL);
+	CHECK(d->sq_pub != NULL && d->res_owned != NULL);
 	CHECK_NE(d->scratch_lkey, 0);
 	for (uint32_t i = 0; i < d->sq_wqe_cnt; i++)
-		CHECK_EQ(d->wqe_nbb[i] | d->scratch[i], 0);
+		CHECK_EQ(d->wqe_nbb[i] | d->sq_pub[i], 0);
+	/* result slots and their owners, then the discard word */
+	for (uint32_t i = 0; i <= 2 * d->sq_wqe_cnt; i++)
+		CHECK_EQ(d->scratch[i] | (i < 2 * d->sq_wqe_cnt ? d->res_owned[i] : 0), 0);
 	CHECK_EQ(d->dbrec[0] | d->dbrec[1], 0);
 	CHECK_EQ((uintptr_t)&d->sq_reserved % 64, 0);
 	check_counters_zero(d);
