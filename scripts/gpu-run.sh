@@ -12,7 +12,8 @@ export LD_LIBRARY_PATH=$PWD/$b/src:$PWD/$b/emu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PA
 {
 	date -u; nvidia-smi -L; nproc
 	# the binaries directly: the build tree may come from another path
-	for t in "$b/tests/gnic/test_gnic_gpu" "$b/tests/gpu/test_gpu_dev"; do
+	for t in "$b/tests/gnic/test_gnic_gpu" "$b/tests/gpu/test_gpu_dev" \
+		"$b/tests/gpu/test_gpu_atomics"; do
 		echo "== $t"; timeout 100 "$t"; echo "rc=$?"
 	done
 	echo "== compute-sanitizer memcheck"
@@ -22,6 +23,9 @@ export LD_LIBRARY_PATH=$PWD/$b/src:$PWD/$b/emu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PA
 	timeout 120 compute-sanitizer --tool racecheck --target-processes all \
 		"$b/tests/gpu/test_gpu_dev"; echo "rc=$?"
 	timeout 120 compute-sanitizer --tool racecheck "$b/examples/put_bw_gpu" 8 64 20; echo "rc=$?"
+	timeout 120 compute-sanitizer --tool racecheck "$b/tests/gpu/test_gpu_atomics"; echo "rc=$?"
+	timeout 120 compute-sanitizer --tool memcheck --report-api-errors no \
+		"$b/tests/gpu/test_gpu_atomics"; echo "rc=$?"
 	echo "== compute-sanitizer synccheck"
 	timeout 120 compute-sanitizer --tool synccheck --target-processes all \
 		"$b/tests/gpu/test_gpu_dev"; echo "rc=$?"
