@@ -33,7 +33,7 @@ static const char *spoil(int i, struct gnic_qp_attr *a)
 	 sizeof(((struct gnic_qp_attr *)0)->field), (uint64_t)(v)}
 	    SPOIL(sq_depth, 0),      SPOIL(sq_depth, 65536), SPOIL(rq_depth, 65536),
 	    SPOIL(max_inline, 4096), SPOIL(db_mode, 9),      SPOIL(share, 7),
-	    SPOIL(cqe_every, 0),     SPOIL(cqe_every, 3),    SPOIL(cqe_every, 4096),
+	    SPOIL(cqe_every, 0),     SPOIL(cqe_every, 3),    SPOIL(cqe_every, 65536),
 	    SPOIL(db_batch, 0),      SPOIL(db_batch, 1025),  SPOIL(timeout_ns, 0),
 	    SPOIL(retry_cnt, 8),     SPOIL(rnr_retry, 8),    SPOIL(timeout, 32),
 #undef SPOIL
