@@ -104,12 +104,32 @@ static gnic_status_t query_port(struct gnic_ctx *ctx)
 	return GNIC_OK;
 }
 
+/* The queue limit QP creation checks against up front (qp_attr.c). */
+static gnic_status_t query_device(struct gnic_ctx *ctx)
+{
+	struct ibv_device_attr da;
+	int r;
+
+	memset(&da, 0, sizeof(da));
+	r = ctx->v->query_device(ctx->ibctx, &da);
+	if (r)
+		return gnic_error(GNIC_ERR_SYSTEM, "query_device(%s): %s", ctx->device,
+		                  strerror(r));
+	if (da.max_qp_wr < 1)
+		return gnic_error(GNIC_ERR_SYSTEM, "query_device(%s): max_qp_wr %d", ctx->device,
+		                  da.max_qp_wr);
+	ctx->max_qp_wr = (uint32_t)da.max_qp_wr;
+	return GNIC_OK;
+}
+
 static gnic_status_t open_verbs(struct gnic_ctx *ctx, const struct gnic_ctx_attr *attr)
 {
 	gnic_status_t st = gnic_verbs_select(wanted_provider(attr), &ctx->v);
 
 	if (!st)
 		st = open_device(ctx, attr->device);
+	if (!st)
+		st = query_device(ctx);
 	if (!st)
 		st = query_port(ctx);
 	if (!st) {

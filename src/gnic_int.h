@@ -32,7 +32,7 @@
 #define GNIC_PAGE      4096u
 #define GNIC_PORT      1
 #define GNIC_GID_INDEX 0
-#define GNIC_MAX_QP_WR 32768u /* 16-bit WQE counters: sq_wqe_cnt <= 32768 */
+#define GNIC_MAX_QP_WR 32768u /* 16-bit WQE counters: sq/rq_wqe_cnt <= 32768 */
 
 /* ---- status.c ------------------------------------------------------------ */
 /* Sets this thread's last-error text and returns status, so callers can
@@ -70,6 +70,7 @@ struct gnic_verbs {
 	                  size_t attr_len);
 	int (*query_port_compat)(struct ibv_context *ctx, uint8_t port, void *attr);
 	int (*query_gid)(struct ibv_context *ctx, uint8_t port, int index, union ibv_gid *gid);
+	int (*query_device)(struct ibv_context *ctx, struct ibv_device_attr *attr);
 	struct ibv_pd *(*alloc_pd)(struct ibv_context *ctx);
 	int (*dealloc_pd)(struct ibv_pd *pd);
 	/* reg_mr_iova2 when the library has it, else the plain exported one */
@@ -139,8 +140,9 @@ struct gnic_ctx {
 	const struct gnic_verbs *v;
 	struct ibv_context *ibctx;
 	struct ibv_pd *pd;
-	union ibv_gid gid; /* GID index 0 of port 1 */
-	enum ibv_mtu mtu;  /* the port's active MTU */
+	union ibv_gid gid;  /* GID index 0 of port 1 */
+	enum ibv_mtu mtu;   /* the port's active MTU */
+	uint32_t max_qp_wr; /* the device's: WRs of an RQ, basic blocks of an SQ */
 	char device[64];
 	struct gnic_gpu gpu;
 	int nqp, nmr; /* live objects: destroy refuses while any */
@@ -197,7 +199,8 @@ struct gnic_qp {
 };
 
 /* qp_attr.c */
-gnic_status_t gnic_qp_attr_check(const struct gnic_qp_attr *attr);
+/* max_qp_wr: the device's (struct gnic_ctx); libgnic caps it at GNIC_MAX_QP_WR */
+gnic_status_t gnic_qp_attr_check(const struct gnic_qp_attr *attr, uint32_t max_qp_wr);
 gnic_status_t gnic_qp_attr_check_geometry(const struct gnic_qp_attr *attr, uint32_t sq_wqe_cnt);
 uint32_t gnic_qp_scq_depth(const struct gnic_qp_attr *attr);
 uint32_t gnic_qp_rcq_depth(const struct gnic_qp_attr *attr);
