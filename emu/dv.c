@@ -23,7 +23,8 @@ static void fill_qp(struct emu_qp *qp, struct mlx5dv_qp *out)
 	out->dbrec = qp->dbrec;
 	out->sq.buf = qp->sq_buf;
 	out->sq.wqe_cnt = qp->sq_wqe_cnt;
-	out->sq.stride = GNIC_MLX5_SEND_WQE_BB;
+	out->sq.stride =
+	    qp->sq_wqe_cnt ? GNIC_MLX5_SEND_WQE_BB : 1; /* mlx5: 1 << 0 without an SQ */
 	out->rq.buf = qp->rq_buf;
 	out->rq.wqe_cnt = qp->rq_wqe_cnt;
 	out->rq.stride = qp->rq_stride;

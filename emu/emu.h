@@ -41,9 +41,10 @@
 #define EMU_QPN_BASE      0x100u
 #define EMU_MAX_MR        65536u /* key = index << 8 | random key byte */
 #define EMU_MAX_CQ        65536u
-#define EMU_MAX_SGE       30
-#define EMU_MAX_INLINE    512
-#define EMU_MAX_QP_WR     32768
+#define EMU_MAX_SGE       30    /* query_device's max_sge, as mlx5 derives it */
+#define EMU_MAX_QP_WR     32768 /* 1 << log_max_qp_sz: WRs of an RQ, BBs of an SQ */
+#define EMU_MAX_SQ_DESC   1024  /* max_wqe_sz_sq: bytes of one send WQE */
+#define EMU_MAX_RQ_DESC   512   /* max_wqe_sz_rq: bytes of one receive WQE */
 #define EMU_MAX_CQE       ((1 << 22) - 1)
 #define EMU_MAX_RD_ATOMIC 16
 #define EMU_MAX_MSG_SIZE  (1u << 31)
@@ -173,8 +174,8 @@ struct emu_qp {
 	uint8_t *sq_opcode;   /* ibv_wc_opcode of that WQE */
 	uint32_t rq_head, rq_tail;
 	uint64_t *rq_wrid;
-	uint32_t bf_offset; /* alternates 0 / GNIC_MLX5_BF_SIZE */
-	int max_send_sge, max_recv_sge, max_inline;
+	uint32_t bf_offset;                         /* alternates 0 / GNIC_MLX5_BF_SIZE */
+	int max_send_sge, max_recv_sge, max_inline; /* what post_* allows */
 	bool sq_sig_all;
 	bool dv_owned; /* mlx5dv_init_obj was called */
 

@@ -21,11 +21,13 @@
 static pthread_mutex_t engine_ctl = PTHREAD_MUTEX_INITIALIZER;
 static int engine_users;
 
-/* One sweep over every QP and socket. Runs with nic.lock held. */
+/* One sweep over every socket and QP. Runs with nic.lock held. Input comes
+ * first: answers that arrived while the engine did not run must be seen
+ * before any retransmission timer is judged. */
 static int engine_pass(void)
 {
+	int work = emu_fabric_poll();
 	uint64_t now = emu_now_ns();
-	int work = 0;
 
 	for (uint32_t i = 0; i < emu_nic.nactive; i++) {
 		struct emu_qp *qp = emu_nic.active[i];
@@ -36,7 +38,6 @@ static int engine_pass(void)
 		if (state == IBV_QPS_ERR)
 			work += emu_responder_progress(qp);
 	}
-	work += emu_fabric_poll();
 	if (emu_fabric_flush() > 0)
 		work++;
 	emu_nic.engine_passes++;
@@ -147,7 +148,7 @@ void emu_engine_kick(void)
 
 int emu_engine_qp_add(struct emu_qp *qp)
 {
-	qp->ost = calloc(qp->sq_wqe_cnt, sizeof(*qp->ost));
+	qp->ost = calloc(qp->sq_wqe_cnt ? qp->sq_wqe_cnt : 1, sizeof(*qp->ost)); /* no SQ: unused */
 	if (!qp->ost)
 		return -ENOMEM;
 	emu_requester_reset(qp);

@@ -99,6 +99,8 @@ struct emu_conn {
 	unsigned int fails;      /* failed connects in a row: quiets the log */
 	uint64_t retry_ns;       /* no new connect() before this */
 	uint64_t hs_deadline_ns; /* CONNECTING / AUTH: give up at this time */
+	uint64_t heard_ns;       /* all input that came before this is dispatched */
+	uint64_t read_seq;       /* the poll that last read it */
 	struct emu_hs hs;
 	struct emu_device *dev;  /* outbound: hello source; inbound: listener's */
 	struct sockaddr_in addr; /* remote listener (outbound) or peer (inbound) */
@@ -112,6 +114,7 @@ static struct fab_handle kick_handle = {FAB_KICK};
 static int kick_registered = -1;
 static struct emu_conn *conns;
 static bool dispatching;    /* inside emu_fabric_poll(): frees wait for reap() */
+static uint64_t poll_seq;   /* emu_fabric_poll() calls */
 static bool reap_due;       /* some connection died or was retired */
 static uint64_t hs_next_ns; /* earliest handshake deadline; 0: none pending */
 /* Failed handshakes are logged once per peer and FAB_AUTH_LOG_NS: a
@@ -537,6 +540,7 @@ static struct emu_conn *conn_alloc(struct emu_device *dev, const struct sockaddr
 	c->outbound = outbound;
 	c->dev = dev;
 	c->addr = *addr;
+	c->heard_ns = emu_now_ns(); /* nothing can have come before it existed */
 	c->next = conns;
 	conns = c;
 	return c;
@@ -832,14 +836,30 @@ static void conn_closed(struct emu_conn *c, int err)
 	}
 }
 
+static void conn_heard(struct emu_conn *c, uint64_t t)
+{
+	if (t > c->heard_ns)
+		c->heard_ns = t;
+}
+
+/* The socket was found empty by a recv() that started at t: everything that
+ * came before t is dispatched, unless requests are held back. */
+static void conn_drained(struct emu_conn *c, uint64_t t)
+{
+	if (!c->in_blocked)
+		conn_heard(c, t);
+}
+
 /* Read and dispatch until the socket is empty or the budget is spent. */
 static int conn_read(struct emu_conn *c)
 {
 	size_t budget = FAB_READ_BUDGET;
 	int work = 0;
 
+	c->read_seq = poll_seq;
 	while (budget && c->fd >= 0 && !c->in_blocked) {
 		size_t room = in_room(c);
+		uint64_t t = emu_now_ns();
 		ssize_t n;
 
 		if (!room) {
@@ -851,12 +871,16 @@ static int conn_read(struct emu_conn *c)
 			c->in.tail += (size_t)n;
 			budget -= (size_t)n < budget ? (size_t)n : budget;
 			work += 1 + conn_parse(c);
-			if ((size_t)n < room) /* short read: the socket is drained */
+			if ((size_t)n < room) { /* short read: the socket is drained */
+				conn_drained(c, t);
 				break;
+			}
 		} else if (n == 0) {
 			conn_closed(c, 0);
 		} else if (errno != EINTR) {
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				conn_drained(c, t);
+			else
 				conn_closed(c, errno);
 			break;
 		}
@@ -1191,23 +1215,65 @@ static bool idle_skip(void)
 	return false;
 }
 
+/* Could input wait on c that epoll does not report (requests held back, or
+ * an interest change that failed)? Without a socket, or before connect()
+ * completes, nothing can. */
+static bool conn_input_hidden(const struct emu_conn *c)
+{
+	if (c->fd < 0 || c->state == CONN_CONNECTING)
+		return false;
+	return c->in_blocked || !(c->events & EPOLLIN);
+}
+
+/* After a poll that started at t0: bring every connection's heard_ns up to
+ * t0 that this poll did not read. When epoll reported fewer events than it
+ * could, the others had no input at t0 (level-triggered); when it was full,
+ * read them now, so a silent peer's connection is not left behind by busy
+ * ones (its requesters' timers judge against heard_ns). */
+static int heard_rest(uint64_t t0, bool epoll_full)
+{
+	int work = 0;
+
+	for (struct emu_conn *c = conns; c; c = c->next) {
+		if (c->read_seq == poll_seq || c->doomed || conn_input_hidden(c))
+			continue;
+		if (epoll_full && c->fd >= 0 && (c->state == CONN_AUTH || c->state == CONN_UP))
+			work += conn_read(c);
+		else
+			conn_heard(c, t0);
+	}
+	return work;
+}
+
 int emu_fabric_poll(void)
 {
 	struct epoll_event ev[FAB_POLL_EVENTS];
+	uint64_t t0;
 	int n, work;
 
 	if (idle_skip())
 		return 0;
 	register_kick();
 	dispatching = true;
+	poll_seq++;
 	work = resume_blocked();
+	t0 = emu_now_ns();
 	n = epoll_wait(emu_nic.epoll_fd, ev, FAB_POLL_EVENTS, 0);
 	for (int i = 0; i < n; i++)
 		work += handle_event(&ev[i]);
+	work += heard_rest(t0, n == FAB_POLL_EVENTS);
 	hs_expire();
 	dispatching = false;
 	reap();
 	return work;
+}
+
+uint64_t emu_fabric_heard_ns(const struct emu_qp *qp, uint64_t now)
+{
+	/* in-process peers answer inside emu_fabric_send(): nothing waits */
+	if (!qp->conn || qp->conn->heard_ns > now)
+		return now;
+	return qp->conn->heard_ns;
 }
 
 int emu_fabric_flush(void)

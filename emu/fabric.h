@@ -54,6 +54,12 @@ int emu_fabric_reply(struct emu_reply_path *path, const struct emu_msg *m, const
  * requests go to emu_responder_on_request(), responses to the requester QP
  * (m->dst_qpn) through emu_requester_on_response(). Returns messages handled. */
 int emu_fabric_poll(void);
+/* The time up to which every answer that reached qp has been dispatched:
+ * now for an in-process peer, else when emu_fabric_poll() last found qp's
+ * connection empty. A retransmission timer fires only once this passes its
+ * deadline, so a requester that did not run for a while (stopped, descheduled)
+ * takes the ACKs already waiting before it gives up on them. */
+uint64_t emu_fabric_heard_ns(const struct emu_qp *qp, uint64_t now);
 /* Push queued output. Returns bytes sent. */
 int emu_fabric_flush(void);
 /* Sleep until a socket or the kick eventfd is ready, at most timeout_ns.

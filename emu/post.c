@@ -84,7 +84,9 @@ static int check_send_wr(const struct emu_qp *qp, const struct ibv_send_wr *wr,
 		return EINVAL;
 	for (int i = 0; i < wr->num_sge; i++)
 		total += wr->sg_list[i].length;
-	if (total > (uint64_t)qp->max_inline)
+	/* signed, as rdma-core compares: without SGEs or inline room a QP's
+	 * max_inline is -4 (qp.c) and takes no inline data at all */
+	if ((int64_t)total > qp->max_inline)
 		return EINVAL;
 	*inline_len = (uint32_t)total;
 	return 0;

@@ -24,6 +24,15 @@
 	 IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
 #define PSN_MASK 0xffffffu
 
+/* Sizing follows rdma-core's mlx5 provider (providers/mlx5/verbs.c) for an
+ * RC QP made by plain ibv_create_qp, without send_ops_flags: then
+ * sq_overhead() assumes every opcode, the memory-window bind included, and
+ * reserves its 192 bytes (ctrl, UMR ctrl, mkey context, 64 bytes of KLMs) in
+ * every send WQE. It does so whatever the device's MW support. */
+#define SQ_OVERHEAD 192u
+#define INL_HDR     4u                              /* struct mlx5_wqe_inl_data_seg */
+#define MAX_SEND_WR (0x7fffffffu / EMU_MAX_SQ_DESC) /* rdma-core's overflow guard */
+
 static uint32_t roundup_pow2(uint32_t v)
 {
 	uint32_t p = 1;
@@ -33,21 +42,9 @@ static uint32_t roundup_pow2(uint32_t v)
 	return p;
 }
 
-static uint32_t align_up(uint32_t v, uint32_t a)
+static uint64_t align_up(uint64_t v, uint64_t a)
 {
 	return (v + a - 1) & ~(a - 1);
-}
-
-static uint32_t max3(uint32_t a, uint32_t b, uint32_t c)
-{
-	uint32_t m = a > b ? a : b;
-
-	return m > c ? m : c;
-}
-
-static uint32_t min_u32(uint32_t a, uint32_t b)
-{
-	return a < b ? a : b;
 }
 
 /* ---- create ---------------------------------------------------------------- */
@@ -55,15 +52,6 @@ static uint32_t min_u32(uint32_t a, uint32_t b)
 static bool cq_of(struct ibv_cq *cq, struct ibv_context *context)
 {
 	return cq && cq->context == context;
-}
-
-static int check_caps(const struct ibv_qp_cap *cap)
-{
-	if (cap->max_send_wr < 1 || cap->max_send_wr > EMU_MAX_QP_WR ||
-	    cap->max_recv_wr > EMU_MAX_QP_WR || cap->max_send_sge > EMU_MAX_SGE ||
-	    cap->max_recv_sge > EMU_MAX_SGE || cap->max_inline_data > EMU_MAX_INLINE)
-		return EINVAL;
-	return 0;
 }
 
 static int check_init_attr(struct ibv_context *context, const struct ibv_qp_init_attr_ex *a)
@@ -80,58 +68,109 @@ static int check_init_attr(struct ibv_context *context, const struct ibv_qp_init
 	if (!gemu_is_emu_context(context) || !a->pd || a->pd->context != context ||
 	    !cq_of(a->send_cq, context) || !cq_of(a->recv_cq, context))
 		return EINVAL;
-	return check_caps(&a->cap);
+	return 0;
 }
 
-/* Send WQE size as mlx5 computes it: ctrl + raddr + the largest body any
- * opcode may need (atomic + result pointer, the SGE list, or inline data). */
+/* Bytes of the largest send WQE (mlx5_calc_send_wqe): the overhead, then the
+ * SGE list or the inline data, whichever is longer, in basic blocks; 0 when
+ * the device cannot hold it. */
+static uint32_t send_wqe_size(const struct ibv_qp_cap *cap)
+{
+	uint64_t size = SQ_OVERHEAD + (uint64_t)cap->max_send_sge * GNIC_MLX5_SEG_SIZE;
+	uint64_t inl = 0;
+
+	if (cap->max_send_sge > (EMU_MAX_SQ_DESC - SQ_OVERHEAD) / GNIC_MLX5_SEG_SIZE)
+		return 0;
+	if (cap->max_inline_data)
+		inl = SQ_OVERHEAD +
+		      align_up(INL_HDR + (uint64_t)cap->max_inline_data, GNIC_MLX5_SEG_SIZE);
+	if (inl > size)
+		size = inl;
+	if (size > EMU_MAX_SQ_DESC)
+		return 0;
+	return (uint32_t)align_up(size, GNIC_MLX5_SEND_WQE_BB);
+}
+
+/* mlx5_calc_sq_size: max_send_wr WQEs of the largest size, rounded up to a
+ * power of two of basic blocks. *out gets what ibv_create_qp reports: the
+ * WQEs that fit, max_send_sge as asked (the kernel echoes it) and the inline
+ * room the WQE size leaves. No SQ (max_send_wr 0) checks nothing. */
 static int size_sq(struct emu_qp *qp, const struct ibv_qp_cap *cap, struct ibv_qp_cap *out)
 {
-	const uint32_t head = 2 * GNIC_MLX5_SEG_SIZE;
-	uint32_t body = max3(2 * GNIC_MLX5_SEG_SIZE, cap->max_send_sge * GNIC_MLX5_SEG_SIZE,
-	                     align_up(4 + cap->max_inline_data, GNIC_MLX5_SEG_SIZE));
-	uint32_t size = head + body;
-	uint32_t bb = (size + GNIC_MLX5_SEND_WQE_BB - 1) / GNIC_MLX5_SEND_WQE_BB;
-	uint32_t room = bb * GNIC_MLX5_SEND_WQE_BB - head;
+	uint32_t wqe = send_wqe_size(cap), wq;
 
-	if (bb > GNIC_MLX5_MAX_WQE_BB || size / GNIC_MLX5_SEG_SIZE > GNIC_MLX5_MAX_DS)
+	out->max_send_sge = cap->max_send_sge;
+	out->max_inline_data = cap->max_inline_data;
+	if (!cap->max_send_wr)
+		return 0;
+	if (!wqe || cap->max_send_wr > MAX_SEND_WR)
 		return EINVAL;
-	qp->sq_wqe_cnt = roundup_pow2(cap->max_send_wr * bb);
-	/* 16-bit WQE counters must tell a full ring from an empty one */
-	if (qp->sq_wqe_cnt > EMU_MAX_QP_WR)
+	wq = roundup_pow2(cap->max_send_wr * wqe);
+	if (wq / GNIC_MLX5_SEND_WQE_BB > EMU_MAX_QP_WR)
 		return EINVAL;
-	qp->max_send_sge = (int)min_u32(room / GNIC_MLX5_SEG_SIZE, EMU_MAX_SGE);
-	qp->max_inline = (int)min_u32(room - 4, EMU_MAX_INLINE);
-	out->max_send_wr = qp->sq_wqe_cnt / bb;
-	out->max_send_sge = (uint32_t)qp->max_send_sge;
+	qp->sq_wqe_cnt = wq / GNIC_MLX5_SEND_WQE_BB;
+	qp->max_send_sge = (int)cap->max_send_sge;
+	/* signed like rdma-core's: max_send_sge 0 without inline leaves a slot
+	 * of just the overhead, -4 (reported as 4294967292), no inline at all */
+	qp->max_inline = (int)wqe - (int)(SQ_OVERHEAD + INL_HDR);
+	out->max_send_wr = wq / wqe;
 	out->max_inline_data = (uint32_t)qp->max_inline;
 	return 0;
 }
 
-static void size_rq(struct emu_qp *qp, const struct ibv_qp_cap *cap, struct ibv_qp_cap *out)
+/* mlx5_calc_rq_size (no SRQ, no WQE signature): a power-of-two stride of
+ * max_recv_sge data segments (at least one), a power of two of WQEs, at
+ * least one basic block in all. Reported: every WQE and the stride's SGEs. */
+static int size_rq(struct emu_qp *qp, const struct ibv_qp_cap *cap, struct ibv_qp_cap *out)
 {
-	uint32_t sge = cap->max_recv_sge ? cap->max_recv_sge : 1;
+	uint32_t sge = cap->max_recv_sge ? cap->max_recv_sge : 1, wq;
 
+	qp->rq_stride = 1; /* what mlx5dv reports without an RQ: 1 << 0 */
+	out->max_recv_wr = out->max_recv_sge = 0;
+	if (!cap->max_recv_wr)
+		return 0;
+	if (cap->max_recv_wr > EMU_MAX_QP_WR || sge > EMU_MAX_RQ_DESC / GNIC_MLX5_SEG_SIZE)
+		return EINVAL;
 	qp->rq_stride = roundup_pow2(sge * GNIC_MLX5_SEG_SIZE);
-	qp->rq_wqe_cnt = cap->max_recv_wr ? roundup_pow2(cap->max_recv_wr) : 0;
-	qp->max_recv_sge =
-	    qp->rq_wqe_cnt ? (int)min_u32(qp->rq_stride / GNIC_MLX5_SEG_SIZE, EMU_MAX_SGE) : 0;
+	wq = roundup_pow2(cap->max_recv_wr) * qp->rq_stride;
+	if (wq < GNIC_MLX5_SEND_WQE_BB)
+		wq = GNIC_MLX5_SEND_WQE_BB;
+	qp->rq_wqe_cnt = wq / qp->rq_stride;
+	qp->max_recv_sge = (int)(qp->rq_stride / GNIC_MLX5_SEG_SIZE);
 	out->max_recv_wr = qp->rq_wqe_cnt;
 	out->max_recv_sge = (uint32_t)qp->max_recv_sge;
+	return 0;
 }
 
+/* What ibv_query_qp reports: rdma-core's view of the queues, which without
+ * an SQ has no SGEs and no inline room either. */
+static struct ibv_qp_cap queried_caps(const struct emu_qp *qp, const struct ibv_qp_cap *created)
+{
+	struct ibv_qp_cap c = *created;
+
+	c.max_send_sge = (uint32_t)qp->max_send_sge;
+	c.max_inline_data = (uint32_t)qp->max_inline;
+	return c;
+}
+
+/* A QP may lack either queue, or both: every array gets at least one entry
+ * and the buffer at least a page, so an empty queue still has an address. */
 static int alloc_queues(struct emu_qp *qp)
 {
 	size_t rq_size = (size_t)qp->rq_wqe_cnt * qp->rq_stride;
-	size_t sq_off = align_up((uint32_t)rq_size, EMU_PAGE);
+	size_t sq_off = align_up(rq_size, EMU_PAGE);
+	size_t sq_n = qp->sq_wqe_cnt ? qp->sq_wqe_cnt : 1;
 
-	qp->buf_size = sq_off + align_up(qp->sq_wqe_cnt * GNIC_MLX5_SEND_WQE_BB, EMU_PAGE);
+	qp->buf_size =
+	    sq_off + align_up((uint64_t)qp->sq_wqe_cnt * GNIC_MLX5_SEND_WQE_BB, EMU_PAGE);
+	if (!qp->buf_size)
+		qp->buf_size = EMU_PAGE;
 	qp->buf = emu_alloc_pages(qp->buf_size);
 	qp->dbrec = emu_alloc_pages(EMU_PAGE);
 	qp->uar = emu_alloc_pages(EMU_PAGE);
-	qp->sq_wrid = calloc(qp->sq_wqe_cnt, sizeof(*qp->sq_wrid));
-	qp->sq_wqe_end = calloc(qp->sq_wqe_cnt, sizeof(*qp->sq_wqe_end));
-	qp->sq_opcode = calloc(qp->sq_wqe_cnt, sizeof(*qp->sq_opcode));
+	qp->sq_wrid = calloc(sq_n, sizeof(*qp->sq_wrid));
+	qp->sq_wqe_end = calloc(sq_n, sizeof(*qp->sq_wqe_end));
+	qp->sq_opcode = calloc(sq_n, sizeof(*qp->sq_opcode));
 	qp->rq_wrid = calloc(qp->rq_wqe_cnt ? qp->rq_wqe_cnt : 1, sizeof(*qp->rq_wrid));
 	if (!qp->buf || !qp->dbrec || !qp->uar || !qp->sq_wrid || !qp->sq_wqe_end ||
 	    !qp->sq_opcode || !qp->rq_wrid)
@@ -229,27 +268,28 @@ static int publish(struct emu_qp *qp)
 	return 0;
 }
 
-static struct emu_qp *qp_new(struct ibv_qp_init_attr_ex *a, int *err)
+/* *cap: what ibv_create_qp reports back (the caller's caps change only when
+ * the QP is made). */
+static struct emu_qp *qp_new(const struct ibv_qp_init_attr_ex *a, struct ibv_qp_cap *cap, int *err)
 {
 	struct emu_qp *qp = calloc(1, sizeof(*qp));
-	struct ibv_qp_cap cap = {0};
 
 	if (!qp) {
 		*err = ENOMEM;
 		return NULL;
 	}
-	*err = size_sq(qp, &a->cap, &cap);
-	if (!*err) {
-		size_rq(qp, &a->cap, &cap);
+	*err = size_sq(qp, &a->cap, cap);
+	if (!*err)
+		*err = size_rq(qp, &a->cap, cap);
+	if (!*err)
 		*err = alloc_queues(qp);
-	}
 	if (*err) {
 		free_queues(qp);
 		free(qp);
 		return NULL;
 	}
 	init_ibqp(qp, a);
-	qp->attr.cap = cap;
+	qp->attr.cap = queried_caps(qp, cap);
 	return qp;
 }
 
@@ -257,9 +297,10 @@ EMU_EXPORT struct ibv_qp *gemu_create_qp_ex(struct ibv_context *context,
                                             struct ibv_qp_init_attr_ex *attr)
 {
 	struct emu_qp *qp = NULL;
+	struct ibv_qp_cap cap = {0};
 	int err = check_init_attr(context, attr);
 
-	if (!err && (qp = qp_new(attr, &err))) {
+	if (!err && (qp = qp_new(attr, &cap, &err))) {
 		emu_nic_lock();
 		err = publish(qp);
 		emu_nic_unlock();
@@ -273,7 +314,7 @@ EMU_EXPORT struct ibv_qp *gemu_create_qp_ex(struct ibv_context *context,
 		errno = err;
 		return NULL;
 	}
-	attr->cap = qp->attr.cap; /* report what the queues really hold */
+	attr->cap = cap;
 	return &qp->ibqp;
 }
 

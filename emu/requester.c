@@ -554,11 +554,14 @@ static void rewind_to_tail(struct emu_qp *qp)
 	qp->timer_deadline_ns = 0;
 }
 
+/* Judged against what the fabric has heard, not the bare clock: an answer
+ * that came before the deadline but is not read yet must win (fabric.h). */
 static int check_timer(struct emu_qp *qp, uint64_t now)
 {
 	struct emu_outstanding *e;
 
-	if (ost_empty(qp) || !qp->timer_deadline_ns || now < qp->timer_deadline_ns)
+	if (ost_empty(qp) || !qp->timer_deadline_ns ||
+	    emu_fabric_heard_ns(qp, now) < qp->timer_deadline_ns)
 		return 0;
 	e = ost_at(qp, qp->ost_tail);
 	if (e->done)

@@ -114,17 +114,24 @@ static gnic_status_t query_port(struct gnic_ctx *ctx)
 	return GNIC_OK;
 }
 
-/* The READ/atomic depths QPs ask for: what the device allows, at most 16
- * (more buys nothing at the message sizes device code posts). A device
- * that reports less refuses a QP asking more (EINVAL at RTR/RTS). */
+/* What QP creation and connection take from the device: the queue limit
+ * checked up front (qp_attr.c), and the READ/atomic depths QPs ask for,
+ * at most 16 (more buys nothing at the message sizes device code posts). A
+ * device that reports less refuses a QP asking more (EINVAL at RTR/RTS). */
 static gnic_status_t query_caps(struct gnic_ctx *ctx)
 {
 	struct ibv_device_attr da;
-	int r = ctx->v->query_device(ctx->ibctx, &da);
+	int r;
 
+	memset(&da, 0, sizeof(da));
+	r = ctx->v->query_device(ctx->ibctx, &da);
 	if (r)
 		return gnic_error(GNIC_ERR_SYSTEM, "query_device(%s): %s", ctx->device,
 		                  strerror(r));
+	if (da.max_qp_wr < 1)
+		return gnic_error(GNIC_ERR_SYSTEM, "query_device(%s): max_qp_wr %d", ctx->device,
+		                  da.max_qp_wr);
+	ctx->max_qp_wr = (uint32_t)da.max_qp_wr;
 	ctx->max_rd_atomic = (uint8_t)(da.max_qp_init_rd_atom < 16 ? da.max_qp_init_rd_atom : 16);
 	ctx->max_dest_rd_atomic = (uint8_t)(da.max_qp_rd_atom < 16 ? da.max_qp_rd_atom : 16);
 	if (ctx->max_rd_atomic < 16 || ctx->max_dest_rd_atomic < 16)
@@ -157,9 +164,9 @@ static gnic_status_t open_verbs(struct gnic_ctx *ctx, const struct gnic_ctx_attr
 	if (!st)
 		say_choice(ctx, why);
 	if (!st)
-		st = query_port(ctx);
-	if (!st)
 		st = query_caps(ctx);
+	if (!st)
+		st = query_port(ctx);
 	if (!st) {
 		ctx->pd = ctx->v->alloc_pd(ctx->ibctx);
 		if (!ctx->pd)

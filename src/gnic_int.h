@@ -32,7 +32,7 @@
 #define GNIC_PAGE      4096u
 #define GNIC_PORT      1
 #define GNIC_GID_INDEX 0
-#define GNIC_MAX_QP_WR 32768u /* 16-bit WQE counters: sq_wqe_cnt <= 32768 */
+#define GNIC_MAX_QP_WR 32768u /* 16-bit WQE counters: sq/rq_wqe_cnt <= 32768 */
 
 /* ---- status.c ------------------------------------------------------------ */
 /* Sets this thread's last-error text and returns status, so callers can
@@ -149,8 +149,9 @@ struct gnic_ctx {
 	const struct gnic_verbs *v;
 	struct ibv_context *ibctx;
 	struct ibv_pd *pd;
-	union ibv_gid gid; /* GID index 0 of port 1 */
-	enum ibv_mtu mtu;  /* the port's active MTU */
+	union ibv_gid gid;  /* GID index 0 of port 1 */
+	enum ibv_mtu mtu;   /* the port's active MTU */
+	uint32_t max_qp_wr; /* the device's: WRs of an RQ, basic blocks of an SQ */
 	/* READs/atomics in flight per QP: ours as requester (max_rd_atomic) and
 	 * what we accept as responder (max_dest_rd_atomic), from the device */
 	uint8_t max_rd_atomic, max_dest_rd_atomic;
@@ -210,7 +211,8 @@ struct gnic_qp {
 };
 
 /* qp_attr.c */
-gnic_status_t gnic_qp_attr_check(const struct gnic_qp_attr *attr);
+/* max_qp_wr: the device's (struct gnic_ctx); libgnic caps it at GNIC_MAX_QP_WR */
+gnic_status_t gnic_qp_attr_check(const struct gnic_qp_attr *attr, uint32_t max_qp_wr);
 gnic_status_t gnic_qp_attr_check_geometry(const struct gnic_qp_attr *attr, uint32_t sq_wqe_cnt);
 uint32_t gnic_qp_scq_depth(const struct gnic_qp_attr *attr);
 uint32_t gnic_qp_rcq_depth(const struct gnic_qp_attr *attr);

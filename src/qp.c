@@ -203,7 +203,7 @@ GNIC_API gnic_status_t gnic_qp_create(struct gnic_ctx *ctx, const struct gnic_qp
 		gnic_qp_attr_init(&defaults);
 		attr = &defaults;
 	}
-	st = gnic_qp_attr_check(attr);
+	st = gnic_qp_attr_check(attr, ctx->max_qp_wr);
 	if (st)
 		return st;
 	qp = calloc(1, sizeof(*qp));

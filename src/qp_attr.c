@@ -13,7 +13,20 @@
 
 #include "gnic_int.h"
 
-#define MAX_INLINE (GNIC_MLX5_MAX_WQE_BB * GNIC_MLX5_SEND_WQE_BB - 2 * GNIC_MLX5_SEG_SIZE - 4)
+/* How rdma-core's mlx5 provider (providers/mlx5/verbs.c) sizes the QP qp.c
+ * creates: RC through plain ibv_create_qp, one SGE each way, no
+ * send_ops_flags. mlx5_calc_send_wqe() sizes every send WQE slot for the
+ * largest WQE: the 192 bytes sq_overhead() reserves (without send_ops_flags
+ * a memory-window bind may be posted: ctrl, UMR ctrl, mkey context, 64 bytes
+ * of KLMs), then one data segment or 4 + max_inline bytes of inline data in
+ * 16-byte units, rounded up to basic blocks. mlx5_calc_sq_size() makes the
+ * SQ sq_depth slots rounded up to a power of two of basic blocks, at most
+ * max_qp_wr of them; mlx5_calc_rq_size() makes the RQ a power of two of
+ * 16-byte WQEs, at least one basic block. */
+#define SQ_OVERHEAD 192u
+#define SQ_MAX_WQE  (GNIC_MLX5_MAX_WQE_BB * GNIC_MLX5_SEND_WQE_BB) /* max_wqe_sz_sq */
+#define INL_HDR     4u /* the inline segment's byte count */
+#define MAX_INLINE  (SQ_MAX_WQE - SQ_OVERHEAD - INL_HDR)
 
 GNIC_API void gnic_qp_attr_init(struct gnic_qp_attr *attr)
 {
@@ -38,17 +51,71 @@ static bool is_pow2(uint32_t v)
 	return v && !(v & (v - 1));
 }
 
-static gnic_status_t check_queues(const struct gnic_qp_attr *a)
+static uint32_t align_to(uint32_t v, uint32_t a)
 {
-	if (a->sq_depth < 1 || a->sq_depth > GNIC_MAX_QP_WR)
-		return gnic_error(GNIC_ERR_INVALID, "qp: sq_depth %u not in [1, %u]", a->sq_depth,
-		                  GNIC_MAX_QP_WR);
-	if (a->rq_depth > GNIC_MAX_QP_WR)
-		return gnic_error(GNIC_ERR_INVALID, "qp: rq_depth %u above %u", a->rq_depth,
-		                  GNIC_MAX_QP_WR);
+	return (v + a - 1) / a * a;
+}
+
+/* Bytes of one send WQE slot (max_inline <= MAX_INLINE). */
+static uint32_t wqe_size(uint32_t max_inline)
+{
+	uint32_t sge = SQ_OVERHEAD + GNIC_MLX5_SEG_SIZE;
+	uint32_t inl =
+	    max_inline ? SQ_OVERHEAD + align_to(INL_HDR + max_inline, GNIC_MLX5_SEG_SIZE) : 0;
+
+	return align_to(inl > sge ? inl : sge, GNIC_MLX5_SEND_WQE_BB);
+}
+
+/* Basic blocks of the SQ the provider makes; 64-bit: it may exceed any limit. */
+static uint64_t sq_bbs(const struct gnic_qp_attr *a)
+{
+	uint64_t bytes = (uint64_t)a->sq_depth * wqe_size(a->max_inline), p = 1;
+
+	while (p < bytes)
+		p <<= 1;
+	return p / GNIC_MLX5_SEND_WQE_BB;
+}
+
+static uint32_t queue_limit(uint32_t max_qp_wr)
+{
+	return max_qp_wr < GNIC_MAX_QP_WR ? max_qp_wr : GNIC_MAX_QP_WR;
+}
+
+/* The largest sq_depth whose SQ fits in limit basic blocks. */
+static uint32_t sq_depth_max(uint32_t max_inline, uint32_t limit)
+{
+	uint64_t bbs = 1;
+
+	while (bbs * 2 <= limit) /* the SQ is a power of two of them */
+		bbs *= 2;
+	return (uint32_t)(bbs * GNIC_MLX5_SEND_WQE_BB / wqe_size(max_inline));
+}
+
+static gnic_status_t check_queues(const struct gnic_qp_attr *a, uint32_t max_qp_wr)
+{
+	uint32_t limit = queue_limit(max_qp_wr);
+	const char *who = limit < max_qp_wr ? "libgnic" : "the device";
+	uint64_t bbs;
+
 	if (a->max_inline > MAX_INLINE)
-		return gnic_error(GNIC_ERR_INVALID, "qp: max_inline %u above %u (16 basic blocks)",
-		                  a->max_inline, MAX_INLINE);
+		return gnic_error(
+		    GNIC_ERR_INVALID,
+		    "qp: max_inline %u above %u (a send WQE is at most %u bytes, %u of "
+		    "them reserved by rdma-core's mlx5 provider)",
+		    a->max_inline, MAX_INLINE, SQ_MAX_WQE, SQ_OVERHEAD);
+	if (a->sq_depth < 1)
+		return gnic_error(GNIC_ERR_INVALID, "qp: sq_depth 0 (at least 1)");
+	bbs = sq_bbs(a);
+	if (bbs > limit)
+		return gnic_error(
+		    GNIC_ERR_INVALID,
+		    "qp: sq_depth %u with max_inline %u needs %llu WQE basic blocks; %s "
+		    "allows %u (sq_depth <= %u at this max_inline)",
+		    a->sq_depth, a->max_inline, (unsigned long long)bbs, who, limit,
+		    sq_depth_max(a->max_inline, limit));
+	if (a->rq_depth > limit)
+		return gnic_error(GNIC_ERR_INVALID, "qp: rq_depth %u above %u (%s's limit)",
+		                  a->rq_depth, limit, who);
 	return GNIC_OK;
 }
 
@@ -79,9 +146,9 @@ static gnic_status_t check_transport(const struct gnic_qp_attr *a)
 	return GNIC_OK;
 }
 
-gnic_status_t gnic_qp_attr_check(const struct gnic_qp_attr *attr)
+gnic_status_t gnic_qp_attr_check(const struct gnic_qp_attr *attr, uint32_t max_qp_wr)
 {
-	gnic_status_t st = check_queues(attr);
+	gnic_status_t st = check_queues(attr, max_qp_wr);
 
 	if (!st)
 		st = check_device(attr);
@@ -100,26 +167,21 @@ gnic_status_t gnic_qp_attr_check_geometry(const struct gnic_qp_attr *attr, uint3
 	return GNIC_OK;
 }
 
-/* Basic blocks of the largest WQE the device posts: ctrl + raddr + inline
- * data, an atomic (atomic + data segment) or one data segment. */
-static uint32_t wqe_bb(const struct gnic_qp_attr *a)
-{
-	uint32_t inl = (4 + a->max_inline + GNIC_MLX5_SEG_SIZE - 1) & ~(GNIC_MLX5_SEG_SIZE - 1u);
-	uint32_t body = inl > 2 * GNIC_MLX5_SEG_SIZE ? inl : 2 * GNIC_MLX5_SEG_SIZE;
-	uint32_t size = 2 * GNIC_MLX5_SEG_SIZE + body;
-
-	return (size + GNIC_MLX5_SEND_WQE_BB - 1) / GNIC_MLX5_SEND_WQE_BB;
-}
-
-/* A first guess; qp.c grows the CQ if the provider made the SQ larger. */
+/* The provider's SQ size in basic blocks, as checked above (qp.c grows the
+ * CQ should a provider size it otherwise). */
 uint32_t gnic_qp_scq_depth(const struct gnic_qp_attr *attr)
 {
-	uint32_t bb = wqe_bb(attr);
-
-	return gnic_pow2_ceil(attr->sq_depth * (bb > 2 ? bb : 2));
+	return (uint32_t)sq_bbs(attr);
 }
 
+/* The RQ holds at least one basic block of 16-byte WQEs: 4. No RQ: 2 CQEs. */
 uint32_t gnic_qp_rcq_depth(const struct gnic_qp_attr *attr)
 {
-	return gnic_pow2_ceil(attr->rq_depth > 2 ? attr->rq_depth : 2);
+	uint32_t n = gnic_pow2_ceil(attr->rq_depth);
+
+	if (!attr->rq_depth)
+		return 2;
+	return n > GNIC_MLX5_SEND_WQE_BB / GNIC_MLX5_SEG_SIZE
+	           ? n
+	           : GNIC_MLX5_SEND_WQE_BB / GNIC_MLX5_SEG_SIZE;
 }

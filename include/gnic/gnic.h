@@ -117,9 +117,9 @@ void gnic_mr_rmem(const struct gnic_mr *mr, struct gnic_rmem *out);
 /* ---- queue pairs -------------------------------------------------------- */
 
 struct gnic_qp_attr {
-	uint32_t sq_depth;         /* send WQEs (of one basic block) the SQ holds; 1024 */
+	uint32_t sq_depth;         /* send WQEs of the largest size the SQ holds; 1024 */
 	uint32_t rq_depth;         /* receives the RQ holds; 256 (0: no receive queue) */
-	uint32_t max_inline;       /* inline bytes per WQE; 64 */
+	uint32_t max_inline;       /* inline bytes per WQE (sizes them); 64 */
 	enum gnic_db_mode db_mode; /* AUTO */
 	enum gnic_share share;     /* GNIC_SHARE_GPU */
 	uint32_t cqe_every;        /* CQE at least every N basic blocks (pow2); 16 */

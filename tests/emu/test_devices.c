@@ -169,19 +169,24 @@ static void test_query_device_ex(struct ibv_context *ctx)
 	CHECK_RET(ibv_query_device_ex(ctx, &in, &ax), EINVAL);
 }
 
-static struct ibv_qp *qp_with(struct ibv_pd *pd, struct ibv_cq *cq, uint32_t wr, uint32_t sge)
+static struct ibv_qp *qp_with(struct ibv_pd *pd, struct ibv_cq *cq, uint32_t send_wr,
+                              uint32_t recv_wr, uint32_t sge)
 {
-	struct ibv_qp_init_attr ia = {
-	    .send_cq = cq,
-	    .recv_cq = cq,
-	    .cap = {.max_send_wr = wr, .max_recv_wr = 1, .max_send_sge = sge, .max_recv_sge = 1},
-	    .qp_type = IBV_QPT_RC};
+	struct ibv_qp_init_attr ia = {.send_cq = cq,
+	                              .recv_cq = cq,
+	                              .cap = {.max_send_wr = send_wr,
+	                                      .max_recv_wr = recv_wr,
+	                                      .max_send_sge = sge,
+	                                      .max_recv_sge = sge},
+	                              .qp_type = IBV_QPT_RC};
 
 	errno = 0;
 	return ibv_create_qp(pd, &ia);
 }
 
-/* What query_device advertises is what create accepts, and one more is not. */
+/* What query_device advertises is what create accepts, and one more is not:
+ * max_qp_wr receive WRs, max_sge SGEs each way. A send queue holds max_qp_wr
+ * basic blocks, so it takes fewer WRs (test_qp_caps has the exact rules). */
 static void test_limits(struct ibv_context *ctx)
 {
 	struct ibv_device_attr a;
@@ -191,18 +196,18 @@ static void test_limits(struct ibv_context *ctx)
 
 	memset(&a, 0, sizeof(a));
 	CHECK_OK(ibv_query_device(ctx, &a));
-	qp = qp_with(pd, cq, (uint32_t)a.max_qp_wr, 1);
+	qp = qp_with(pd, cq, 1, (uint32_t)a.max_qp_wr, 1);
 	if (!qp)
-		T_FAIL("create_qp(max_send_wr = max_qp_wr %d): errno %d", a.max_qp_wr, errno);
+		T_FAIL("create_qp(max_recv_wr = max_qp_wr %d): errno %d", a.max_qp_wr, errno);
 	CHECK_OK(ibv_destroy_qp(qp));
-	qp = qp_with(pd, cq, 16, (uint32_t)a.max_sge);
+	qp = qp_with(pd, cq, 16, 1, (uint32_t)a.max_sge);
 	if (!qp)
-		T_FAIL("create_qp(max_send_sge = max_sge %d): errno %d", a.max_sge, errno);
+		T_FAIL("create_qp(max_send/recv_sge = max_sge %d): errno %d", a.max_sge, errno);
 	CHECK_OK(ibv_destroy_qp(qp));
 
-	CHECK(qp_with(pd, cq, (uint32_t)a.max_qp_wr + 1, 1) == NULL);
+	CHECK(qp_with(pd, cq, 1, (uint32_t)a.max_qp_wr + 1, 1) == NULL);
 	CHECK_EQ(errno, EINVAL);
-	CHECK(qp_with(pd, cq, 16, (uint32_t)a.max_sge + 1) == NULL);
+	CHECK(qp_with(pd, cq, (uint32_t)a.max_qp_wr, 1, 1) == NULL);
 	CHECK_EQ(errno, EINVAL);
 	errno = 0;
 	CHECK(ibv_create_cq(ctx, a.max_cqe + 1, NULL, NULL, 0) == NULL);

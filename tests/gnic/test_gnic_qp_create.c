@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * QP creation: invalid attributes are refused (and create nothing), and the
+ * QP creation: invalid attributes are refused (and create nothing), the
+ * queue limits are those docs/api.md documents (what rdma-core's mlx5
+ * provider accepts: the largest sq_depth for a max_inline works, one more is
+ * refused up front with the reason), and the
  * exported struct gnic_dev_qp describes the QP: magic, QPN, power-of-two
  * queues, non-NULL buffers, CQs sized to their queues, a resolved doorbell
  * mode, zero counters and error record. A WRITE posted through the struct
@@ -33,7 +36,7 @@ static const char *spoil(int i, struct gnic_qp_attr *a)
 	 sizeof(((struct gnic_qp_attr *)0)->field), (uint64_t)(v)}
 	    SPOIL(sq_depth, 0),      SPOIL(sq_depth, 65536), SPOIL(rq_depth, 65536),
 	    SPOIL(max_inline, 4096), SPOIL(db_mode, 9),      SPOIL(share, 7),
-	    SPOIL(cqe_every, 0),     SPOIL(cqe_every, 3),    SPOIL(cqe_every, 4096),
+	    SPOIL(cqe_every, 0),     SPOIL(cqe_every, 3),    SPOIL(cqe_every, 65536),
 	    SPOIL(db_batch, 0),      SPOIL(db_batch, 1025),  SPOIL(timeout_ns, 0),
 	    SPOIL(retry_cnt, 8),     SPOIL(rnr_retry, 8),    SPOIL(timeout, 32),
 #undef SPOIL
@@ -154,6 +157,97 @@ static void loopback_write(struct gnic_qp *qp, struct gnic_mr *mr, uint8_t *buf)
 	CHECK_MEM(buf + 4096, buf, 256);
 }
 
+/* The SQ rdma-core's mlx5 provider makes for libgnic's QP (RC by plain
+ * ibv_create_qp, one SGE; providers/mlx5/verbs.c). */
+enum {
+	SQ_OVERHEAD = 192,      /* sq_overhead(): the MW bind it reserves without send_ops_flags */
+	INL_SEG = 4,            /* sizeof(struct mlx5_wqe_inl_data_seg), mlx5_calc_send_wqe() */
+	DATA_SEG = 16,          /* sizeof(struct mlx5_wqe_data_seg) */
+	MAX_SQ_DESC = 1024,     /* ctx->max_sq_desc_sz: max_wqe_sz_sq of a ConnectX-7 */
+	MAX_SEND_WQEBB = 32768, /* ctx->max_send_wqebb = 1 << log_max_qp_sz (15) */
+};
+
+/* mlx5_calc_send_wqe() with max_send_sge 1 */
+static uint32_t slot_bytes(uint32_t max_inline)
+{
+	uint32_t size = SQ_OVERHEAD + DATA_SEG;
+	uint32_t inl = max_inline ? SQ_OVERHEAD + (INL_SEG + max_inline + 15) / 16 * 16 : 0;
+
+	return ((size > inl ? size : inl) + 63) / 64 * 64;
+}
+
+/* mlx5_calc_sq_size(): sq.wqe_cnt (may exceed the limit: 64-bit) */
+static uint64_t sq_wqe_cnt(uint32_t depth, uint32_t max_inline)
+{
+	uint64_t bytes = (uint64_t)depth * slot_bytes(max_inline), p = 1;
+
+	while (p < bytes)
+		p <<= 1;
+	return p / 64;
+}
+
+/* docs/api.md's table: the largest sq_depth at each max_inline. The
+ * largest works; one more fails up front, saying why. */
+static void depth_limits(struct gnic_ctx *ctx)
+{
+	static const struct {
+		uint32_t max_inline, depth;
+	} documented[] = {{0, 8192},   {60, 8192},  {61, 6553},  {64, 6553},  {124, 6553},
+	                  {125, 5461}, {220, 4681}, {316, 4096}, {508, 2978}, {828, 2048}};
+	struct gnic_qp_attr a;
+	struct gnic_qp *qp = NULL;
+	char want[256];
+
+	for (size_t i = 0; i < sizeof(documented) / sizeof(documented[0]); i++) {
+		uint32_t inl = documented[i].max_inline, depth = documented[i].depth;
+
+		t_case("max_inline %u: sq_depth %u is the largest", inl, depth);
+		gnic_qp_attr_init(&a);
+		a.max_inline = inl;
+		a.sq_depth = depth;
+		a.rq_depth = 0;
+		CHECK(sq_wqe_cnt(depth, inl) <= MAX_SEND_WQEBB);
+		CHECK(sq_wqe_cnt(depth + 1, inl) > MAX_SEND_WQEBB);
+		qp = create(ctx, &a);
+		CHECK_EQ(gnic_qp_dev(qp)->sq_wqe_cnt, sq_wqe_cnt(depth, inl));
+		gnic_qp_destroy(qp);
+		qp = NULL;
+
+		t_case("max_inline %u: sq_depth %u is one too many", inl, depth + 1);
+		a.sq_depth = depth + 1;
+		CHECK_GNIC_ERR(gnic_qp_create(ctx, &a, &qp), GNIC_ERR_INVALID);
+		CHECK(qp == NULL);
+		snprintf(
+		    want, sizeof(want),
+		    "qp: sq_depth %u with max_inline %u needs %llu WQE basic blocks; the device "
+		    "allows %u (sq_depth <= %u at this max_inline)",
+		    depth + 1, inl, (unsigned long long)sq_wqe_cnt(depth + 1, inl), MAX_SEND_WQEBB,
+		    depth);
+		if (strcmp(gnic_last_error(), want))
+			T_FAIL("text \"%s\", expected \"%s\"", gnic_last_error(), want);
+	}
+
+	t_case("max_inline: 828 fills a 1 KiB WQE, 829 is refused");
+	gnic_qp_attr_init(&a);
+	a.max_inline = MAX_SQ_DESC - SQ_OVERHEAD - INL_SEG + 1;
+	CHECK_GNIC_ERR(gnic_qp_create(ctx, &a, &qp), GNIC_ERR_INVALID);
+	CHECK(strstr(gnic_last_error(), "max_inline 829 above 828") != NULL);
+
+	t_case("rq_depth: 32768 works, 32769 is refused");
+	gnic_qp_attr_init(&a);
+	a.sq_depth = 16;
+	a.cqe_every = 4;
+	a.db_batch = 1;
+	a.rq_depth = MAX_SEND_WQEBB;
+	qp = create(ctx, &a);
+	CHECK_EQ(gnic_qp_dev(qp)->rq_wqe_cnt, MAX_SEND_WQEBB);
+	gnic_qp_destroy(qp);
+	qp = NULL;
+	a.rq_depth = MAX_SEND_WQEBB + 1;
+	CHECK_GNIC_ERR(gnic_qp_create(ctx, &a, &qp), GNIC_ERR_INVALID);
+	CHECK(strstr(gnic_last_error(), "rq_depth 32769 above 32768") != NULL);
+}
+
 static void modes(struct gnic_ctx *ctx, struct gnic_mr *mr, uint8_t *buf)
 {
 	static const enum gnic_db_mode want[] = {GNIC_DB_AUTO, GNIC_DB_SM, GNIC_DB_BF, GNIC_DB_CPU};
@@ -218,6 +312,7 @@ int main(void)
 	CHECK_GNIC(gnic_qp_create(ctx, NULL, &qp));
 	check_dev(gnic_qp_dev(qp), &a);
 	CHECK_EQ(gnic_qp_dev(qp)->db_mode, GNIC_DB_SM); /* AUTO without a GPU */
+	CHECK_EQ(gnic_qp_dev(qp)->sq_wqe_cnt, sq_wqe_cnt(a.sq_depth, a.max_inline)); /* 8192 */
 
 	t_case("two QPs share nothing");
 	qp2 = create(ctx, &a);
@@ -234,6 +329,8 @@ int main(void)
 	a.cqe_every = 1;
 	a.max_inline = 0;
 	gnic_qp_destroy(create(ctx, &a));
+
+	depth_limits(ctx);
 
 	CHECK_GNIC(gnic_mr_reg(ctx, buf, 8192, GNIC_ACCESS_ALL, &mr));
 	modes(ctx, mr, buf);

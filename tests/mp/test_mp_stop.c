@@ -1,0 +1,503 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A requester that is stopped (SIGSTOP) for longer than its ACK timeout,
+ * with retry_cnt 0, while the ACK of its WRITE already waits in its socket:
+ * when it runs again the ACK must count, not the timer that expired while it
+ * was stopped. The WRITE completes with SUCCESS, never RETRY_EXC_ERR.
+ *
+ *   test_mp_stop   forks and execs itself as "requester" and "responder",
+ *                  each joined to this parent by a socketpair; the parent
+ *                  relays the endpoints and stops and continues the two.
+ *
+ * Each round: the responder is stopped; the requester posts one signaled
+ * WRITE and, once its engine has sent it, is stopped too; the responder
+ * continues, executes the WRITE (its main thread sees the bytes land) and
+ * ACKs; when more than twice the timeout has passed since the post, the
+ * requester continues and reports the completion. A round counts only when
+ * the requester was stopped well within its timeout and the WRITE landed
+ * while it was stopped: then only the ordering of ACK and timer decides.
+ */
+#define _GNU_SOURCE
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+
+#define ROUNDS        6
+#define MIN_COUNTED   4
+#define WRITE_LEN     64
+#define TIMEOUT_EXP   16 /* 4.096 us << 16 = 268 ms */
+#define SEND_GRACE_MS 20 /* for the requester's engine to send the WRITE */
+#define ACK_GRACE_MS  50 /* for the responder's engine to flush the ACK */
+#define MSG_WAIT_MS   10000
+#define WARM_OFF      (ROUNDS * WRITE_LEN) /* warm-up WRITEs land here */
+#define REGION        (WARM_OFF + WRITE_LEN)
+
+static uint64_t timeout_ms(void)
+{
+	return ((4096ull << TIMEOUT_EXP) + 999999) / 1000000;
+}
+
+/* ---- messages: one byte each way, every wait bounded -------------------- */
+
+static void msg_send(int fd, char c)
+{
+	while (write(fd, &c, 1) != 1)
+		if (errno != EINTR)
+			T_FAIL("control socket write: %s", strerror(errno));
+}
+
+/* The next byte on fd within ms; 0 if none came in time. */
+static char msg_recv_within(int fd, unsigned ms, const char *what)
+{
+	uint64_t deadline = t_now_ms() + ms;
+	char c = 0;
+
+	for (;;) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		uint64_t now = t_now_ms();
+		int r = poll(&pfd, 1, now < deadline ? (int)(deadline - now) : 0);
+		ssize_t n;
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			T_FAIL("poll (%s): %s", what, strerror(errno));
+		if (r == 0)
+			return 0;
+		n = read(fd, &c, 1);
+		if (n == 1)
+			return c;
+		if (n == 0)
+			T_FAIL("the other side closed the control socket (%s); did it fail?", what);
+		if (errno != EINTR)
+			T_FAIL("control socket read (%s): %s", what, strerror(errno));
+	}
+}
+
+static char msg_recv(int fd, const char *what)
+{
+	char c = msg_recv_within(fd, MSG_WAIT_MS, what);
+
+	if (!c)
+		T_FAIL("no word within %d ms (%s)", MSG_WAIT_MS, what);
+	return c;
+}
+
+static void msg_expect(int fd, char want, const char *what)
+{
+	char c = msg_recv(fd, what);
+
+	if (c != want)
+		T_FAIL("%s: got '%c', expected '%c'", what, c, want);
+}
+
+static void blob_send(int fd, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			T_FAIL("control socket write: %s", strerror(errno));
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+static void blob_recv(int fd, void *buf, size_t len, const char *what)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		int r = poll(&pfd, 1, MSG_WAIT_MS);
+		ssize_t n;
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			T_FAIL("no %s within %d ms", what, MSG_WAIT_MS);
+		n = read(fd, p, len);
+		if (n == 0)
+			T_FAIL("the other side closed the control socket (%s)", what);
+		if (n < 0 && errno != EINTR)
+			T_FAIL("control socket read (%s): %s", what, strerror(errno));
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+		}
+	}
+}
+
+/* ---- the two children ----------------------------------------------------- */
+
+struct side {
+	const char *role;
+	int fd; /* to the parent */
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *scq, *rcq;
+	struct ibv_qp *qp;
+	uint8_t *buf;
+	struct ibv_mr *mr;
+	struct t_ep peer;
+	struct t_conn_opts opts;
+};
+
+static void side_setup(struct side *s)
+{
+	struct t_qp_caps caps;
+	struct t_ep ep;
+
+	t_case("%s: setup", s->role);
+	t_qp_caps_default(&caps);
+	t_conn_opts_default(&s->opts);
+	s->opts.timeout = TIMEOUT_EXP;
+	s->opts.retry_cnt = 0; /* the first expiry is fatal: no retransmission hides it */
+	s->ctx = t_open(T_DEVICE);
+	s->pd = CHECK_PTR(ibv_alloc_pd(s->ctx));
+	s->scq = t_cq(s->ctx, 64);
+	s->rcq = t_cq(s->ctx, 64);
+	s->qp = t_qp(s->pd, s->scq, s->rcq, &caps, NULL);
+	s->buf = t_alloc(REGION, 0);
+	s->mr = t_reg(s->pd, s->buf, REGION, T_ACCESS_ALL);
+	t_local_ep(s->qp, &ep);
+	ep.rkey = s->mr->rkey;
+	ep.addr = (uintptr_t)s->buf;
+	ep.len = REGION;
+	blob_send(s->fd, &ep, sizeof(ep));
+	blob_recv(s->fd, &s->peer, sizeof(s->peer), "the peer's endpoint");
+	t_connect(s->qp, &s->peer, &s->opts);
+	msg_send(s->fd, 'C');
+}
+
+static void side_teardown(struct side *s)
+{
+	t_case("%s: teardown", s->role);
+	CHECK_OK(ibv_destroy_qp(s->qp));
+	CHECK_OK(ibv_dereg_mr(s->mr));
+	CHECK_OK(ibv_destroy_cq(s->scq));
+	CHECK_OK(ibv_destroy_cq(s->rcq));
+	CHECK_OK(ibv_dealloc_pd(s->pd));
+	CHECK_OK(ibv_close_device(s->ctx));
+	free(s->buf);
+}
+
+static uint32_t seed_of(int round)
+{
+	return 700 + (uint32_t)round;
+}
+
+static void post_write(struct side *s, uint64_t wr_id, size_t off)
+{
+	struct ibv_sge sge = {
+	    .addr = (uintptr_t)s->buf + off, .length = WRITE_LEN, .lkey = s->mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = wr_id,
+	                         .sg_list = &sge,
+	                         .num_sge = 1,
+	                         .opcode = IBV_WR_RDMA_WRITE,
+	                         .send_flags = IBV_SEND_SIGNALED};
+
+	wr.wr.rdma.remote_addr = s->peer.addr + off;
+	wr.wr.rdma.rkey = s->peer.rkey;
+	t_post_send(s->qp, &wr);
+}
+
+/* One WRITE both engines run freely for: the fabric connection is up (its
+ * handshake needs both processes running) before a round stops anyone. */
+static void requester_warm_up(struct side *s)
+{
+	struct ibv_wc wc;
+
+	t_case("%s: warm-up WRITE", s->role);
+	post_write(s, ~0ull, WARM_OFF);
+	wc = t_poll1(s->scq, "the warm-up WRITE");
+	CHECK_WC(&wc, ~0ull, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	msg_send(s->fd, 'u');
+}
+
+/* Post the round's WRITE, say so, then report its completion status. */
+static void requester_round(struct side *s, int round)
+{
+	size_t off = (size_t)round * WRITE_LEN;
+	struct ibv_wc wc;
+
+	t_case("%s: round %d", s->role, round);
+	t_fill(s->buf + off, WRITE_LEN, seed_of(round));
+	post_write(s, (uint64_t)round, off);
+	msg_send(s->fd, 'p');
+	wc = t_poll1(s->scq, "the WRITE");
+	CHECK_EQ(wc.wr_id, (uint64_t)round);
+	if (wc.status != IBV_WC_SUCCESS)
+		printf("%s: round %d: %s\n", s->role, round, t_wc_status_str(wc.status));
+	msg_send(s->fd, (char)('A' + wc.status));
+}
+
+/* Our engine thread stores the bytes while we look: atomic loads. */
+static bool landed(const uint8_t *dst, const uint8_t *want)
+{
+	for (int i = 0; i < WRITE_LEN; i++)
+		if (__atomic_load_n(&dst[i], __ATOMIC_ACQUIRE) != want[i])
+			return false;
+	return true;
+}
+
+/* Wait (bounded) for the round's bytes to land, then say so. */
+static void responder_round(struct side *s, int round)
+{
+	const uint8_t *dst = s->buf + (size_t)round * WRITE_LEN;
+	uint64_t deadline = t_now_ms() + MSG_WAIT_MS;
+	uint8_t want[WRITE_LEN];
+
+	t_case("%s: round %d", s->role, round);
+	t_fill(want, WRITE_LEN, seed_of(round));
+	msg_send(s->fd, 'w');
+	while (!landed(dst, want)) {
+		if (t_now_ms() > deadline)
+			T_FAIL("round %d: the WRITE did not land within %d ms", round, MSG_WAIT_MS);
+		t_sleep_ms(1);
+	}
+	msg_send(s->fd, 'l');
+}
+
+static int run_child(struct side *s, bool requester)
+{
+	side_setup(s);
+	for (;;) {
+		char c = msg_recv(s->fd, "the parent's next command");
+
+		if (c == 'Q')
+			break;
+		if (c == 'R') { /* after a failed round: both QPs back to RTS */
+			t_case("%s: reconnect", s->role);
+			t_reconnect(s->qp, &s->peer, &s->opts);
+			msg_send(s->fd, 'r');
+			continue;
+		}
+		if (c == 'U' && requester) {
+			requester_warm_up(s);
+			continue;
+		}
+		if (c < '0' || c >= '0' + ROUNDS)
+			T_FAIL("%s: unknown command '%c'", s->role, c);
+		if (requester)
+			requester_round(s, c - '0');
+		else
+			responder_round(s, c - '0');
+	}
+	side_teardown(s);
+	return T_EXIT_PASS;
+}
+
+/* ---- the parent ----------------------------------------------------------- */
+
+enum { REQ, RESP };
+static pid_t kids[2];
+static int kid_fd[2];
+
+/* A failing parent must not leave a stopped child behind. */
+static void kill_kids(void)
+{
+	for (int i = 0; i < 2; i++) {
+		if (kids[i] > 0) {
+			kill(kids[i], SIGKILL);
+			waitpid(kids[i], NULL, 0);
+		}
+	}
+}
+
+static pid_t spawn(const char *role, int fd, int other_fd)
+{
+	char fdstr[16];
+	pid_t pid = fork();
+
+	if (pid < 0)
+		T_FAIL("fork: %s", strerror(errno));
+	if (pid)
+		return pid;
+	prctl(PR_SET_PDEATHSIG, SIGKILL); /* even when stopped */
+	close(other_fd);
+	snprintf(fdstr, sizeof(fdstr), "%d", fd);
+	execl("/proc/self/exe", "test_mp_stop", "--role", role, "--fd", fdstr, (char *)NULL);
+	fprintf(stderr, "exec /proc/self/exe: %s\n", strerror(errno));
+	_exit(127);
+}
+
+static void stop_kid(int k)
+{
+	uint64_t deadline = t_now_ms() + MSG_WAIT_MS;
+	int st;
+
+	CHECK_OK(kill(kids[k], SIGSTOP));
+	for (;;) {
+		pid_t r = waitpid(kids[k], &st, WUNTRACED | WNOHANG);
+
+		if (r == kids[k] && WIFSTOPPED(st))
+			return;
+		if (r == kids[k])
+			T_FAIL("child %d ended (status 0x%x) instead of stopping", k, st);
+		if (t_now_ms() > deadline)
+			T_FAIL("child %d did not stop within %d ms", k, MSG_WAIT_MS);
+		t_sleep_ms(1);
+	}
+}
+
+static void sleep_until(uint64_t t_ms)
+{
+	uint64_t now = t_now_ms();
+
+	if (now < t_ms)
+		t_sleep_ms((unsigned)(t_ms - now));
+}
+
+/* One round; returns whether it counts (see the top), *status = the WC's. */
+static bool round_run(int round, int *status)
+{
+	uint64_t posted, stopped, landed_at = 0;
+	char cmd = (char)('0' + round), c;
+	bool counts;
+
+	t_case("round %d", round);
+	msg_send(kid_fd[RESP], cmd);
+	msg_expect(kid_fd[RESP], 'w', "the responder watching its buffer");
+	stop_kid(RESP);
+	msg_send(kid_fd[REQ], cmd);
+	msg_expect(kid_fd[REQ], 'p', "the requester's post");
+	posted = t_now_ms();
+	t_sleep_ms(SEND_GRACE_MS);
+	stop_kid(REQ);
+	stopped = t_now_ms();
+	counts = stopped - posted < timeout_ms() / 2;
+	CHECK_OK(kill(kids[RESP], SIGCONT));
+	c = msg_recv_within(kid_fd[RESP], 2000, "the WRITE landing");
+	if (c == 'l')
+		landed_at = t_now_ms();
+	else if (c)
+		T_FAIL("responder said '%c', expected 'l'", c);
+	counts = counts && landed_at;
+	sleep_until((landed_at ? landed_at : posted) + ACK_GRACE_MS);
+	sleep_until(posted + 2 * timeout_ms() + ACK_GRACE_MS);
+	printf("round %d: requester stopped %llu ms after the post, WRITE %s, continued after "
+	       "%llu ms (timeout %llu ms)\n",
+	       round, (unsigned long long)(stopped - posted),
+	       landed_at ? "landed meanwhile" : "not landed",
+	       (unsigned long long)(t_now_ms() - posted), (unsigned long long)timeout_ms());
+	CHECK_OK(kill(kids[REQ], SIGCONT));
+	if (!landed_at)
+		msg_expect(kid_fd[RESP], 'l', "the WRITE landing after the requester continued");
+	*status = msg_recv(kid_fd[REQ], "the requester's completion") - 'A';
+	return counts;
+}
+
+static void reconnect_both(void)
+{
+	/* the responder first: it must expect the first PSN again before the
+	 * requester may send it */
+	msg_send(kid_fd[RESP], 'R');
+	msg_expect(kid_fd[RESP], 'r', "the responder's reconnect");
+	msg_send(kid_fd[REQ], 'R');
+	msg_expect(kid_fd[REQ], 'r', "the requester's reconnect");
+}
+
+static void warm_up(void)
+{
+	msg_send(kid_fd[REQ], 'U');
+	msg_expect(kid_fd[REQ], 'u', "the warm-up WRITE");
+}
+
+static void relay_endpoints(void)
+{
+	struct t_ep ep[2];
+
+	blob_recv(kid_fd[REQ], &ep[REQ], sizeof(ep[REQ]), "the requester's endpoint");
+	blob_recv(kid_fd[RESP], &ep[RESP], sizeof(ep[RESP]), "the responder's endpoint");
+	blob_send(kid_fd[REQ], &ep[RESP], sizeof(ep[RESP]));
+	blob_send(kid_fd[RESP], &ep[REQ], sizeof(ep[REQ]));
+	msg_expect(kid_fd[REQ], 'C', "the requester connected");
+	msg_expect(kid_fd[RESP], 'C', "the responder connected");
+	warm_up();
+}
+
+static void reap_kids(void)
+{
+	for (int i = 0; i < 2; i++) {
+		uint64_t deadline = t_now_ms() + MSG_WAIT_MS;
+		int st = 0;
+
+		while (waitpid(kids[i], &st, WNOHANG) != kids[i]) {
+			if (t_now_ms() > deadline)
+				T_FAIL("child %d did not exit within %d ms", i, MSG_WAIT_MS);
+			t_sleep_ms(5);
+		}
+		kids[i] = 0;
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			T_FAIL("child %d ended with status 0x%x", i, st);
+	}
+}
+
+static int orchestrate(void)
+{
+	int sv[2][2], counted = 0, failed = 0;
+
+	for (int k = 0; k < 2; k++)
+		if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv[k]))
+			T_FAIL("socketpair: %s", strerror(errno));
+	atexit(kill_kids);
+	kids[REQ] = spawn("requester", sv[REQ][1], sv[REQ][0]);
+	kids[RESP] = spawn("responder", sv[RESP][1], sv[RESP][0]);
+	for (int k = 0; k < 2; k++) {
+		close(sv[k][1]);
+		kid_fd[k] = sv[k][0];
+	}
+	relay_endpoints();
+	for (int r = 0; r < ROUNDS; r++) {
+		int status;
+		bool counts = round_run(r, &status);
+
+		printf("round %d: %s%s\n", r, t_wc_status_str(status),
+		       counts ? "" : " (does not count: the stop came late or nothing landed)");
+		counted += counts;
+		failed += counts && status != IBV_WC_SUCCESS;
+		if (status != IBV_WC_SUCCESS) {
+			reconnect_both();
+			warm_up();
+		}
+	}
+	msg_send(kid_fd[REQ], 'Q');
+	msg_send(kid_fd[RESP], 'Q');
+	reap_kids();
+	t_case("verdict");
+	printf("%d of %d rounds counted, %d failed\n", counted, ROUNDS, failed);
+	if (failed)
+		T_FAIL("%d of %d rounds: the expired timer won over the ACK already waiting",
+		       failed, counted);
+	CHECK_GE(counted, MIN_COUNTED);
+	printf("PASS\n");
+	return T_EXIT_PASS;
+}
+
+int main(int argc, char **argv)
+{
+	struct side s = {0};
+
+	if (argc == 5 && !strcmp(argv[1], "--role") && !strcmp(argv[3], "--fd")) {
+		bool requester = !strcmp(argv[2], "requester");
+
+		s.role = requester ? "requester" : "responder";
+		s.fd = atoi(argv[4]);
+		return run_child(&s, requester);
+	}
+	if (argc != 1) {
+		fprintf(stderr, "usage: %s\n", argv[0]);
+		return T_EXIT_FAIL;
+	}
+	return orchestrate();
+}
