@@ -175,6 +175,13 @@ static void knob_load(const struct knob *k)
 	knob_set(k, k->def);
 }
 
+bool emu_env_scatter_to_cqe(void)
+{
+	const char *v = getenv("MLX5_SCATTER_TO_CQE");
+
+	return !v || strcmp(v, "0");
+}
+
 void emu_config_load(void)
 {
 	for (size_t i = 0; i < NUM_KNOBS; i++)

@@ -226,8 +226,89 @@ static int consume_recv(struct emu_qp *qp, struct ibv_wc *wc)
 	return 0;
 }
 
+/* ---- scatter-to-CQE: the provider's copy out of the CQE ---------------------
+ * With scatter-to-CQE the NIC puts small data into the CQE and never touches
+ * the buffer; rdma-core's poll_cq copies it into the WQE's buffers
+ * (mlx5_copy_to_recv_wqe / mlx5_copy_to_send_wqe), checking only that they
+ * hold it. Code that polls CQEs itself must do the same (or create its QPs
+ * with MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE). */
+
+/* One buffer: through its MR where the key names one (GPU memory too), else
+ * a plain copy to the address, which is all rdma-core does. */
+static void copy_out(const struct gnic_mlx5_data_seg *seg, const uint8_t *data, uint32_t n)
+{
+	uint64_t addr = gnic_be64(seg->addr);
+	struct emu_mr *mr = emu_mr_lookup(gnic_be32(seg->lkey));
+
+	if (!mr || emu_mem_write(mr, addr, data, n))
+		memcpy((void *)(uintptr_t)addr, data, n);
+}
+
+static enum ibv_wc_status copy_to_segs(const struct gnic_mlx5_data_seg *seg, unsigned nseg,
+                                       const uint8_t *data, uint32_t len)
+{
+	for (unsigned i = 0; i < nseg && len; i++) {
+		uint32_t n = gnic_be32(seg[i].byte_count);
+
+		if (gnic_be32(seg[i].lkey) == GNIC_MLX5_INVALID_LKEY)
+			break;
+		n = n < len ? n : len;
+		copy_out(&seg[i], data, n);
+		data += n;
+		len -= n;
+	}
+	return len ? IBV_WC_LOC_LEN_ERR : IBV_WC_SUCCESS;
+}
+
+static bool scattered(const struct gnic_mlx5_cqe64 *cqe)
+{
+	return (cqe->op_own & GNIC_MLX5_CQE_FORMAT_MASK) == GNIC_MLX5_INLINE_SCATTER_32;
+}
+
+/* A READ's or atomic's data from its send CQE into the WQE's local buffers
+ * (the WQE still lies in the SQ: it is retired after this). */
+static enum ibv_wc_status copy_to_send_wqe(struct emu_qp *qp, const struct gnic_mlx5_cqe64 *cqe)
+{
+	uint8_t wqe[GNIC_MLX5_MAX_WQE_BB * GNIC_MLX5_SEND_WQE_BB];
+	const struct gnic_mlx5_ctrl_seg *ctrl = (const void *)wqe;
+	uint16_t idx = gnic_be16(cqe->wqe_counter);
+	unsigned off = sizeof(struct gnic_mlx5_ctrl_seg) + sizeof(struct gnic_mlx5_raddr_seg);
+	unsigned ds, nbb;
+	uint8_t opcode;
+
+	memcpy(wqe, qp->sq_buf + (size_t)(idx & (qp->sq_wqe_cnt - 1)) * GNIC_MLX5_SEND_WQE_BB,
+	       GNIC_MLX5_SEND_WQE_BB);
+	ds = gnic_be32(ctrl->qpn_ds) & 0x3f;
+	nbb = (ds * 16 + GNIC_MLX5_SEND_WQE_BB - 1) / GNIC_MLX5_SEND_WQE_BB;
+	for (unsigned i = 1; i < nbb && i < GNIC_MLX5_MAX_WQE_BB; i++) /* it may wrap */
+		memcpy(wqe + i * GNIC_MLX5_SEND_WQE_BB,
+		       qp->sq_buf +
+		           (size_t)((idx + i) & (qp->sq_wqe_cnt - 1)) * GNIC_MLX5_SEND_WQE_BB,
+		       GNIC_MLX5_SEND_WQE_BB);
+	opcode = (uint8_t)gnic_be32(ctrl->opmod_idx_opcode);
+	if (opcode == GNIC_MLX5_OPCODE_ATOMIC_CS || opcode == GNIC_MLX5_OPCODE_ATOMIC_FA)
+		off += sizeof(struct gnic_mlx5_atomic_seg);
+	else if (opcode != GNIC_MLX5_OPCODE_RDMA_READ)
+		return IBV_WC_SUCCESS; /* nothing comes back for other opcodes */
+	if (ds * 16 <= off)
+		return IBV_WC_LOC_LEN_ERR;
+	return copy_to_segs((const void *)(wqe + off), (ds * 16 - off) / 16, (const uint8_t *)cqe,
+	                    gnic_be32(cqe->byte_cnt));
+}
+
+static enum ibv_wc_status copy_to_recv_wqe(struct emu_qp *qp, uint32_t slot,
+                                           const struct gnic_mlx5_cqe64 *cqe)
+{
+	const void *seg = qp->rq_buf + (size_t)slot * qp->rq_stride;
+
+	return copy_to_segs(seg, qp->rq_stride / sizeof(struct gnic_mlx5_data_seg),
+	                    (const uint8_t *)cqe, gnic_be32(cqe->byte_cnt));
+}
+
 static void parse_req(struct emu_qp *qp, const struct gnic_mlx5_cqe64 *cqe, struct ibv_wc *wc)
 {
+	if (scattered(cqe))
+		wc->status = copy_to_send_wqe(qp, cqe);
 	retire_send(qp, gnic_be16(cqe->wqe_counter), wc);
 	if (wc->opcode == IBV_WC_RDMA_READ)
 		wc->byte_len = gnic_be32(cqe->byte_cnt);
@@ -238,8 +319,12 @@ static void parse_req(struct emu_qp *qp, const struct gnic_mlx5_cqe64 *cqe, stru
 static int parse_resp(struct emu_qp *qp, const struct gnic_mlx5_cqe64 *cqe, uint8_t opcode,
                       struct ibv_wc *wc)
 {
+	uint32_t slot = qp->rq_wqe_cnt ? qp->rq_tail & (qp->rq_wqe_cnt - 1) : 0;
+
 	if (consume_recv(qp, wc))
 		return -1;
+	if (scattered(cqe))
+		wc->status = copy_to_recv_wqe(qp, slot, cqe);
 	wc->byte_len = gnic_be32(cqe->byte_cnt);
 	wc->opcode = opcode == GNIC_MLX5_CQE_RESP_WR_IMM ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
 	switch (opcode) {

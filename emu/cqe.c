@@ -33,6 +33,8 @@ static void fill_ok(struct gnic_mlx5_cqe64 *cqe, const struct emu_cqe_info *in)
 
 	if (in->opcode == GNIC_MLX5_CQE_REQ)
 		sop |= (uint32_t)in->wqe_opcode << 24;
+	if (in->inl_len) /* scatter-to-CQE: the data in bytes 0..31 */
+		memcpy(cqe, in->inl, in->inl_len);
 	cqe->imm_inval_pkey = in->imm;
 	cqe->byte_cnt = gnic_be32(in->byte_cnt);
 	cqe->sop_drop_qpn = gnic_be32(sop);
@@ -85,6 +87,8 @@ bool emu_cqe_write(struct emu_cq *cq, const struct emu_cqe_info *in)
 	else
 		fill_ok(cqe, in);
 	op_own = (uint8_t)(in->opcode << 4) | (in->solicited ? 2 : 0) | !!(cq->pi & cq->cqe_cnt);
+	if (in->inl_len && !is_error(in->opcode))
+		op_own |= GNIC_MLX5_INLINE_SCATTER_32;
 	/* seq_cst, not release: the load of cq->armed that follows must not pass
 	 * it, or an arm racing this CQE could miss its event */
 	atomic_store((_Atomic uint8_t *)&cqe->op_own, op_own);

@@ -68,6 +68,9 @@ struct emu_config {
 };
 extern struct emu_config emu_cfg;
 void emu_config_load(void);
+/* rdma-core's MLX5_SCATTER_TO_CQE, read at each QP creation as rdma-core
+ * does: false only when it is "0". */
+bool emu_env_scatter_to_cqe(void);
 void emu_config_print(void *file);           /* FILE *, for gnic-emu-info */
 int emu_config_home(char *buf, size_t size); /* $HOME or the passwd entry; 0 or -ENOENT */
 
@@ -178,6 +181,11 @@ struct emu_qp {
 	int max_send_sge, max_recv_sge, max_inline; /* what post_* allows */
 	bool sq_sig_all;
 	bool dv_owned; /* mlx5dv_init_obj was called */
+	/* scatter-to-CQE (on by default, as rdma-core creates QPs): SEND data of
+	 * up to 32 bytes lands in the receive CQE, READ/atomic data of up to 32
+	 * bytes in the send CQE (requester: sq_sig_all or ALLOW only), and not
+	 * in memory; the provider's poll_cq copies it out */
+	bool scat_recv, scat_req;
 
 	/* attributes (written under nic.lock by modify_qp) */
 	_Atomic int state;       /* enum ibv_qp_state; engine may set ERR */
@@ -227,6 +235,8 @@ struct emu_outstanding {
 	bool done;         /* answered (or local): retire() may complete it */
 	uint8_t syndrome;  /* non-zero: complete with this error */
 	uint32_t byte_cnt; /* message length, for the CQE */
+	uint8_t inl_len;   /* requester scatter-to-CQE: data for the CQE */
+	uint8_t inl[GNIC_MLX5_SCATTER_32_MAX];
 };
 
 struct emu_channel {
@@ -290,6 +300,8 @@ struct emu_cqe_info {
 	uint32_t byte_cnt;
 	uint32_t imm; /* as it sits in the WQE (already big-endian) */
 	bool solicited;
+	const void *inl; /* scatter-to-CQE: inl_len (<= 32) data bytes for the CQE */
+	uint32_t inl_len;
 };
 bool emu_cqe_write(struct emu_cq *cq, const struct emu_cqe_info *info);
 
@@ -388,6 +400,10 @@ EMU_EXPORT void gemu_ack_async_event(struct ibv_async_event *event);
 EMU_EXPORT struct ibv_qp *gemu_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
 EMU_EXPORT struct ibv_qp *gemu_create_qp_ex(struct ibv_context *context,
                                             struct ibv_qp_init_attr_ex *attr);
+/* What mlx5dv_create_qp's create flags ask of scatter-to-CQE (qp.c). */
+enum emu_scatter { EMU_SCATTER_DEFAULT, EMU_SCATTER_DISABLE, EMU_SCATTER_ALLOW };
+struct ibv_qp *emu_create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr,
+                             enum emu_scatter scatter);
 EMU_EXPORT int gemu_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
 EMU_EXPORT int gemu_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
                              struct ibv_qp_init_attr *init_attr);
@@ -401,6 +417,10 @@ struct mlx5dv_context;
 EMU_EXPORT int gemu_mlx5dv_init_obj(struct mlx5dv_obj *obj, uint64_t obj_type);
 EMU_EXPORT int gemu_mlx5dv_query_device(struct ibv_context *context, struct mlx5dv_context *attr);
 EMU_EXPORT bool gemu_mlx5dv_is_supported(struct ibv_device *device);
+struct mlx5dv_qp_init_attr;
+EMU_EXPORT struct ibv_qp *gemu_mlx5dv_create_qp(struct ibv_context *context,
+                                                struct ibv_qp_init_attr_ex *attr,
+                                                struct mlx5dv_qp_init_attr *mlx5_attr);
 /* Is this ibv_context one of gnic-emu's? (libgnic asks before using gemu_*) */
 EMU_EXPORT bool gemu_is_emu_context(struct ibv_context *context);
 

@@ -46,19 +46,18 @@ bool mlx5dv_is_supported(struct ibv_device *device)
 	return gemu_mlx5dv_is_supported(device);
 }
 
+struct ibv_qp *mlx5dv_create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *qp_attr,
+                                struct mlx5dv_qp_init_attr *mlx5_qp_attr)
+{
+	return gemu_mlx5dv_create_qp(context, qp_attr, mlx5_qp_attr);
+}
+
 /* ---- not emulated ------------------------------------------------------------ */
 
 struct ibv_cq_ex *mlx5dv_create_cq(struct ibv_context *context, struct ibv_cq_init_attr_ex *cq_attr,
                                    struct mlx5dv_cq_init_attr *mlx5_cq_attr)
 {
 	(void)context, (void)cq_attr, (void)mlx5_cq_attr;
-	return unsupported_ptr();
-}
-
-struct ibv_qp *mlx5dv_create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *qp_attr,
-                                struct mlx5dv_qp_init_attr *mlx5_qp_attr)
-{
-	(void)context, (void)qp_attr, (void)mlx5_qp_attr;
 	return unsupported_ptr();
 }
 

@@ -293,14 +293,29 @@ static struct emu_qp *qp_new(const struct ibv_qp_init_attr_ex *a, struct ibv_qp_
 	return qp;
 }
 
-EMU_EXPORT struct ibv_qp *gemu_create_qp_ex(struct ibv_context *context,
-                                            struct ibv_qp_init_attr_ex *attr)
+/* Scatter-to-CQE as rdma-core and mlx5_ib set it up for an RC QP with
+ * 64-byte CQEs: rdma-core asks for it unless MLX5_SCATTER_TO_CQE=0 or the
+ * DISABLE flag; the kernel then sets the responder's (cs_res = 32-byte data
+ * in the receive CQE) and, only with sq_sig_all or the ALLOW flag, the
+ * requester's (cs_req). */
+static void set_scatter(struct emu_qp *qp, enum emu_scatter scatter)
+{
+	bool on = scatter == EMU_SCATTER_ALLOW ||
+	          (scatter == EMU_SCATTER_DEFAULT && emu_env_scatter_to_cqe());
+
+	qp->scat_recv = on && qp->rq_wqe_cnt;
+	qp->scat_req = on && (qp->sq_sig_all || scatter == EMU_SCATTER_ALLOW);
+}
+
+struct ibv_qp *emu_create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr,
+                             enum emu_scatter scatter)
 {
 	struct emu_qp *qp = NULL;
 	struct ibv_qp_cap cap = {0};
 	int err = check_init_attr(context, attr);
 
 	if (!err && (qp = qp_new(attr, &cap, &err))) {
+		set_scatter(qp, scatter);
 		emu_nic_lock();
 		err = publish(qp);
 		emu_nic_unlock();
@@ -316,6 +331,12 @@ EMU_EXPORT struct ibv_qp *gemu_create_qp_ex(struct ibv_context *context,
 	}
 	attr->cap = cap;
 	return &qp->ibqp;
+}
+
+EMU_EXPORT struct ibv_qp *gemu_create_qp_ex(struct ibv_context *context,
+                                            struct ibv_qp_init_attr_ex *attr)
+{
+	return emu_create_qp(context, attr, EMU_SCATTER_DEFAULT);
 }
 
 EMU_EXPORT struct ibv_qp *gemu_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)

@@ -300,6 +300,8 @@ static void req_cqe(struct emu_qp *qp, const struct emu_outstanding *e, uint8_t 
 	    .wqe_counter = e->wqe_idx,
 	    .qpn = qp->ibqp.qp_num,
 	    .byte_cnt = e->byte_cnt,
+	    .inl = e->inl,
+	    .inl_len = synd ? 0 : e->inl_len,
 	};
 
 	if (!emu_cqe_write(qp->scq, &ci) && atomic_load(&qp->state) != IBV_QPS_ERR)
@@ -721,6 +723,14 @@ static void reparse_sgl(struct emu_qp *qp, const struct emu_outstanding *e, stru
 		s->n = 0;
 }
 
+/* Requester scatter-to-CQE: a signaled READ's or atomic's data of up to 32
+ * bytes goes into its CQE, not into memory. */
+static bool to_cqe(const struct emu_qp *qp, const struct emu_outstanding *e, uint32_t len)
+{
+	return qp->scat_req && (e->fm_ce_se & GNIC_MLX5_CTRL_CQ_UPDATE) && len &&
+	       len <= GNIC_MLX5_SCATTER_32_MAX;
+}
+
 static void on_data(struct emu_qp *qp, struct emu_outstanding *e, const struct emu_msg *m,
                     const void *payload)
 {
@@ -734,10 +744,17 @@ static void on_data(struct emu_qp *qp, struct emu_outstanding *e, const struct e
 	} else if (m->type == EMU_MSG_READ_RESP && m->len != want) {
 		e->syndrome = GNIC_MLX5_SYND_BAD_RESP;
 	} else {
-		reparse_sgl(qp, e, &w, &s);
-		e->syndrome = m->type == EMU_MSG_READ_RESP
-		                  ? scatter(qp, &s, payload, m->len)
-		                  : scatter(qp, &s, (const uint8_t *)&m->operand[0], 8);
+		const uint8_t *data =
+		    m->type == EMU_MSG_READ_RESP ? payload : (const uint8_t *)&m->operand[0];
+		uint32_t len = m->type == EMU_MSG_READ_RESP ? m->len : 8;
+
+		if (to_cqe(qp, e, len)) {
+			memcpy(e->inl, data, len);
+			e->inl_len = (uint8_t)len;
+		} else {
+			reparse_sgl(qp, e, &w, &s);
+			e->syndrome = scatter(qp, &s, data, len);
+		}
 	}
 	e->done = true;
 }

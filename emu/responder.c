@@ -79,7 +79,9 @@ static uint8_t scatter_recv(struct emu_qp *qp, const uint8_t *data, uint64_t len
 	return GNIC_MLX5_SYND_OK;
 }
 
-static void resp_cqe(struct emu_qp *qp, uint8_t opcode, uint8_t synd, const struct emu_msg *m)
+/* The receive CQE; inl: a SEND's data scattered into it (inl_len bytes). */
+static void resp_cqe_inl(struct emu_qp *qp, uint8_t opcode, uint8_t synd, const struct emu_msg *m,
+                         const void *inl, uint32_t inl_len)
 {
 	struct emu_cqe_info ci = {
 	    .opcode = synd ? GNIC_MLX5_CQE_RESP_ERR : opcode,
@@ -89,11 +91,18 @@ static void resp_cqe(struct emu_qp *qp, uint8_t opcode, uint8_t synd, const stru
 	    .byte_cnt = m ? m->len : 0,
 	    .imm = m ? m->imm : 0,
 	    .solicited = m && (m->flags & EMU_MSG_F_SOLICITED),
+	    .inl = inl,
+	    .inl_len = inl_len,
 	};
 
 	qp->eng_rq_ci++;
 	if (!emu_cqe_write(qp->rcq, &ci) && atomic_load(&qp->state) != IBV_QPS_ERR)
 		emu_qp_enter_error(qp, "receive CQ overrun");
+}
+
+static void resp_cqe(struct emu_qp *qp, uint8_t opcode, uint8_t synd, const struct emu_msg *m)
+{
+	resp_cqe_inl(qp, opcode, synd, m, NULL, 0);
 }
 
 /* ---- answers ------------------------------------------------------------- */
@@ -276,6 +285,14 @@ static bool do_recv(struct emu_reply_path *to, struct emu_qp *qp, const struct e
 		resp_cqe(qp, GNIC_MLX5_CQE_RESP_WR_IMM, 0, m);
 		return true;
 	}
+	opcode =
+	    m->type == EMU_MSG_SEND_IMM ? GNIC_MLX5_CQE_RESP_SEND_IMM : GNIC_MLX5_CQE_RESP_SEND;
+	/* scatter-to-CQE: the NIC leaves the receive buffer alone (no length or
+	 * key check either: the provider's poll copies, and checks the length) */
+	if (qp->scat_recv && m->len && m->len <= GNIC_MLX5_SCATTER_32_MAX) {
+		resp_cqe_inl(qp, opcode, 0, m, payload, m->len);
+		return true;
+	}
 	synd = scatter_recv(qp, payload, m->len);
 	if (synd) {
 		resp_cqe(qp, 0, synd, m);
@@ -285,8 +302,6 @@ static bool do_recv(struct emu_reply_path *to, struct emu_qp *qp, const struct e
 		     IBV_EVENT_QP_REQ_ERR);
 		return false;
 	}
-	opcode =
-	    m->type == EMU_MSG_SEND_IMM ? GNIC_MLX5_CQE_RESP_SEND_IMM : GNIC_MLX5_CQE_RESP_SEND;
 	resp_cqe(qp, opcode, 0, m);
 	return true;
 }

@@ -93,6 +93,9 @@ struct gnic_verbs {
 	int (*destroy_qp)(struct ibv_qp *qp);
 	int (*mlx5dv_init_obj)(struct mlx5dv_obj *obj, uint64_t obj_type);
 	bool (*mlx5dv_is_supported)(struct ibv_device *dev); /* NULL: rdma-core < 20 */
+	struct ibv_qp *(*mlx5dv_create_qp)(struct ibv_context *ctx,
+	                                   struct ibv_qp_init_attr_ex *attr,
+	                                   struct mlx5dv_qp_init_attr *mlx5_attr); /* may be NULL */
 };
 /* The table for provider (VERBS or EMU), loaded once per process. */
 gnic_status_t gnic_verbs_get(enum gnic_provider provider, const struct gnic_verbs **v);

@@ -28,6 +28,40 @@ static gnic_status_t create_cqs(struct gnic_qp *qp, uint32_t scq_n, uint32_t rcq
 	return GNIC_OK;
 }
 
+/* Through mlx5dv_create_qp without scatter-to-CQE, which rdma-core turns
+ * on by default: with it, a SEND of <= 32 bytes lands in the receive CQE
+ * and never in the buffer, and only rdma-core's own poll_cq copies it out
+ * (device code polls CQEs itself; a GPU buffer cannot even be copied into
+ * by the CPU). gnic_dev_recv_wait still copies such data, should a
+ * provider without mlx5dv_create_qp leave it on. */
+static struct ibv_qp *create_rc(struct gnic_qp *qp, struct ibv_qp_init_attr *ia)
+{
+	struct mlx5dv_qp_init_attr dv = {
+	    .comp_mask = MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS,
+	    .create_flags = MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE,
+	};
+	struct ibv_qp_init_attr_ex ex = {
+	    .send_cq = ia->send_cq,
+	    .recv_cq = ia->recv_cq,
+	    .cap = ia->cap,
+	    .qp_type = ia->qp_type,
+	    .sq_sig_all = ia->sq_sig_all,
+	    .comp_mask = IBV_QP_INIT_ATTR_PD,
+	    .pd = qp->ctx->pd,
+	};
+	struct ibv_qp *ibqp;
+
+	if (!qp->ctx->v->mlx5dv_create_qp) {
+		gnic_info("qp: %s has no mlx5dv_create_qp: scatter-to-CQE stays on",
+		          qp->ctx->v->lib_path);
+		return qp->ctx->v->create_qp(qp->ctx->pd, ia);
+	}
+	ibqp = qp->ctx->v->mlx5dv_create_qp(qp->ctx->ibctx, &ex, &dv);
+	if (ibqp)
+		ia->cap = ex.cap;
+	return ibqp;
+}
+
 static gnic_status_t create_ibqp(struct gnic_qp *qp)
 {
 	struct ibv_qp_init_attr ia = {
@@ -42,7 +76,7 @@ static gnic_status_t create_ibqp(struct gnic_qp *qp)
 	    .sq_sig_all = 0,
 	};
 
-	qp->ibqp = qp->ctx->v->create_qp(qp->ctx->pd, &ia);
+	qp->ibqp = create_rc(qp, &ia);
 	if (!qp->ibqp)
 		return gnic_error(GNIC_ERR_SYSTEM,
 		                  "create_qp(send %u, recv %u, inline %u) on %s: %s",

@@ -824,6 +824,34 @@ GNIC_DEVFN int gnic_dev_recv_post(struct gnic_dev_qp *qp, void *laddr, uint32_t 
 	return GNIC_DEV_OK;
 }
 
+/* A receive CQE with the SEND's data in it (scatter-to-CQE, which libgnic
+ * turns off; a provider without mlx5dv_create_qp leaves it on): the data
+ * goes to the posted buffer, as rdma-core's poll_cq would copy it.
+ * GNIC_DEV_ERR_INVAL: it does not fit (the NIC did not check: the data is
+ * dropped). */
+GNIC_DEVFN int gnic_dev_recv_unscatter(struct gnic_dev_qp *qp, const struct gnic_mlx5_cqe64 *cqe,
+                                       uint8_t op_own)
+{
+	const struct gnic_mlx5_data_seg *seg;
+	const volatile uint8_t *src = (const volatile uint8_t *)cqe;
+	uint8_t *dst;
+	uint32_t n;
+
+	if ((op_own & GNIC_MLX5_CQE_FORMAT_MASK) != GNIC_MLX5_INLINE_SCATTER_32)
+		return GNIC_DEV_OK;
+	seg =
+	    (const struct gnic_mlx5_data_seg *)(qp->rq_buf + (size_t)(gnic_be16(cqe->wqe_counter) &
+	                                                              (qp->rq_wqe_cnt - 1)) *
+	                                                         qp->rq_stride);
+	n = gnic_be32(cqe->byte_cnt);
+	if (n > GNIC_MLX5_SCATTER_32_MAX || n > gnic_be32(seg->byte_count))
+		return GNIC_DEV_ERR_INVAL;
+	dst = (uint8_t *)(uintptr_t)gnic_be64(seg->addr);
+	for (uint32_t i = 0; i < n; i++)
+		dst[i] = src[i];
+	return GNIC_DEV_OK;
+}
+
 /* Wait for the next receive completion: its byte count and (for SEND_IMM /
  * WRITE_IMM) immediate, big-endian as sent. */
 GNIC_DEVFN int gnic_dev_recv_wait(struct gnic_dev_qp *qp, uint32_t *len, uint32_t *imm_be)
@@ -840,6 +868,8 @@ GNIC_DEVFN int gnic_dev_recv_wait(struct gnic_dev_qp *qp, uint32_t *len, uint32_
 
 			if (gnic_mlx5_cqe_sw_owned(op_own, (uint32_t)ci, cq->cqe_cnt)) {
 				int err = gnic_mlx5_cqe_opcode(op_own) == GNIC_MLX5_CQE_RESP_ERR;
+				int rc =
+				    err ? GNIC_DEV_OK : gnic_dev_recv_unscatter(qp, cqe, op_own);
 
 				if (len)
 					*len = gnic_be32(cqe->byte_cnt);
@@ -852,7 +882,7 @@ GNIC_DEVFN int gnic_dev_recv_wait(struct gnic_dev_qp *qp, uint32_t *len, uint32_
 				gnic_dev_unlock(qp, &qp->rcq_lock);
 				return err ? gnic_dev_fail(qp, GNIC_DEV_ERR_CQE,
 				                           (const struct gnic_mlx5_err_cqe *)cqe)
-				           : GNIC_DEV_OK;
+				           : rc;
 			}
 			gnic_dev_unlock(qp, &qp->rcq_lock);
 		}

@@ -81,6 +81,17 @@ enum {
 	GNIC_MLX5_FM_SMALL_AND_FENCE = 4 << 5, /* what IBV_SEND_FENCE emits */
 };
 
+/* CQE format (op_own[3:2]): data scattered into the CQE instead of memory
+ * (scatter-to-CQE, on by default for QPs rdma-core creates). SCATTER_32: the
+ * first 32 bytes of this 64-byte CQE hold the data; SCATTER_64: the 64 bytes
+ * before it (128-byte CQEs). */
+enum {
+	GNIC_MLX5_INLINE_SCATTER_32 = 0x4,
+	GNIC_MLX5_INLINE_SCATTER_64 = 0x8,
+	GNIC_MLX5_CQE_FORMAT_MASK = 0xc,
+	GNIC_MLX5_SCATTER_32_MAX = 32, /* bytes that fit */
+};
+
 /* CQE opcodes (op_own[7:4]). */
 enum gnic_mlx5_cqe_opcode {
 	GNIC_MLX5_CQE_REQ = 0,
