@@ -46,7 +46,11 @@ enum {
 /* wait_signal comparisons */
 enum gnic_cmp { GNIC_CMP_EQ, GNIC_CMP_NE, GNIC_CMP_GE, GNIC_CMP_GT, GNIC_CMP_LT, GNIC_CMP_LE };
 
-#define GNIC_DEV_MAX_WQE_BB 4 /* the largest WQE these calls build (inline puts) */
+#define GNIC_DEV_MAX_WQE_BB 16 /* the largest WQE these calls build (inline puts) */
+/* The longest message: an mlx5 data segment's byte_count has 31 bits (bit
+ * 31 is the inline flag) and reads 0 as 2 GiB, so 0 < len < 2^31 goes into
+ * a data segment; a zero-length message carries none. */
+#define GNIC_DEV_MAX_MSG 0x7fffffffu
 
 /* ---- bounded waiting -------------------------------------------------------- */
 
@@ -416,16 +420,21 @@ GNIC_DEVFN void gnic_dev_wqe_rdma(struct gnic_dev_qp *qp, uint64_t idx, uint8_t 
 {
 	union gnic_bb bb;
 	uint8_t f = gnic_dev_ctrl_flags(qp, idx, 1, flags);
+	uint32_t has_data = len != 0;
 
-	if (opcode == GNIC_MLX5_OPCODE_SEND || opcode == GNIC_MLX5_OPCODE_SEND_IMM) {
-		gnic_set_ctrl(&bb.seg.ctrl, qp, idx, opcode, 2, f, imm_be);
-		gnic_set_data((struct gnic_mlx5_data_seg *)&bb.seg.raddr, laddr, lkey, len);
-		bb.q[4] = bb.q[5] = bb.q[6] = bb.q[7] = 0;
+	for (int i = 2; i < 8; i++)
+		bb.q[i] = 0;
+	if (len > GNIC_DEV_MAX_MSG) { /* a lane of a warp/CTA call: its slot becomes a NOP */
+		gnic_set_ctrl(&bb.seg.ctrl, qp, idx, GNIC_MLX5_OPCODE_NOP, 1, f, 0);
+	} else if (opcode == GNIC_MLX5_OPCODE_SEND || opcode == GNIC_MLX5_OPCODE_SEND_IMM) {
+		gnic_set_ctrl(&bb.seg.ctrl, qp, idx, opcode, 1 + has_data, f, imm_be);
+		if (has_data)
+			gnic_set_data((struct gnic_mlx5_data_seg *)&bb.seg.raddr, laddr, lkey, len);
 	} else {
-		gnic_set_ctrl(&bb.seg.ctrl, qp, idx, opcode, 3, f, imm_be);
+		gnic_set_ctrl(&bb.seg.ctrl, qp, idx, opcode, 2 + has_data, f, imm_be);
 		gnic_set_raddr(&bb.seg.raddr, raddr, rkey);
-		gnic_set_data(&bb.seg.s2.data, laddr, lkey, len);
-		bb.q[6] = bb.q[7] = 0;
+		if (has_data)
+			gnic_set_data(&bb.seg.s2.data, laddr, lkey, len);
 	}
 	gnic_dev_sq_store(qp, idx, &bb, 1);
 	if (out)
@@ -528,23 +537,33 @@ GNIC_DEVFN uint32_t gnic_dev_inline_nbb(uint32_t len)
 	return (ds * 16 + GNIC_MLX5_SEND_WQE_BB - 1) / GNIC_MLX5_SEND_WQE_BB;
 }
 
-/* RDMA WRITE with the data inside the WQE (len <= qp->max_inline). */
+/* RDMA WRITE with the data inside the WQE (len <= qp->max_inline), built
+ * and stored one BB at a time (a 16-BB WQE would not fit in registers). */
 GNIC_DEVFN void gnic_dev_wqe_put_inline(struct gnic_dev_qp *qp, uint64_t idx, const void *src,
                                         uint32_t len, uint64_t raddr, uint32_t rkey, uint32_t flags)
 {
-	union gnic_bb wqe[GNIC_DEV_MAX_WQE_BB];
 	uint32_t nbb = gnic_dev_inline_nbb(len), ds = 2 + (4 + len + 15) / 16;
-	uint8_t *p = wqe[0].b + 32;
+	const uint8_t *s = (const uint8_t *)src;
+	union gnic_bb bb;
+	uint32_t off = 0; /* of the data copied so far */
 
-	for (uint32_t i = 0; i < nbb * 8; i++)
-		wqe[i / 8].q[i % 8] = 0;
-	gnic_set_ctrl(&wqe[0].seg.ctrl, qp, idx, GNIC_MLX5_OPCODE_RDMA_WRITE, ds,
-	              gnic_dev_ctrl_flags(qp, idx, nbb, flags), 0);
-	gnic_set_raddr(&wqe[0].seg.raddr, raddr, rkey);
-	*(gnic_be32_t *)p = gnic_be32(len | GNIC_MLX5_INLINE_SEG);
-	for (uint32_t i = 0; i < len; i++)
-		p[4 + i] = ((const uint8_t *)src)[i];
-	gnic_dev_sq_store(qp, idx, wqe, nbb);
+	for (uint32_t b = 0; b < nbb; b++) {
+		uint32_t at = 0; /* where the data starts in this BB */
+
+		for (int i = 0; i < 8; i++)
+			bb.q[i] = 0;
+		if (b == 0) {
+			gnic_set_ctrl(&bb.seg.ctrl, qp, idx, GNIC_MLX5_OPCODE_RDMA_WRITE, ds,
+			              gnic_dev_ctrl_flags(qp, idx, nbb, flags), 0);
+			gnic_set_raddr(&bb.seg.raddr, raddr, rkey);
+			*(gnic_be32_t *)(bb.b + 32) = gnic_be32(len | GNIC_MLX5_INLINE_SEG);
+			at = 36;
+		}
+		for (; at < GNIC_MLX5_SEND_WQE_BB && off < len; at++)
+			bb.b[at] = s[off++];
+		gnic_copy_words(gnic_dev_sq_slot(qp, idx + b), bb.q, GNIC_MLX5_SEND_WQE_BB);
+	}
+	qp->wqe_nbb[idx & (qp->sq_wqe_cnt - 1)] = (uint8_t)nbb;
 }
 
 /* Move sq_ready over every WQE whose publish mark is in place. Any thread
@@ -603,8 +622,11 @@ GNIC_DEVFN int gnic_dev_post_rdma(struct gnic_dev_qp *qp, uint8_t opcode, const 
 {
 	union gnic_bb bb;
 	uint64_t idx;
-	int rc = gnic_dev_sq_reserve(qp, 1, &idx);
+	int rc;
 
+	if (len > GNIC_DEV_MAX_MSG)
+		return GNIC_DEV_ERR_INVAL;
+	rc = gnic_dev_sq_reserve(qp, 1, &idx);
 	if (rc)
 		return rc;
 	gnic_dev_wqe_rdma(qp, idx, opcode, (uint64_t)(uintptr_t)laddr, lkey, raddr, rkey, len,
@@ -716,8 +738,11 @@ GNIC_DEVFN int gnic_dev_put_signal(struct gnic_dev_qp *qp, const void *laddr, ui
                                    uint32_t sig_rkey, uint64_t add, uint32_t flags)
 {
 	uint64_t idx;
-	int rc = gnic_dev_sq_reserve(qp, 2, &idx);
+	int rc;
 
+	if (len > GNIC_DEV_MAX_MSG)
+		return GNIC_DEV_ERR_INVAL;
+	rc = gnic_dev_sq_reserve(qp, 2, &idx);
 	if (rc)
 		return rc;
 	gnic_dev_wqe_rdma(qp, idx, GNIC_MLX5_OPCODE_RDMA_WRITE, (uint64_t)(uintptr_t)laddr, lkey,
@@ -800,7 +825,7 @@ GNIC_DEVFN int gnic_dev_recv_post(struct gnic_dev_qp *qp, void *laddr, uint32_t 
 	struct gnic_wait w;
 	uint64_t idx;
 
-	if (!q->rq_wqe_cnt)
+	if (!q->rq_wqe_cnt || len > GNIC_DEV_MAX_MSG)
 		return GNIC_DEV_ERR_INVAL;
 	if (gnic_dev_failed(q))
 		return GNIC_DEV_ERR_QP;
@@ -815,9 +840,15 @@ GNIC_DEVFN int gnic_dev_recv_post(struct gnic_dev_qp *qp, void *laddr, uint32_t 
 	}
 	seg = (struct gnic_mlx5_data_seg *)(q->rq_buf +
 	                                    (size_t)(idx & (q->rq_wqe_cnt - 1)) * q->rq_stride);
-	gnic_set_data(seg, (uint64_t)(uintptr_t)laddr, lkey, len);
-	if (q->rq_stride > sizeof(*seg))
-		gnic_set_data(seg + 1, 0, GNIC_MLX5_INVALID_LKEY, 0);
+	/* no segment for a zero-length buffer (byte_count 0 reads as 2 GiB),
+	 * as rdma-core's post_recv skips zero-length SGEs */
+	if (len) {
+		gnic_set_data(seg, (uint64_t)(uintptr_t)laddr, lkey, len);
+		seg++;
+	}
+	if ((uint8_t *)seg <
+	    (uint8_t *)q->rq_buf + (size_t)((idx & (q->rq_wqe_cnt - 1)) + 1) * q->rq_stride)
+		gnic_set_data(seg, 0, GNIC_MLX5_INVALID_LKEY, 0);
 	q->rq_posted = idx + 1;
 	gnic_store_sys32(&q->dbrec[GNIC_MLX5_RCV_DBR], gnic_be32((uint32_t)(idx + 1) & 0xffff));
 	gnic_dev_unlock(q, &q->rq_lock);
@@ -917,7 +948,8 @@ GNIC_DEVFN int gnic_dev_put_warp(struct gnic_dev_qp *qp, const void *laddr, uint
 	__syncwarp(mask);
 	if (lane == leader)
 		rc = gnic_dev_sq_commit(qp, base, n, NULL);
-	return __shfl_sync(mask, rc, leader);
+	rc = __shfl_sync(mask, rc, leader);
+	return rc == GNIC_DEV_OK && len > GNIC_DEV_MAX_MSG ? GNIC_DEV_ERR_INVAL : rc;
 }
 
 GNIC_DEVFN int gnic_dev_put_cta(struct gnic_dev_qp *qp, const void *laddr, uint32_t lkey,
@@ -945,7 +977,7 @@ GNIC_DEVFN int gnic_dev_put_cta(struct gnic_dev_qp *qp, const void *laddr, uint3
 	if (tid == 0)
 		committed = reserved ? reserved : gnic_dev_sq_commit(qp, base, n, NULL);
 	__syncthreads();
-	return committed;
+	return committed == GNIC_DEV_OK && len > GNIC_DEV_MAX_MSG ? GNIC_DEV_ERR_INVAL : committed;
 }
 
 #else
