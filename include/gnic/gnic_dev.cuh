@@ -598,6 +598,10 @@ GNIC_DEVFN int gnic_dev_sq_commit(struct gnic_dev_qp *qp, uint64_t idx, uint32_t
 	if (qp->share == GNIC_SHARE_EXCLUSIVE) {
 		gnic_store_rel64(&qp->sq_ready, idx + nbb);
 	} else {
+		/* another thread may ring for these WQEs: they must reach the
+		 * NIC's side of the bus before the mark is seen (host-memory
+		 * queues), so the poster releases at system scope itself */
+		gnic_fence_rel_sys();
 		/* release: whoever moves sq_ready over this mark (and so
 		 * whoever rings) acquires this thread's WQE stores */
 		gnic_store_sc64(&qp->sq_pub[idx & (qp->sq_wqe_cnt - 1)], (idx << 16) | nbb);

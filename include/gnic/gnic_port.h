@@ -61,6 +61,15 @@ GNIC_DEVFN void gnic_fence_sc(void)
 	asm volatile("fence.sc.gpu;" ::: "memory");
 }
 
+/* This thread's earlier stores (WQEs in host memory) before its later ones
+ * for every observer, the NIC included: the poster's own system-scope
+ * release, so that another thread ringing the doorbell for its WQE need not
+ * carry it (NVSHMEM's IBGDA posts the same way). */
+GNIC_DEVFN void gnic_fence_rel_sys(void)
+{
+	asm volatile("fence.acq_rel.sys;" ::: "memory");
+}
+
 GNIC_DEVFN uint64_t gnic_load_acq64(const uint64_t *p)
 {
 	uint64_t v;
@@ -197,6 +206,11 @@ GNIC_DEVFN uint64_t gnic_cas_sc64(uint64_t *p, uint64_t cmp, uint64_t v)
 
 /* The seq_cst accesses around it order themselves. */
 GNIC_DEVFN void gnic_fence_sc(void) {}
+
+/* CPU stores to host memory are seen in order by the NIC once released
+ * (x86-TSO, and the release stores on Arm); the doorbell's own ordering is
+ * gnic_mmio_store64's. */
+GNIC_DEVFN void gnic_fence_rel_sys(void) {}
 
 GNIC_DEVFN uint64_t gnic_load_acq64(const uint64_t *p)
 {
