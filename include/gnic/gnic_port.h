@@ -254,9 +254,27 @@ GNIC_DEVFN void gnic_store_sys64(void *p, uint64_t v)
 	__atomic_store_n((uint64_t *)p, v, __ATOMIC_RELEASE);
 }
 
+/* A real NIC's doorbell register is write-combining memory, which the
+ * CPU's ordinary ordering does not cover: flushed before (every earlier
+ * store reaches the bus first: rdma-core's mmio_wc_start) and after (the
+ * doorbell leaves the WC buffer now, not at some later eviction:
+ * mmio_flush_writes). */
+GNIC_DEVFN void gnic_wc_flush(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__asm__ volatile("sfence" ::: "memory");
+#elif defined(__aarch64__)
+	__asm__ volatile("dsb st" ::: "memory");
+#else
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
 GNIC_DEVFN void gnic_mmio_store64(void *reg, uint64_t v)
 {
+	gnic_wc_flush();
 	__atomic_store_n((uint64_t *)reg, v, __ATOMIC_RELEASE);
+	gnic_wc_flush();
 }
 
 /* The monotonic clock where POSIX is visible; strict ISO C (-std=c11 with no
