@@ -234,13 +234,14 @@ GNIC_DEVFN void gnic_ring_locked(struct gnic_dev_qp *qp, uint64_t pi, const void
 	if (qp->db_mode == GNIC_DB_BF && qp->bf_size) {
 		half = qp->db_reg + qp->bf_half * (qp->bf_size / 8);
 		qp->bf_half ^= 1;
-		if (bf_wqe && nbb * GNIC_MLX5_SEND_WQE_BB <= qp->bf_size) {
-			/* everything but the first 8 bytes, then those last: the
-			 * NIC starts on the ctrl word */
-			gnic_copy_words(half + 2, (const gnic_u64a_t *)bf_wqe + 2,
-			                nbb * GNIC_MLX5_SEND_WQE_BB - 16);
-			half[1] = ((const gnic_u64a_t *)bf_wqe)[1];
+		/* BlueFlame carries one WQE, and only when the NIC has been told
+		 * of everything before it (the record above says the same); the
+		 * WQE goes out in order, ctrl word first, as rdma-core's
+		 * mlx5_bf_copy writes it. Otherwise: a plain doorbell. */
+		if (bf_wqe && nbb * GNIC_MLX5_SEND_WQE_BB <= qp->bf_size && qp->sq_rung == pi - nbb) {
 			gnic_mmio_store64(half, ((const gnic_u64a_t *)bf_wqe)[0]);
+			gnic_copy_words(half + 1, (const gnic_u64a_t *)bf_wqe + 1,
+			                nbb * GNIC_MLX5_SEND_WQE_BB - 8);
 			gnic_store_rel64(&qp->sq_rung, pi);
 			return;
 		}
