@@ -335,7 +335,9 @@ static void hs_arm(struct emu_conn *c, uint64_t now)
 }
 
 /* Start the handshake: fresh nonce, and for the connector its hello as the
- * first bytes of the output. 0 or -errno. */
+ * first bytes of the output. The connector accepts only the GID it dialed;
+ * the acceptor refuses the GIDs of this process's devices (they never dial
+ * each other over the fabric: emu_fabric_attach). 0 or -errno. */
 static int hs_begin(struct emu_conn *c, enum emu_hs_role role)
 {
 	uint8_t nonce[EMU_AUTH_NONCE_LEN], out[EMU_HS_OUT_MAX];
@@ -348,7 +350,10 @@ static int hs_begin(struct emu_conn *c, enum emu_hs_role role)
 		ret = emu_auth_nonce(nonce);
 	if (ret)
 		return ret;
-	emu_hs_start(&c->hs, role, key, key_len, &c->dev->gid, nonce, out, &n);
+	emu_hs_start(&c->hs, role, key, key_len, &c->dev->gid,
+	             role == EMU_HS_CONNECTOR ? &c->peer_gid : NULL, nonce, out, &n);
+	for (int i = 0; role == EMU_HS_ACCEPTOR && i < emu_nic.num_devices; i++)
+		emu_hs_refuse_gid(&c->hs, &emu_nic.devices[i].gid);
 	return n ? buf_append(&c->out, out, n, FAB_OUT_MIN) : 0;
 }
 
@@ -409,6 +414,11 @@ static void conn_authenticated(struct emu_conn *c)
 {
 	char name[64];
 
+	/* the handshake checked it; messages flow only on this being true */
+	if (c->outbound && memcmp(emu_hs_peer_gid(&c->hs), &c->peer_gid, sizeof(c->peer_gid))) {
+		conn_auth_failed(c, "authentication failed: the peer is not the one dialed");
+		return;
+	}
 	c->state = CONN_UP;
 	if (!c->outbound)
 		c->peer_gid = *emu_hs_peer_gid(&c->hs);
@@ -734,11 +744,41 @@ static void dispatch(struct emu_conn *c, const struct emu_msg *m, const void *pa
 		emu_requester_on_response(qp, m, payload);
 }
 
+/* A GID as the address it encodes, or in hex when it encodes none. */
+static const char *gid_str(const union ibv_gid *gid, char *buf, size_t size)
+{
+	struct sockaddr_in a;
+	size_t n = 0;
+
+	if (!emu_gid_to_addr(gid, &a))
+		return addr_str(&a, buf, size);
+	for (size_t i = 0; i < sizeof(gid->raw) && n + 3 <= size; i++)
+		n += (size_t)snprintf(buf + n, size - n, "%02x", gid->raw[i]);
+	return buf;
+}
+
+/* Why a peer's identity was refused, naming the GIDs involved. */
+static void hs_identity_why(const struct emu_conn *c, enum emu_hs_result r, char *why, size_t size)
+{
+	char claim[48], dialed[48];
+
+	gid_str(&c->hs.peer_claim, claim, sizeof(claim));
+	if (r == EMU_HS_ERR_NOT_DIALED)
+		snprintf(why, size,
+		         "authentication failed: %s (it names GID %s, this connection "
+		         "dialed %s)",
+		         emu_hs_result_str(r), claim,
+		         gid_str(&c->peer_gid, dialed, sizeof(dialed)));
+	else
+		snprintf(why, size, "authentication failed: %s (GID %s)", emu_hs_result_str(r),
+		         claim);
+}
+
 /* A handshake frame was taken: send the reply it asks for, and admit the
  * peer once the handshake is over. */
 static void conn_hs_step(struct emu_conn *c, const struct emu_wire_step *st)
 {
-	char why[160];
+	char why[200];
 
 	if (st->ev == EMU_WIRE_EV_HS_FAIL) {
 		if (st->result == EMU_HS_ERR_MAGIC)
@@ -749,6 +789,8 @@ static void conn_hs_step(struct emu_conn *c, const struct emu_wire_step *st)
 			         "authentication failed: the peer speaks fabric version %u, this "
 			         "emulator %u",
 			         c->hs.peer_version, EMU_FABRIC_VERSION);
+		else if (st->result == EMU_HS_ERR_NOT_DIALED || st->result == EMU_HS_ERR_SELF)
+			hs_identity_why(c, st->result, why, sizeof(why));
 		else
 			snprintf(why, sizeof(why), "authentication failed: %s",
 			         emu_hs_result_str(st->result));

@@ -22,6 +22,7 @@
 #include "fabric_wire.h"
 
 _Static_assert(EMU_WIRE_MAX_MSG == EMU_MAX_MSG_SIZE, "one message size limit");
+_Static_assert(EMU_HS_REFUSED_MAX >= EMU_MAX_DEVICES, "an acceptor refuses every local GID");
 
 /* Where a responder's reply goes: a local requester QP or a connection. */
 struct emu_reply_path {
