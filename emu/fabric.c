@@ -345,9 +345,9 @@ static int hs_begin(struct emu_conn *c, enum emu_hs_role role)
 	size_t key_len, n;
 	int ret;
 
-	ret = emu_auth_key(&key, &key_len);
-	if (!ret)
-		ret = emu_auth_nonce(nonce);
+	if (emu_auth_key(&key, &key_len))
+		return -ENOKEY; /* why was logged when the secret was loaded */
+	ret = emu_auth_nonce(nonce);
 	if (ret)
 		return ret;
 	emu_hs_start(&c->hs, role, key, key_len, &c->dev->gid,

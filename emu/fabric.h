@@ -64,8 +64,11 @@ void emu_fabric_wait(uint64_t timeout_ns);
 bool emu_fabric_pending(void);
 
 /* auth.c: the job's shared secret (GNIC_EMU_SECRET, GNIC_EMU_SECRET_FILE or
- * the per-user file, loaded once; a failure is logged once and returned
- * every time after) and handshake nonces. 0 or -errno. */
+ * the per-user file) and handshake nonces. emu_auth_load() reads it, once,
+ * at initialisation and WITHOUT nic.lock (file I/O); a failure is logged
+ * then. emu_auth_key() only hands out the result: 0, or the load's -errno
+ * every time after. */
+void emu_auth_load(void);
 int emu_auth_key(const uint8_t **key, size_t *len);
 int emu_auth_nonce(uint8_t nonce[EMU_AUTH_NONCE_LEN]);
 
