@@ -67,6 +67,9 @@ extern struct emu_config emu_cfg;
 void emu_config_load(void);
 void emu_config_print(void *file);           /* FILE *, for gnic-emu-info */
 int emu_config_home(char *buf, size_t size); /* $HOME or the passwd entry; 0 or -ENOENT */
+/* Why addr cannot be a fabric address (broadcast, multicast, ...), or NULL
+ * for a unicast address. */
+const char *emu_addr_not_unicast(struct in_addr addr);
 
 /* ---- logging (log.c) ---------------------------------------------------- */
 enum { EMU_LOG_ERR, EMU_LOG_WARN, EMU_LOG_INFO, EMU_LOG_DEBUG };

@@ -1002,6 +1002,11 @@ static int listen_addr(const struct emu_device *dev, struct sockaddr_in *addr)
 		emu_err("fabric: GNIC_EMU_ADDR '%s' is not an IPv4 address", ip);
 		return -EINVAL;
 	}
+	if (emu_addr_not_unicast(addr->sin_addr)) { /* config.c refuses these already */
+		emu_err("fabric: GNIC_EMU_ADDR '%s' is %s, not a unicast address", ip,
+		        emu_addr_not_unicast(addr->sin_addr));
+		return -EADDRNOTAVAIL;
+	}
 	if (port < 0 || port > 65535) {
 		emu_err("fabric: GNIC_EMU_PORT %d + device %d is not a TCP port", emu_cfg.base_port,
 		        dev->index);

@@ -15,6 +15,12 @@
  *   secret_ok        the control: a good file, and the emulator's hello
  *                    reaches the listener.
  *
+ *   addr_broadcast   GNIC_EMU_ADDR=255.255.255.255
+ *   addr_multicast   GNIC_EMU_ADDR=224.0.0.1
+ *   addr_unspecified GNIC_EMU_ADDR=0.0.0.0
+ * the address is refused with a warning naming why, and the device listens
+ * on the default 127.0.0.1 (its GID says so).
+ *
  * Run one case: test_sec_config <case>.
  */
 #include <arpa/inet.h>
@@ -276,6 +282,21 @@ static const struct scase cases[] = {
      false,
      {"is too large (1048576 bytes", "every fabric connection will be refused"}},
     {"secret_ok", "GNIC_EMU_SECRET_FILE", "good", true, {NULL}},
+    {"addr_broadcast",
+     "GNIC_EMU_ADDR",
+     "255.255.255.255",
+     false,
+     {"ignoring GNIC_EMU_ADDR=\"255.255.255.255\" (a broadcast address", "using 127.0.0.1"}},
+    {"addr_multicast",
+     "GNIC_EMU_ADDR",
+     "224.0.0.1",
+     false,
+     {"ignoring GNIC_EMU_ADDR=\"224.0.0.1\" (a multicast address", "using 127.0.0.1"}},
+    {"addr_unspecified",
+     "GNIC_EMU_ADDR",
+     "0.0.0.0",
+     false,
+     {"ignoring GNIC_EMU_ADDR=\"0.0.0.0\" (the unspecified address", "using 127.0.0.1"}},
 };
 
 static void make_files(void)
