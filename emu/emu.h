@@ -300,13 +300,19 @@ void emu_cq_clean(struct emu_cq *cq, uint32_t qpn);
 /* requester.c: drain rung WQEs, timers, responses. Returns work done. */
 int emu_requester_progress(struct emu_qp *qp, uint64_t now_ns);
 void emu_requester_reset(struct emu_qp *qp);
+/* A response or request whose data the fabric has not buffered (a large
+ * message: payload NULL, m->len > 0) is carried out only as far as it goes
+ * without its data: refused, dropped, answered as a duplicate or RNR-NAKed,
+ * and then true is returned (the fabric skips the data as it arrives). false
+ * means it would need its data: nothing was done, and it comes again with
+ * the data. With the payload these return true. */
 struct emu_msg;
-void emu_requester_on_response(struct emu_qp *qp, const struct emu_msg *m, const void *payload);
+bool emu_requester_on_response(struct emu_qp *qp, const struct emu_msg *m, const void *payload);
 void emu_qp_enter_error(struct emu_qp *qp, const char *why);
 
 /* responder.c: execute one request; the reply goes back through reply(). */
 struct emu_reply_path;
-void emu_responder_on_request(struct emu_reply_path *from, const struct emu_msg *m,
+bool emu_responder_on_request(struct emu_reply_path *from, const struct emu_msg *m,
                               const void *payload);
 int emu_responder_progress(struct emu_qp *qp); /* flush receives in ERR */
 void emu_responder_reset(struct emu_qp *qp);

@@ -22,7 +22,11 @@
  * next to the engine's kick eventfd. Output is appended to a per-connection
  * buffer and written once per engine pass (emu_fabric_flush); input is read in
  * big chunks into a compacting buffer and dispatched in place, so a message
- * costs a memcpy, not a syscall or a malloc.
+ * costs a memcpy, not a syscall or a malloc. A message larger than
+ * FAB_IN_FREE is buffered whole only once its QP said it takes it (its
+ * header is offered alone first): a peer can make this process hold no more
+ * than the WRITE targets it may write or the READ data it was asked for;
+ * the data of anything refused or dropped is discarded as it arrives.
  *
  * All state here belongs to the engine and is guarded by nic.lock, except the
  * epoll set itself, which emu_fabric_wait() sleeps on without the lock.
@@ -51,6 +55,7 @@ enum {
 	FAB_READ_CHUNK = 256 * 1024,       /* one recv() */
 	FAB_READ_BUDGET = 4 * 1024 * 1024, /* per connection and poll: fairness */
 	FAB_IN_MIN = 2 * FAB_READ_CHUNK,   /* so a chunk fits after a partial message */
+	FAB_IN_FREE = 1024 * 1024,         /* larger messages: only once their QP takes them */
 	FAB_OUT_MIN = 64 * 1024,
 	FAB_KEEP_MAX = 4 * 1024 * 1024, /* idle buffers above this are released */
 	FAB_POLL_EVENTS = 64,
@@ -94,6 +99,8 @@ struct emu_conn {
 	bool wrote_this_pass;    /* one direct write per pass, the rest is batched */
 	bool sock_full;          /* last write hit EAGAIN: EPOLLOUT will tell */
 	bool doomed;             /* unlinked and freed by the next reap() */
+	bool admitted;           /* the large message at the input's head: its QP takes it */
+	uint32_t skip;           /* data bytes of a message nobody took: dropped on arrival */
 	uint32_t events;         /* epoll interest registered now */
 	int refs;                /* attached QPs (outbound) */
 	unsigned int fails;      /* failed connects in a row: quiets the log */
@@ -291,6 +298,8 @@ static void conn_down(struct emu_conn *c)
 	conn_close_fd(c);
 	c->state = CONN_DEAD;
 	c->in_blocked = false;
+	c->admitted = false;
+	c->skip = 0;
 	c->in.head = c->in.tail = 0;
 	c->out.head = c->out.tail = 0;
 	c->hold.head = c->hold.tail = 0;
@@ -706,12 +715,19 @@ static size_t in_need(const struct emu_conn *c)
 	return emu_wire_need(&c->hs, in_head(c), buf_used(&c->in));
 }
 
-/* Room for one recv(): a full chunk, or the rest of a large message. Before
- * the peer is authenticated, exactly the next handshake frame: an unknown
- * peer gets no big buffer, and no message byte is read before the proof. */
+/* Does the next message need more than FAB_IN_FREE bytes of buffer? */
+static bool msg_big(size_t need)
+{
+	return need > sizeof(struct emu_msg) + FAB_IN_FREE;
+}
+
+/* Room for one recv(): a full chunk, or the rest of a large message its QP
+ * took. Before the peer is authenticated, exactly the next handshake frame:
+ * an unknown peer gets no big buffer, and no message byte is read before
+ * the proof. */
 static size_t in_room(struct emu_conn *c)
 {
-	size_t used = buf_used(&c->in), need = in_need(c), want;
+	size_t used = buf_used(&c->in), need = c->skip ? 0 : in_need(c), want;
 
 	buf_settle(&c->in);
 	want = need > used ? need - used : 0;
@@ -721,6 +737,8 @@ static size_t in_room(struct emu_conn *c)
 			return 0;
 		return want;
 	}
+	if (msg_big(need) && !c->admitted)
+		want = 0; /* a chunk at a time until conn_parse() asked its QP */
 	if (want < FAB_READ_CHUNK)
 		want = FAB_READ_CHUNK;
 	if (buf_reserve(&c->in, want, FAB_IN_MIN))
@@ -742,6 +760,48 @@ static void dispatch(struct emu_conn *c, const struct emu_msg *m, const void *pa
 	qp = emu_qp_lookup(m->dst_qpn);
 	if (qp && qp->conn == c)
 		emu_requester_on_response(qp, m, payload);
+}
+
+/* A large message's header is in, its data is not: offer the header alone
+ * (emu_requester_on_response() says how). true: it was handled without
+ * the data, which is then dropped as it arrives. */
+static bool take_header(struct emu_conn *c, const struct emu_msg *m)
+{
+	struct emu_reply_path path = {.conn = c, .peer_gid = &c->peer_gid};
+	struct emu_qp *qp;
+
+	if (emu_wire_is_request(m->type))
+		return emu_responder_on_request(&path, m, NULL);
+	qp = emu_qp_lookup(m->dst_qpn);
+	return !qp || qp->conn != c || emu_requester_on_response(qp, m, NULL);
+}
+
+/* The message at the input's head was handled from its header: drop the
+ * header and its data, what is here now and the rest as it comes. */
+static void skip_msg(struct emu_conn *c, const struct emu_msg *m, size_t size)
+{
+	size_t data = size - sizeof(*m), here = buf_used(&c->in) - sizeof(*m);
+	char name[64];
+
+	if (here > data)
+		here = data;
+	c->in.head += sizeof(*m) + here;
+	c->skip = (uint32_t)(data - here);
+	emu_dbg("fabric: connection %s: %zu bytes of data of type %u psn %u for QP 0x%x dropped "
+	        "(not taken)",
+	        conn_name(c, name, sizeof(name)), data, m->type, m->psn, m->dst_qpn);
+}
+
+/* Drop skipped data that arrived. true while more of it is to come. */
+static bool skip_input(struct emu_conn *c)
+{
+	size_t n = buf_used(&c->in);
+
+	if (n > c->skip)
+		n = c->skip;
+	c->in.head += n;
+	c->skip -= (uint32_t)n;
+	return c->skip != 0;
 }
 
 /* A GID as the address it encodes, or in hex when it encodes none. */
@@ -808,10 +868,11 @@ static void conn_hs_step(struct emu_conn *c, const struct emu_wire_step *st)
 }
 
 /* Take every whole frame in the input buffer: handshake frames until the
- * peer is authenticated, then messages, which are dispatched. Requests wait
- * while this connection's output is over the high-water mark: their replies
- * would grow it without bound. Responses always go through, so two processes
- * that both hold back requests still drain each other. */
+ * peer is authenticated, then messages, which are dispatched; of a large
+ * message the header alone first (take_header). Requests wait while this
+ * connection's output is over the high-water mark: their replies would grow
+ * it without bound. Responses always go through, so two processes that both
+ * hold back requests still drain each other. */
 static int conn_parse(struct emu_conn *c)
 {
 	struct emu_wire_step st;
@@ -819,12 +880,19 @@ static int conn_parse(struct emu_conn *c)
 	int msgs = 0;
 
 	while (c->state == CONN_AUTH || c->state == CONN_UP) {
-		const uint8_t *p = in_head(c);
+		const uint8_t *p;
 
+		if (c->skip && skip_input(c))
+			return msgs;
+		p = in_head(c);
 		emu_wire_input(&c->hs, p, buf_used(&c->in), &st);
 		switch (st.ev) {
 		case EMU_WIRE_EV_NEED:
-			return msgs;
+			/* a large message's header, not yet offered: go on */
+			if (c->state != CONN_UP || c->admitted || !msg_big(st.size) ||
+			    buf_used(&c->in) < sizeof(st.msg))
+				return msgs;
+			break;
 		case EMU_WIRE_EV_HS:
 		case EMU_WIRE_EV_HS_FAIL:
 			c->in.head += st.size;
@@ -845,7 +913,17 @@ static int conn_parse(struct emu_conn *c)
 			c->in_blocked = true;
 			break;
 		}
+		if (st.ev == EMU_WIRE_EV_NEED) {
+			if (!take_header(c, &st.msg)) {
+				c->admitted = true; /* in_room() makes room for all of it */
+				return msgs;
+			}
+			skip_msg(c, &st.msg, st.size);
+			msgs++;
+			continue;
+		}
 		c->in.head += st.size;
+		c->admitted = false;
 		dispatch(c, &st.msg, p + sizeof(st.msg));
 		msgs++;
 	}

@@ -49,6 +49,14 @@
  *   mac_first_byte, mac_last_byte  a proof and a challenge wrong in just
  *                  that byte of the MAC: refused like any other
  *
+ * Large messages from a peer holding the secret:
+ *   big_write_refused  WRITEs announcing 256 MiB and 2 GiB that the target
+ *                  does not take (out of sequence, duplicate): memory does
+ *                  not grow with their data, which is skipped exactly
+ *   big_write_ok   a 16 MiB WRITE the target takes lands and is ACKed
+ *   big_read       a 16 MiB READ answered in full lands; a 4 KiB READ
+ *                  answered with 2 GiB fails at once, memory stays put
+ *
  * Run one case: test_sec_wire <case>.
  */
 #include <arpa/inet.h>
@@ -908,6 +916,236 @@ static void case_server_other_gid(void)
 	case_server(FAKE_OTHER_GID);
 }
 
+/* ---- large messages ------------------------------------------------------ */
+
+#define BIG_LEN      (16u << 20) /* a large message its QP takes */
+#define STREAM_LEN   (256u << 20)
+#define RSS_SLACK    (64u << 20) /* growth allowed while STREAM_LEN arrive */
+#define STREAM_CHUNK (1u << 20)
+
+static size_t rss_bytes(void)
+{
+	unsigned long size = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	CHECK(f != NULL);
+	CHECK_EQ(fscanf(f, "%lu %lu", &size, &resident), 2);
+	fclose(f);
+	return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* len bytes of data; false if the emulator stopped reading (closed). */
+static bool stream(int fd, size_t len)
+{
+	static uint8_t chunk[STREAM_CHUNK];
+
+	while (len) {
+		size_t n = len < sizeof(chunk) ? len : sizeof(chunk);
+		ssize_t w = send(fd, chunk, n, MSG_NOSIGNAL);
+
+		if (w <= 0)
+			return false;
+		len -= (size_t)w;
+	}
+	return true;
+}
+
+static void check_rss(size_t before, const char *what)
+{
+	size_t now = rss_bytes(), grew = now > before ? now - before : 0;
+
+	printf("%s: resident memory grew by %zu KiB\n", what, grew >> 10);
+	if (grew > RSS_SLACK)
+		T_FAIL("%s: the emulator's memory grew by %zu MiB while %u MiB of data it does not "
+		       "take arrived (allowed %u MiB)",
+		       what, grew >> 20, STREAM_LEN >> 20, RSS_SLACK >> 20);
+}
+
+static void big_write_header(int fd, uint32_t len, uint32_t psn)
+{
+	uint8_t w[sizeof(struct emu_msg) + W_LEN];
+	struct emu_msg m;
+
+	write_msg(w);
+	memcpy(&m, w, sizeof(m));
+	m.len = len;
+	m.psn = psn;
+	send_all(fd, &m, sizeof(m));
+}
+
+/* An authenticated peer announces WRITEs of 256 MiB and 2 GiB its target
+ * does not take (out of sequence; a duplicate): their data must be dropped
+ * as it arrives, never buffered, and the stream stays in step. */
+static void case_big_write_refused(void)
+{
+	struct emu_msg ack;
+	size_t rss0;
+	int fd;
+
+	t_case("big_write_refused: a 256 MiB WRITE out of sequence, all of its data");
+	fd = client_handshake(secret, NULL);
+	rss0 = rss_bytes();
+	big_write_header(fd, STREAM_LEN, PSN0 + 5);
+	CHECK(stream(fd, STREAM_LEN));
+	check_rss(rss0, "a 256 MiB WRITE out of sequence");
+
+	t_case("big_write_refused: then a 2 GiB duplicate WRITE, 256 MiB of its data");
+	big_write_header(fd, EMU_WIRE_MAX_MSG, PSN0 - 1);
+	/* a duplicate is ACKed from its header, before its data (and this
+	 * ACK shows the 256 MiB before were taken exactly) */
+	if (!recv_exact(fd, &ack, sizeof(ack), CLOSE_MS))
+		T_FAIL("no ACK for a duplicate 2 GiB WRITE before its data");
+	CHECK_EQ(ack.type, EMU_MSG_ACK);
+	CHECK_EQ(ack.psn, PSN0 - 1);
+	CHECK(stream(fd, STREAM_LEN));
+	check_rss(rss0, "a 2 GiB duplicate WRITE");
+	close(fd);
+	expect_untouched("big_write_refused");
+	t_case("big_write_refused: a fresh session still writes");
+	good_session(NULL);
+	target_reset();
+}
+
+/* A 16 MiB WRITE the target takes: buffered whole, written, ACKed. */
+static void case_big_write_ok(void)
+{
+	uint8_t *big = t_alloc(BIG_LEN, GUARD), *data = t_alloc(BIG_LEN, 0);
+	struct ibv_mr *bmr = t_reg(pd, big, BIG_LEN, T_ACCESS_ALL);
+	struct emu_msg m, ack;
+	uint8_t w[sizeof(struct emu_msg) + W_LEN];
+	int fd;
+
+	t_case("big_write_ok: a 16 MiB WRITE into a 16 MiB MR");
+	t_fill(data, BIG_LEN, 5);
+	fd = client_handshake(secret, NULL);
+	write_msg(w);
+	memcpy(&m, w, sizeof(m));
+	m.len = BIG_LEN;
+	m.raddr = (uintptr_t)big;
+	m.rkey = bmr->rkey;
+	send_all(fd, &m, sizeof(m));
+	send_all(fd, data, BIG_LEN);
+	if (!recv_exact(fd, &ack, sizeof(ack), T_WAIT_MS))
+		T_FAIL("no ACK for a 16 MiB WRITE");
+	CHECK_EQ(ack.type, EMU_MSG_ACK);
+	CHECK_EQ(ack.psn, PSN0);
+	CHECK_MEM(big, data, BIG_LEN);
+	close(fd);
+	CHECK_OK(ibv_dereg_mr(bmr));
+	free(big);
+	free(data);
+	target_reset();
+}
+
+/* A QP of the emulator dialed the fake peer at fake_gid, which holds the
+ * secret: the fake's end of the authenticated connection. */
+static int fake_session(int lfd, const union ibv_gid *fake_gid)
+{
+	uint8_t hello[sizeof(struct emu_hello)], ch[EMU_HS_OUT_MAX], proof[EMU_HS_OUT_MAX];
+	struct emu_hs acc;
+	size_t n;
+	int fd = fake_accept(lfd);
+
+	CHECK(recv_exact(fd, hello, sizeof(hello), CLOSE_MS));
+	start_hs(&acc, EMU_HS_ACCEPTOR, secret, fake_gid, NULL, ch, &n);
+	CHECK_EQ(emu_hs_step(&acc, hello, ch, &n), EMU_HS_OK);
+	send_all(fd, ch, n);
+	CHECK(recv_exact(fd, proof, sizeof(struct emu_proof), CLOSE_MS));
+	CHECK_EQ(emu_hs_step(&acc, proof, ch, &n), EMU_HS_OK);
+	CHECK_EQ(acc.state, EMU_HS_DONE);
+	return fd;
+}
+
+static void post_read(struct ibv_qp *qp, uint64_t id, void *buf, uint32_t len, uint32_t lkey)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = len, .lkey = lkey};
+	struct ibv_send_wr wr = {.wr_id = id,
+	                         .sg_list = &sge,
+	                         .num_sge = 1,
+	                         .opcode = IBV_WR_RDMA_READ,
+	                         .send_flags = IBV_SEND_SIGNALED,
+	                         .wr.rdma = {.remote_addr = 0x10000, .rkey = 0x1234}};
+
+	t_post_send(qp, &wr);
+}
+
+/* The next READ request on fd for want_len bytes (retransmissions of an
+ * earlier one, as a slow build may send, are skipped); its psn. */
+static uint32_t read_request(int fd, uint32_t want_len)
+{
+	struct emu_msg m;
+
+	do {
+		CHECK(recv_exact(fd, &m, sizeof(m), CLOSE_MS));
+		CHECK_EQ(m.type, EMU_MSG_READ);
+	} while (m.operand[0] != want_len);
+	return m.psn;
+}
+
+/* READ responses: a 16 MiB one the emulator asked for lands; one that
+ * announces 2 GiB for a 4 KiB READ fails that READ at once (BAD_RESP) and
+ * its data is dropped as it arrives, never buffered. */
+static void case_big_read(void)
+{
+	uint8_t *dst = t_alloc(BIG_LEN, GUARD), *data = t_alloc(BIG_LEN, 0);
+	struct ibv_mr *dmr = t_reg(pd, dst, BIG_LEN, T_ACCESS_ALL);
+	struct ibv_cq *rq_cq = t_cq(ctx, 16);
+	struct t_conn_opts o;
+	struct t_qp_caps caps;
+	struct sockaddr_in fa;
+	struct emu_msg r;
+	struct t_ep peer;
+	struct ibv_qp *rq;
+	struct ibv_wc wc;
+	size_t rss0;
+	int lfd = fake_listen(&fa), fd;
+
+	t_case("big_read: a 16 MiB READ answered in full");
+	t_conn_opts_default(&o);
+	o.timeout = 18; /* 1.07 s: few retransmissions of the 16 MiB READ */
+	t_qp_caps_default(&caps);
+	rq = t_qp(pd, rq_cq, rq_cq, &caps, NULL);
+	memset(&peer, 0, sizeof(peer));
+	gid_of(&fa, &peer.gid);
+	peer.qpn = FAKE_QPN;
+	t_connect(rq, &peer, &o);
+	post_read(rq, 1, dst, BIG_LEN, dmr->lkey);
+	fd = fake_session(lfd, &peer.gid);
+	memset(&r, 0, sizeof(r));
+	r.type = EMU_MSG_READ_RESP;
+	r.dst_qpn = rq->qp_num;
+	r.src_qpn = FAKE_QPN;
+	r.psn = read_request(fd, BIG_LEN);
+	r.len = BIG_LEN;
+	t_fill(data, BIG_LEN, 6);
+	send_all(fd, &r, sizeof(r));
+	send_all(fd, data, BIG_LEN);
+	wc = t_poll1(rq_cq, "the 16 MiB READ");
+	CHECK_WC(&wc, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	CHECK_MEM(dst, data, BIG_LEN);
+
+	t_case("big_read: a 4 KiB READ answered with 2 GiB");
+	memset(dst, GUARD, BIG_LEN);
+	post_read(rq, 2, dst, 4096, dmr->lkey);
+	r.psn = read_request(fd, 4096);
+	r.len = EMU_WIRE_MAX_MSG;
+	rss0 = rss_bytes();
+	send_all(fd, &r, sizeof(r));
+	stream(fd, STREAM_LEN); /* the emulator may close meanwhile: fine */
+	check_rss(rss0, "a 2 GiB READ response");
+	t_poll_timeout(rq_cq, 1, &wc, CLOSE_MS, "a READ whose answer announces 2 GiB");
+	CHECK_WC_STATUS(&wc, 2, IBV_WC_BAD_RESP_ERR);
+	CHECK_BYTES(dst, GUARD, BIG_LEN);
+	close(fd);
+	CHECK_OK(ibv_destroy_qp(rq));
+	CHECK_OK(ibv_destroy_cq(rq_cq));
+	CHECK_OK(ibv_dereg_mr(dmr));
+	close(lfd);
+	free(dst);
+	free(data);
+	expect_untouched("big_read");
+}
+
 /* ---- main ---------------------------------------------------------------- */
 
 static void setup(void)
@@ -959,6 +1197,9 @@ static const struct t_named_case cases[] = {
     {"other_peer", case_other_peer},
     {"mac_first_byte", case_mac_first_byte},
     {"mac_last_byte", case_mac_last_byte},
+    {"big_write_refused", case_big_write_refused},
+    {"big_write_ok", case_big_write_ok},
+    {"big_read", case_big_read},
 };
 
 int main(int argc, char **argv)
