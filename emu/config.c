@@ -57,6 +57,11 @@ static const struct knob knobs[] = {
      "~/.gnic-emu-secret, created on first use"},
     {"GNIC_EMU_HANDSHAKE_MS", KNOB_INT, CFG(handshake_ms), "5000", 10, 600000,
      "a fabric connection must be connected and authenticated within this (ms)"},
+    {"GNIC_EMU_PENDING_MAX", KNOB_INT, CFG(pending_max), "256", 1, 65536,
+     "most inbound fabric connections still in their handshake (and at most a quarter of "
+     "RLIMIT_NOFILE); over it the oldest one is dropped"},
+    {"GNIC_EMU_PENDING_PER_IP", KNOB_INT, CFG(pending_per_ip), "64", 1, 65536,
+     "most of those from one IPv4 address; over it that address's oldest one is dropped"},
 };
 
 #define NUM_KNOBS (sizeof(knobs) / sizeof(knobs[0]))

@@ -60,6 +60,8 @@ struct emu_config {
 	int sleep_us;           /* GNIC_EMU_SLEEP_US: longest idle sleep */
 	int default_timeout_ms; /* GNIC_EMU_TIMEOUT_MS: used when qp timeout=0 */
 	int handshake_ms;       /* GNIC_EMU_HANDSHAKE_MS: connect + authentication */
+	int pending_max;        /* GNIC_EMU_PENDING_MAX: inbound handshakes at once */
+	int pending_per_ip;     /* GNIC_EMU_PENDING_PER_IP: of those, from one address */
 	char secret[1024];      /* GNIC_EMU_SECRET; "" = unset. Never printed */
 	char secret_file[4096]; /* GNIC_EMU_SECRET_FILE; "" = the per-user file */
 };

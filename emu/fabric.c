@@ -18,6 +18,19 @@
  * closes the connection with one log line; the requester's retransmit timer
  * then ends its QP in TRANSPORT_RETRY_EXC as for any unreachable peer.
  *
+ * Anyone who can reach a listener can open connections without the secret,
+ * and each holds a descriptor until its handshake ends. So inbound
+ * handshakes are bounded (GNIC_EMU_PENDING_MAX in all, at most a quarter of
+ * RLIMIT_NOFILE; GNIC_EMU_PENDING_PER_IP from one address): over a bound the
+ * oldest one that has not even said hello is dropped first. Out of
+ * descriptors, a listener sheds a pending handshake, or takes one connection
+ * off its backlog with a reserve descriptor and closes it, and then leaves
+ * epoll for FAB_ACCEPT_PAUSE_NS instead of waking the engine for nothing;
+ * any listener under such pressure pauses the same way, which bounds the
+ * CPU a flood costs. Events of authenticated connections are handled before
+ * those of handshakes and listeners, and the warnings are one per listener
+ * and FAB_FLOOD_LOG_NS, with counts.
+ *
  * Every socket is non-blocking and sits in emu_nic.epoll_fd (level-triggered)
  * next to the engine's kick eventfd. Output is appended to a per-connection
  * buffer and written once per engine pass (emu_fabric_flush); input is read in
@@ -37,12 +50,14 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -61,10 +76,14 @@ enum {
 	FAB_POLL_EVENTS = 64,
 	FAB_ACCEPT_BATCH = 16,
 };
-#define FAB_OUT_HIGH_WATER ((size_t)64 << 20)
-#define FAB_RECONNECT_NS   5000000ull    /* at most one connect() per 5 ms per peer */
-#define FAB_IDLE_POLL_NS   20000ull      /* epoll period while no connection exists */
-#define FAB_AUTH_LOG_NS    5000000000ull /* failed handshakes: one warning per peer per 5 s */
+#define FAB_OUT_HIGH_WATER  ((size_t)64 << 20)
+#define FAB_RECONNECT_NS    5000000ull    /* at most one connect() per 5 ms per peer */
+#define FAB_IDLE_POLL_NS    20000ull      /* epoll period while no connection exists */
+#define FAB_AUTH_LOG_NS     5000000000ull /* failed handshakes: one warning per peer per 5 s */
+#define FAB_AUTH_LOG_MAX    8             /* ... and at most this many per 5 s in all */
+#define FAB_FLOOD_LOG_NS    5000000000ull /* a listener under pressure: one warning per 5 s */
+#define FAB_ACCEPT_PAUSE_NS 2000000ull    /* a listener under pressure leaves epoll this long */
+#define FAB_PENDING_MIN     4             /* pending handshakes allowed however low NOFILE is */
 
 /* What an epoll event's data.ptr points at: the first member of each. */
 enum fab_kind { FAB_KICK, FAB_LISTENER, FAB_CONN };
@@ -72,10 +91,23 @@ struct fab_handle {
 	enum fab_kind kind;
 };
 
+/* What a listener had to do since its last warning about it. */
+struct flood_log {
+	uint64_t next_ns;      /* no warning before this */
+	unsigned int shed;     /* pending handshakes closed: over a bound */
+	unsigned int shed_fd;  /* ... closed for their descriptor (EMFILE) */
+	unsigned int refused;  /* connections closed on accept: no descriptor left */
+	unsigned int failures; /* accept() failures, the last one's errno: */
+	int err;
+};
+
 struct emu_listener {
 	struct fab_handle h;
 	int fd;
 	struct emu_device *dev;
+	bool paused; /* out of epoll until resume_ns */
+	uint64_t resume_ns;
+	struct flood_log flood;
 };
 
 enum conn_state {
@@ -113,6 +145,8 @@ struct emu_conn {
 	struct fab_buf in, out;
 	struct fab_buf hold; /* outbound requests posted before CONN_UP */
 	struct emu_conn *next;
+	bool pending; /* inbound, in the pending list: handshake not over */
+	struct emu_conn *pend_prev, *pend_next;
 };
 
 static struct fab_handle kick_handle = {FAB_KICK};
@@ -131,7 +165,19 @@ static struct auth_log {
 	uint64_t next_ns;   /* no report before this */
 	unsigned int quiet; /* failures not reported since the last line */
 } auth_logs[16];
+/* ... and, peers being many (a flood from all of 127/8), in all. */
+static struct {
+	uint64_t window_ns; /* this window of FAB_AUTH_LOG_NS began then */
+	unsigned int lines, quiet;
+} auth_log_all;
 static _Atomic bool no_pwait2;
+/* Inbound connections in their handshake, oldest first. */
+static struct {
+	struct emu_conn *head, *tail;
+	unsigned int n;
+} pend;
+static int reserve_fd = -1;               /* spent to refuse a connection on EMFILE */
+static _Atomic uint64_t accept_resume_ns; /* a paused listener's return; 0: none */
 
 /* ---- helpers -------------------------------------------------------------- */
 
@@ -293,8 +339,11 @@ static void conn_close_fd(struct emu_conn *c)
 
 /* The connection is gone: whatever was queued either way is lost, like
  * packets on a cut wire (requesters retransmit). Memory goes in reap(). */
+static void pending_del(struct emu_conn *c);
+
 static void conn_down(struct emu_conn *c)
 {
+	pending_del(c);
 	conn_close_fd(c);
 	c->state = CONN_DEAD;
 	c->in_blocked = false;
@@ -401,15 +450,24 @@ static void conn_auth_failed(struct emu_conn *c, const char *why)
 	conn_name(c, name, sizeof(name));
 	l = auth_log_of(c);
 	now = emu_now_ns();
-	if (now >= l->next_ns) {
-		if (l->quiet)
-			emu_warn("fabric: connection %s: %s; closing (%u more since the last "
-			         "report)",
-			         name, why, l->quiet);
+	if (now >= auth_log_all.window_ns + FAB_AUTH_LOG_NS) {
+		auth_log_all.window_ns = now;
+		auth_log_all.lines = 0;
+	}
+	if (now >= l->next_ns && auth_log_all.lines < FAB_AUTH_LOG_MAX) {
+		if (l->quiet || auth_log_all.quiet)
+			emu_warn("fabric: connection %s: %s; closing (%u more from this peer, %u "
+			         "from others, since the last report)",
+			         name, why, l->quiet, auth_log_all.quiet);
 		else
 			emu_warn("fabric: connection %s: %s; closing", name, why);
 		l->quiet = 0;
+		auth_log_all.quiet = 0;
+		auth_log_all.lines++;
 		l->next_ns = now + FAB_AUTH_LOG_NS;
+	} else if (now >= l->next_ns) {
+		auth_log_all.quiet++; /* too many peers failing: counted, reported later */
+		emu_dbg("fabric: connection %s: %s; closing", name, why);
 	} else {
 		l->quiet++;
 		emu_dbg("fabric: connection %s: %s; closing", name, why);
@@ -429,6 +487,7 @@ static void conn_authenticated(struct emu_conn *c)
 		return;
 	}
 	c->state = CONN_UP;
+	pending_del(c);
 	if (!c->outbound)
 		c->peer_gid = *emu_hs_peer_gid(&c->hs);
 	if (buf_used(&c->hold)) {
@@ -940,7 +999,7 @@ static void conn_closed(struct emu_conn *c, int err)
 	if (c->state == CONN_AUTH && c->outbound) {
 		snprintf(why, sizeof(why),
 		         "handshake failed: closed by the peer%s%s (another secret or fabric "
-		         "version on that side?)",
+		         "version on that side, or too many connections waiting there?)",
 		         err ? ": " : "", err ? strerror(err) : "");
 		conn_auth_failed(c, why);
 	} else if (c->state == CONN_AUTH) {
@@ -1015,6 +1074,115 @@ static int resume_blocked(void)
 	return work;
 }
 
+/* ---- pending handshakes ---------------------------------------------------- */
+
+static void pending_add(struct emu_conn *c)
+{
+	c->pending = true;
+	c->pend_prev = pend.tail;
+	c->pend_next = NULL;
+	if (pend.tail)
+		pend.tail->pend_next = c;
+	else
+		pend.head = c;
+	pend.tail = c;
+	pend.n++;
+}
+
+static void pending_del(struct emu_conn *c)
+{
+	if (!c->pending)
+		return;
+	if (c->pend_prev)
+		c->pend_prev->pend_next = c->pend_next;
+	else
+		pend.head = c->pend_next;
+	if (c->pend_next)
+		c->pend_next->pend_prev = c->pend_prev;
+	else
+		pend.tail = c->pend_prev;
+	c->pending = false;
+	c->pend_prev = c->pend_next = NULL;
+	pend.n--;
+}
+
+/* GNIC_EMU_PENDING_MAX, or less: a flood must leave the application most of
+ * its descriptors. */
+static unsigned int pending_limit(void)
+{
+	unsigned int limit = (unsigned int)emu_cfg.pending_max;
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur / 4 < limit)
+		limit = rl.rlim_cur / 4 > FAB_PENDING_MIN ? (unsigned int)(rl.rlim_cur / 4)
+		                                          : FAB_PENDING_MIN;
+	return limit;
+}
+
+static unsigned int pending_per_ip_limit(unsigned int total)
+{
+	unsigned int per_ip = (unsigned int)emu_cfg.pending_per_ip;
+
+	return per_ip < total ? per_ip : total;
+}
+
+static unsigned int pending_from(struct in_addr ip)
+{
+	unsigned int n = 0;
+
+	for (struct emu_conn *c = pend.head; c; c = c->pend_next)
+		n += c->addr.sin_addr.s_addr == ip.s_addr;
+	return n;
+}
+
+/* The pending handshake to drop first (from ip only, unless NULL): the
+ * oldest that has not sent its hello, so a silent flood never displaces a
+ * peer that is talking; else the oldest. */
+static struct emu_conn *pending_victim(const struct in_addr *ip)
+{
+	struct emu_conn *oldest = NULL;
+
+	for (struct emu_conn *c = pend.head; c; c = c->pend_next) {
+		if (ip && c->addr.sin_addr.s_addr != ip->s_addr)
+			continue;
+		if (c->hs.state == EMU_HS_WAIT_HELLO)
+			return c;
+		if (!oldest)
+			oldest = c;
+	}
+	return oldest;
+}
+
+/* Close pending handshake c; count is the reason's counter. */
+static void pending_shed(struct emu_conn *c, unsigned int *count)
+{
+	char name[64];
+
+	emu_dbg("fabric: connection %s: dropped, %u handshakes pending",
+	        conn_name(c, name, sizeof(name)), pend.n);
+	(*count)++;
+	conn_down(c);
+}
+
+/* Room for one more pending handshake, from ip. true if some had to go. */
+static bool pending_make_room(struct emu_listener *l, struct in_addr ip)
+{
+	unsigned int total = pending_limit(), per_ip = pending_per_ip_limit(total);
+	struct emu_conn *v;
+	bool shed = false;
+
+	if (pending_from(ip) >= per_ip && (v = pending_victim(&ip))) {
+		pending_shed(v, &l->flood.shed);
+		shed = true;
+	}
+	while (pend.n >= total && (v = pending_victim(NULL))) {
+		pending_shed(v, &l->flood.shed);
+		shed = true;
+	}
+	return shed;
+}
+
 /* ---- listeners ------------------------------------------------------------ */
 
 static void conn_accepted(struct emu_listener *l, int fd, const struct sockaddr_in *peer)
@@ -1044,11 +1212,119 @@ static void conn_accepted(struct emu_listener *l, int fd, const struct sockaddr_
 		emu_warn("fabric: connection %s: epoll: %s", conn_name(c, name, sizeof(name)),
 		         strerror(errno));
 		conn_down(c);
+		return;
+	}
+	pending_add(c);
+}
+
+static bool out_of_fds(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+}
+
+/* No descriptor and no pending handshake to give up: take up to n
+ * connections off the backlog with the reserve descriptor and close them,
+ * so their peers learn at once and the backlog does not keep the listener
+ * ready for nothing. */
+static void refuse(struct emu_listener *l, int n)
+{
+	while (n-- > 0) {
+		int fd;
+
+		if (reserve_fd < 0)
+			reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (reserve_fd < 0)
+			return;
+		close(reserve_fd);
+		fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
+		reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return;
+		close(fd);
+		l->flood.refused++;
 	}
 }
 
+/* Out of epoll for FAB_ACCEPT_PAUSE_NS: new connections wait in the backlog
+ * meanwhile, and the engine is not woken by them. */
+static void listener_pause(struct emu_listener *l)
+{
+	uint64_t resume = emu_now_ns() + FAB_ACCEPT_PAUSE_NS, next;
+
+	if (l->paused)
+		return;
+	epoll_forget(l->fd);
+	l->paused = true;
+	l->resume_ns = resume;
+	next = atomic_load_explicit(&accept_resume_ns, memory_order_relaxed);
+	if (!next || resume < next)
+		atomic_store_explicit(&accept_resume_ns, resume, memory_order_relaxed);
+}
+
+static void listeners_resume(void)
+{
+	uint64_t now, next = 0;
+
+	if (!atomic_load_explicit(&accept_resume_ns, memory_order_relaxed))
+		return;
+	now = emu_now_ns();
+	for (int i = 0; i < emu_nic.num_devices; i++) {
+		struct emu_listener *l = emu_nic.devices[i].listener;
+
+		if (!l || !l->paused)
+			continue;
+		if (now < l->resume_ns) {
+			if (!next || l->resume_ns < next)
+				next = l->resume_ns;
+			continue;
+		}
+		if (epoll_set(EPOLL_CTL_ADD, l->fd, &l->h, EPOLLIN)) {
+			l->resume_ns = now + FAB_ACCEPT_PAUSE_NS; /* try again then */
+			next = next && next < l->resume_ns ? next : l->resume_ns;
+			continue;
+		}
+		l->paused = false;
+	}
+	atomic_store_explicit(&accept_resume_ns, next, memory_order_relaxed);
+}
+
+/* One warning per listener and FAB_FLOOD_LOG_NS about the pressure on it,
+ * with what happened since the last one. */
+static void flood_report(struct emu_listener *l)
+{
+	struct flood_log *f = &l->flood;
+	char what[320];
+	size_t n = 0;
+	uint64_t now;
+
+	if (!f->shed && !f->refused && !f->failures && !f->shed_fd)
+		return;
+	now = emu_now_ns();
+	if (now < f->next_ns)
+		return;
+	if (f->shed)
+		n += (size_t)snprintf(what + n, sizeof(what) - n,
+		                      "; %u handshakes dropped to stay within %u pending (%u per "
+		                      "address)",
+		                      f->shed, pending_limit(),
+		                      pending_per_ip_limit(pending_limit()));
+	if (f->failures && n < sizeof(what))
+		n += (size_t)snprintf(what + n, sizeof(what) - n,
+		                      "; accept failed %u times (%s): %u handshakes dropped for "
+		                      "their descriptors, %u connections refused",
+		                      f->failures, strerror(f->err), f->shed_fd, f->refused);
+	emu_warn("fabric: device %d: too many connections%s; next report in %llu s at the "
+	         "earliest",
+	         l->dev->index, what, (unsigned long long)(FAB_FLOOD_LOG_NS / 1000000000u));
+	f->shed = f->shed_fd = f->refused = f->failures = 0;
+	f->next_ns = now + FAB_FLOOD_LOG_NS;
+}
+
+/* Accept what the backlog holds, up to FAB_ACCEPT_BATCH, within the pending
+ * bounds; pause under pressure. */
 static int listener_accept(struct emu_listener *l)
 {
+	bool pressure = false;
 	int n;
 
 	for (n = 0; n < FAB_ACCEPT_BATCH; n++) {
@@ -1058,14 +1334,29 @@ static int listener_accept(struct emu_listener *l)
 		    accept4(l->fd, (struct sockaddr *)&peer, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
-			    errno != ECONNABORTED)
-				emu_warn("fabric: device %d: accept: %s", l->dev->index,
-				         strerror(errno));
+			int err = errno;
+
+			if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR ||
+			    err == ECONNABORTED)
+				break;
+			l->flood.failures++;
+			l->flood.err = err;
+			pressure = true;
+			if (out_of_fds(err) && pend.n) { /* a handshake's descriptor will do */
+				pending_shed(pending_victim(NULL), &l->flood.shed_fd);
+				continue;
+			}
+			if (out_of_fds(err))
+				refuse(l, FAB_ACCEPT_BATCH - n);
 			break;
 		}
+		if (pending_make_room(l, peer.sin_addr))
+			pressure = true;
 		conn_accepted(l, fd, &peer);
 	}
+	if (pressure)
+		listener_pause(l);
+	flood_report(l);
 	return n;
 }
 
@@ -1123,6 +1414,8 @@ int emu_fabric_listen(struct emu_device *dev)
 		return -EINVAL;
 	if (dev->listener)
 		return 0;
+	if (reserve_fd < 0) /* for refuse() */
+		reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	ret = listen_addr(dev, &addr);
 	if (ret)
 		return ret;
@@ -1163,7 +1456,8 @@ void emu_fabric_close_listener(struct emu_device *dev)
 
 	if (!l)
 		return;
-	epoll_forget(l->fd);
+	if (!l->paused)
+		epoll_forget(l->fd);
 	close(l->fd);
 	free(l);
 	dev->listener = NULL;
@@ -1316,19 +1610,35 @@ static bool idle_skip(void)
 	return false;
 }
 
+/* An event of an authenticated connection: served before the others. */
+static bool event_first(const struct epoll_event *ev)
+{
+	struct fab_handle *h = ev->data.ptr;
+
+	return h->kind == FAB_CONN && container_of(h, struct emu_conn, h)->state == CONN_UP;
+}
+
 int emu_fabric_poll(void)
 {
 	struct epoll_event ev[FAB_POLL_EVENTS];
+	bool first[FAB_POLL_EVENTS];
 	int n, work;
 
+	listeners_resume();
 	if (idle_skip())
 		return 0;
 	register_kick();
 	dispatching = true;
 	work = resume_blocked();
 	n = epoll_wait(emu_nic.epoll_fd, ev, FAB_POLL_EVENTS, 0);
+	for (int i = 0; i < n; i++) {
+		first[i] = event_first(&ev[i]);
+		if (first[i])
+			work += handle_event(&ev[i]);
+	}
 	for (int i = 0; i < n; i++)
-		work += handle_event(&ev[i]);
+		if (!first[i])
+			work += handle_event(&ev[i]);
 	hs_expire();
 	dispatching = false;
 	reap();
@@ -1368,8 +1678,18 @@ void emu_fabric_wait(uint64_t timeout_ns)
 	struct timespec ts = {.tv_sec = (time_t)(timeout_ns / 1000000000u),
 	                      .tv_nsec = (long)(timeout_ns % 1000000000u)};
 	struct epoll_event ev;
-	uint64_t ms;
+	uint64_t ms, resume = atomic_load_explicit(&accept_resume_ns, memory_order_relaxed);
 
+	/* a paused listener returns on time, however long the engine sleeps */
+	if (resume) {
+		uint64_t now = emu_now_ns();
+
+		timeout_ns = resume <= now               ? 0
+		             : resume - now < timeout_ns ? resume - now
+		                                         : timeout_ns;
+		ts.tv_sec = (time_t)(timeout_ns / 1000000000u);
+		ts.tv_nsec = (long)(timeout_ns % 1000000000u);
+	}
 	/* Level-triggered readiness only: whatever is ready stays for poll. */
 	if (!atomic_load_explicit(&no_pwait2, memory_order_relaxed)) {
 		if (epoll_pwait2(emu_nic.epoll_fd, &ev, 1, &ts, NULL) >= 0 || errno != ENOSYS)
