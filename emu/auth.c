@@ -18,8 +18,13 @@
  * name and linked into place, so a process racing us reads either nothing or
  * the whole secret, never half of it.
  *
- * The secret is loaded once per process (under nic.lock) and a failure is
- * remembered: it is logged once, and every connection is refused after.
+ * The secret is loaded once per process, at initialisation and without
+ * nic.lock (emu_auth_load): reading a file can take a while (a network home
+ * directory), and nothing may wait under the lock the engine needs. A
+ * failure is remembered: it is logged once, and every connection is refused
+ * after. Files are opened non-blocking and without following a symbolic
+ * link, and checked before a byte is read: a FIFO or a device would
+ * otherwise block the open() or the read() for good.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -34,10 +39,11 @@
 #include "emu.h"
 #include "fabric.h"
 
-#define SECRET_MIN     16
-#define SECRET_MAX     4096
-#define SECRET_DEFAULT ".gnic-emu-secret"
-#define CREATED_BYTES  32 /* random bytes in a new default file, written as hex */
+#define SECRET_MIN      16
+#define SECRET_MAX      4096
+#define SECRET_FILE_MAX 65536 /* a secret file larger than this is not one */
+#define SECRET_DEFAULT  ".gnic-emu-secret"
+#define CREATED_BYTES   32 /* random bytes in a new default file, written as hex */
 
 static struct {
 	bool loaded;
@@ -59,6 +65,19 @@ static size_t trim(const uint8_t *p, size_t len, size_t *start)
 	return len - s;
 }
 
+static const char *file_type(mode_t mode)
+{
+	if (S_ISDIR(mode))
+		return "a directory";
+	if (S_ISFIFO(mode))
+		return "a FIFO";
+	if (S_ISSOCK(mode))
+		return "a socket";
+	if (S_ISCHR(mode) || S_ISBLK(mode))
+		return "a device";
+	return "not a regular file";
+}
+
 /* Is the open file fd one we may take a secret from? 0 or -errno, logged. */
 static int file_trusted(int fd, const char *path)
 {
@@ -67,8 +86,15 @@ static int file_trusted(int fd, const char *path)
 	if (fstat(fd, &st))
 		return -errno;
 	if (!S_ISREG(st.st_mode)) {
-		emu_err("fabric: secret file %s is not a regular file", path);
+		emu_err("fabric: secret file %s is not a regular file (it is %s); refusing it",
+		        path, file_type(st.st_mode));
 		return -EINVAL;
+	}
+	if (st.st_size > SECRET_FILE_MAX) {
+		emu_err("fabric: secret file %s is too large (%lld bytes; a secret is %d to %d); "
+		        "refusing it",
+		        path, (long long)st.st_size, SECRET_MIN, SECRET_MAX);
+		return -EFBIG;
 	}
 	if (st.st_uid != geteuid()) {
 		emu_err("fabric: secret file %s is owned by uid %u, not by this user (uid %u); "
@@ -91,7 +117,8 @@ static int file_read(const char *path)
 	size_t got = 0, start, len;
 	int fd, ret;
 
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	/* O_NONBLOCK: opening a FIFO with no writer would wait for one */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
 		ret = -errno;
 		if (ret != -ENOENT) /* the caller decides about a missing file */
@@ -113,7 +140,7 @@ static int file_read(const char *path)
 	}
 	close(fd);
 	if (ret) {
-		if (ret != -EPERM && ret != -EINVAL)
+		if (ret != -EPERM && ret != -EINVAL && ret != -EFBIG)
 			emu_err("fabric: secret file %s: %s", path, strerror(-ret));
 		return ret;
 	}
@@ -245,14 +272,20 @@ static int load(void)
 	return ret;
 }
 
+void emu_auth_load(void)
+{
+	if (secret.loaded)
+		return;
+	secret.err = load();
+	secret.loaded = true;
+	if (secret.err)
+		emu_err("fabric: no secret: every fabric connection will be refused");
+}
+
 int emu_auth_key(const uint8_t **key, size_t *len)
 {
-	if (!secret.loaded) {
-		secret.err = load();
-		secret.loaded = true;
-		if (secret.err)
-			emu_err("fabric: no secret: every fabric connection will be refused");
-	}
+	if (!secret.loaded)
+		return -ENOKEY; /* emu_nic_init() loads it before any listener exists */
 	if (secret.err)
 		return secret.err;
 	*key = secret.key;

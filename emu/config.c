@@ -40,7 +40,7 @@ static const struct knob knobs[] = {
      "name of device 0, in rdma-core's persistent style by default; the number it "
      "ends in counts up for the others (rocep1s0f1, ...; mlx5_0 gives mlx5_1, ...)"},
     {"GNIC_EMU_ADDR", KNOB_IPV4, CFG(bind_addr), "127.0.0.1", 0, 0,
-     "IPv4 address the fabric listeners bind to; it is part of every GID"},
+     "unicast IPv4 address the fabric listeners bind to; it is part of every GID"},
     {"GNIC_EMU_PORT", KNOB_INT, CFG(base_port), "0", 0, 65536 - EMU_MAX_DEVICES,
      "TCP port of device 0 (device i listens on PORT+i); 0 = ephemeral ports"},
     {"GNIC_EMU_LOG", KNOB_INT, CFG(log_level), "1", EMU_LOG_ERR, EMU_LOG_DEBUG,
@@ -63,6 +63,11 @@ static const struct knob knobs[] = {
     {"GNIC_EMU_MAX_RD_ATOM", KNOB_INT, CFG(max_rd_atom), "16", 1, EMU_MAX_RD_ATOMIC,
      "max_qp_rd_atom and max_qp_init_rd_atom the device reports (ConnectX-7: 16); "
      "max_rd_atomic or max_dest_rd_atomic above it is refused with EINVAL"},
+    {"GNIC_EMU_PENDING_MAX", KNOB_INT, CFG(pending_max), "256", 1, 65536,
+     "most inbound fabric connections still in their handshake (and at most a quarter of "
+     "RLIMIT_NOFILE); over it the oldest one is dropped"},
+    {"GNIC_EMU_PENDING_PER_IP", KNOB_INT, CFG(pending_per_ip), "64", 1, 65536,
+     "most of those from one IPv4 address; over it that address's oldest one is dropped"},
 };
 
 #define NUM_KNOBS (sizeof(knobs) / sizeof(knobs[0]))
@@ -102,13 +107,33 @@ static int parse_int(const struct knob *k, const char *s, int *out)
 	return 0;
 }
 
-/* Only dotted IPv4: the GID format carries an IPv4 address. */
+const char *emu_addr_not_unicast(struct in_addr addr)
+{
+	uint32_t a = ntohl(addr.s_addr);
+
+	if (a == INADDR_BROADCAST)
+		return "a broadcast address";
+	if (IN_MULTICAST(a))
+		return "a multicast address";
+	if ((a >> 28) == 0xf)
+		return "a reserved address";
+	if (a == INADDR_ANY)
+		return "the unspecified address, which names no host";
+	if ((a >> 24) == 0)
+		return "a \"this network\" address";
+	return NULL;
+}
+
+/* Only dotted IPv4: the GID format carries an IPv4 address, one a peer can
+ * dial, so a unicast one. */
 static int parse_ipv4(const char *s, char *out)
 {
 	struct in_addr a;
 
 	if (strlen(s) >= sizeof(emu_cfg.bind_addr) || inet_pton(AF_INET, s, &a) != 1)
 		return -EINVAL;
+	if (emu_addr_not_unicast(a))
+		return -EADDRNOTAVAIL;
 	strcpy(out, s);
 	return 0;
 }
@@ -139,14 +164,22 @@ static int knob_set(const struct knob *k, const char *s)
 
 static void knob_warn(const struct knob *k, const char *s)
 {
+	struct in_addr a;
+
 	switch (k->type) {
 	case KNOB_INT:
 		emu_warn("config: ignoring %s=\"%s\" (want an integer in [%ld, %ld]); using %s",
 		         k->name, s, k->min, k->max, k->def);
 		break;
 	case KNOB_IPV4:
-		emu_warn("config: ignoring %s=\"%s\" (want a dotted IPv4 address); using %s",
-		         k->name, s, k->def);
+		if (inet_pton(AF_INET, s, &a) == 1 && emu_addr_not_unicast(a))
+			emu_warn("config: ignoring %s=\"%s\" (%s; want a unicast IPv4 address "
+			         "peers can dial); using %s",
+			         k->name, s, emu_addr_not_unicast(a), k->def);
+		else
+			emu_warn("config: ignoring %s=\"%s\" (want a dotted IPv4 address); "
+			         "using %s",
+			         k->name, s, k->def);
 		break;
 	case KNOB_STR:
 		emu_warn("config: ignoring %s=\"%s\" (want %ld to %ld bytes)", k->name, s, k->min,

@@ -63,6 +63,8 @@ struct emu_config {
 	int default_timeout_ms; /* GNIC_EMU_TIMEOUT_MS: used when qp timeout=0 */
 	int handshake_ms;       /* GNIC_EMU_HANDSHAKE_MS: connect + authentication */
 	int max_rd_atom;        /* GNIC_EMU_MAX_RD_ATOM: reads/atomics in flight per QP */
+	int pending_max;        /* GNIC_EMU_PENDING_MAX: inbound handshakes at once */
+	int pending_per_ip;     /* GNIC_EMU_PENDING_PER_IP: of those, from one address */
 	char secret[1024];      /* GNIC_EMU_SECRET; "" = unset. Never printed */
 	char secret_file[4096]; /* GNIC_EMU_SECRET_FILE; "" = the per-user file */
 };
@@ -73,6 +75,9 @@ void emu_config_load(void);
 bool emu_env_scatter_to_cqe(void);
 void emu_config_print(void *file);           /* FILE *, for gnic-emu-info */
 int emu_config_home(char *buf, size_t size); /* $HOME or the passwd entry; 0 or -ENOENT */
+/* Why addr cannot be a fabric address (broadcast, multicast, ...), or NULL
+ * for a unicast address. */
+const char *emu_addr_not_unicast(struct in_addr addr);
 
 /* ---- logging (log.c) ---------------------------------------------------- */
 enum { EMU_LOG_ERR, EMU_LOG_WARN, EMU_LOG_INFO, EMU_LOG_DEBUG };
@@ -312,13 +317,19 @@ void emu_cq_clean(struct emu_cq *cq, uint32_t qpn);
 /* requester.c: drain rung WQEs, timers, responses. Returns work done. */
 int emu_requester_progress(struct emu_qp *qp, uint64_t now_ns);
 void emu_requester_reset(struct emu_qp *qp);
+/* A response or request whose data the fabric has not buffered (a large
+ * message: payload NULL, m->len > 0) is carried out only as far as it goes
+ * without its data: refused, dropped, answered as a duplicate or RNR-NAKed,
+ * and then true is returned (the fabric skips the data as it arrives). false
+ * means it would need its data: nothing was done, and it comes again with
+ * the data. With the payload these return true. */
 struct emu_msg;
-void emu_requester_on_response(struct emu_qp *qp, const struct emu_msg *m, const void *payload);
+bool emu_requester_on_response(struct emu_qp *qp, const struct emu_msg *m, const void *payload);
 void emu_qp_enter_error(struct emu_qp *qp, const char *why);
 
 /* responder.c: execute one request; the reply goes back through reply(). */
 struct emu_reply_path;
-void emu_responder_on_request(struct emu_reply_path *from, const struct emu_msg *m,
+bool emu_responder_on_request(struct emu_reply_path *from, const struct emu_msg *m,
                               const void *payload);
 int emu_responder_progress(struct emu_qp *qp); /* flush receives in ERR */
 void emu_responder_reset(struct emu_qp *qp);

@@ -18,11 +18,28 @@
  * closes the connection with one log line; the requester's retransmit timer
  * then ends its QP in TRANSPORT_RETRY_EXC as for any unreachable peer.
  *
+ * Anyone who can reach a listener can open connections without the secret,
+ * and each holds a descriptor until its handshake ends. So inbound
+ * handshakes are bounded (GNIC_EMU_PENDING_MAX in all, at most a quarter of
+ * RLIMIT_NOFILE; GNIC_EMU_PENDING_PER_IP from one address): over a bound the
+ * oldest one that has not even said hello is dropped first. Out of
+ * descriptors, a listener sheds a pending handshake, or takes one connection
+ * off its backlog with a reserve descriptor and closes it, and then leaves
+ * epoll for FAB_ACCEPT_PAUSE_NS instead of waking the engine for nothing;
+ * any listener under such pressure pauses the same way, which bounds the
+ * CPU a flood costs. Events of authenticated connections are handled before
+ * those of handshakes and listeners, and the warnings are one per listener
+ * and FAB_FLOOD_LOG_NS, with counts.
+ *
  * Every socket is non-blocking and sits in emu_nic.epoll_fd (level-triggered)
  * next to the engine's kick eventfd. Output is appended to a per-connection
  * buffer and written once per engine pass (emu_fabric_flush); input is read in
  * big chunks into a compacting buffer and dispatched in place, so a message
- * costs a memcpy, not a syscall or a malloc.
+ * costs a memcpy, not a syscall or a malloc. A message larger than
+ * FAB_IN_FREE is buffered whole only once its QP said it takes it (its
+ * header is offered alone first): a peer can make this process hold no more
+ * than the WRITE targets it may write or the READ data it was asked for;
+ * the data of anything refused or dropped is discarded as it arrives.
  *
  * All state here belongs to the engine and is guarded by nic.lock, except the
  * epoll set itself, which emu_fabric_wait() sleeps on without the lock.
@@ -33,12 +50,14 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -51,15 +70,20 @@ enum {
 	FAB_READ_CHUNK = 256 * 1024,       /* one recv() */
 	FAB_READ_BUDGET = 4 * 1024 * 1024, /* per connection and poll: fairness */
 	FAB_IN_MIN = 2 * FAB_READ_CHUNK,   /* so a chunk fits after a partial message */
+	FAB_IN_FREE = 1024 * 1024,         /* larger messages: only once their QP takes them */
 	FAB_OUT_MIN = 64 * 1024,
 	FAB_KEEP_MAX = 4 * 1024 * 1024, /* idle buffers above this are released */
 	FAB_POLL_EVENTS = 64,
 	FAB_ACCEPT_BATCH = 16,
 };
-#define FAB_OUT_HIGH_WATER ((size_t)64 << 20)
-#define FAB_RECONNECT_NS   5000000ull    /* at most one connect() per 5 ms per peer */
-#define FAB_IDLE_POLL_NS   20000ull      /* epoll period while no connection exists */
-#define FAB_AUTH_LOG_NS    5000000000ull /* failed handshakes: one warning per peer per 5 s */
+#define FAB_OUT_HIGH_WATER  ((size_t)64 << 20)
+#define FAB_RECONNECT_NS    5000000ull    /* at most one connect() per 5 ms per peer */
+#define FAB_IDLE_POLL_NS    20000ull      /* epoll period while no connection exists */
+#define FAB_AUTH_LOG_NS     5000000000ull /* failed handshakes: one warning per peer per 5 s */
+#define FAB_AUTH_LOG_MAX    8             /* ... and at most this many per 5 s in all */
+#define FAB_FLOOD_LOG_NS    5000000000ull /* a listener under pressure: one warning per 5 s */
+#define FAB_ACCEPT_PAUSE_NS 2000000ull    /* a listener under pressure leaves epoll this long */
+#define FAB_PENDING_MIN     4             /* pending handshakes allowed however low NOFILE is */
 
 /* What an epoll event's data.ptr points at: the first member of each. */
 enum fab_kind { FAB_KICK, FAB_LISTENER, FAB_CONN };
@@ -67,10 +91,23 @@ struct fab_handle {
 	enum fab_kind kind;
 };
 
+/* What a listener had to do since its last warning about it. */
+struct flood_log {
+	uint64_t next_ns;      /* no warning before this */
+	unsigned int shed;     /* pending handshakes closed: over a bound */
+	unsigned int shed_fd;  /* ... closed for their descriptor (EMFILE) */
+	unsigned int refused;  /* connections closed on accept: no descriptor left */
+	unsigned int failures; /* accept() failures, the last one's errno: */
+	int err;
+};
+
 struct emu_listener {
 	struct fab_handle h;
 	int fd;
 	struct emu_device *dev;
+	bool paused; /* out of epoll until resume_ns */
+	uint64_t resume_ns;
+	struct flood_log flood;
 };
 
 enum conn_state {
@@ -94,6 +131,8 @@ struct emu_conn {
 	bool wrote_this_pass;    /* one direct write per pass, the rest is batched */
 	bool sock_full;          /* last write hit EAGAIN: EPOLLOUT will tell */
 	bool doomed;             /* unlinked and freed by the next reap() */
+	bool admitted;           /* the large message at the input's head: its QP takes it */
+	uint32_t skip;           /* data bytes of a message nobody took: dropped on arrival */
 	uint32_t events;         /* epoll interest registered now */
 	int refs;                /* attached QPs (outbound) */
 	unsigned int fails;      /* failed connects in a row: quiets the log */
@@ -108,6 +147,8 @@ struct emu_conn {
 	struct fab_buf in, out;
 	struct fab_buf hold; /* outbound requests posted before CONN_UP */
 	struct emu_conn *next;
+	bool pending; /* inbound, in the pending list: handshake not over */
+	struct emu_conn *pend_prev, *pend_next;
 };
 
 static struct fab_handle kick_handle = {FAB_KICK};
@@ -127,7 +168,19 @@ static struct auth_log {
 	uint64_t next_ns;   /* no report before this */
 	unsigned int quiet; /* failures not reported since the last line */
 } auth_logs[16];
+/* ... and, peers being many (a flood from all of 127/8), in all. */
+static struct {
+	uint64_t window_ns; /* this window of FAB_AUTH_LOG_NS began then */
+	unsigned int lines, quiet;
+} auth_log_all;
 static _Atomic bool no_pwait2;
+/* Inbound connections in their handshake, oldest first. */
+static struct {
+	struct emu_conn *head, *tail;
+	unsigned int n;
+} pend;
+static int reserve_fd = -1;               /* spent to refuse a connection on EMFILE */
+static _Atomic uint64_t accept_resume_ns; /* a paused listener's return; 0: none */
 
 /* ---- helpers -------------------------------------------------------------- */
 
@@ -289,11 +342,16 @@ static void conn_close_fd(struct emu_conn *c)
 
 /* The connection is gone: whatever was queued either way is lost, like
  * packets on a cut wire (requesters retransmit). Memory goes in reap(). */
+static void pending_del(struct emu_conn *c);
+
 static void conn_down(struct emu_conn *c)
 {
+	pending_del(c);
 	conn_close_fd(c);
 	c->state = CONN_DEAD;
 	c->in_blocked = false;
+	c->admitted = false;
+	c->skip = 0;
 	c->in.head = c->in.tail = 0;
 	c->out.head = c->out.tail = 0;
 	c->hold.head = c->hold.tail = 0;
@@ -338,7 +396,9 @@ static void hs_arm(struct emu_conn *c, uint64_t now)
 }
 
 /* Start the handshake: fresh nonce, and for the connector its hello as the
- * first bytes of the output. 0 or -errno. */
+ * first bytes of the output. The connector accepts only the GID it dialed;
+ * the acceptor refuses the GIDs of this process's devices (they never dial
+ * each other over the fabric: emu_fabric_attach). 0 or -errno. */
 static int hs_begin(struct emu_conn *c, enum emu_hs_role role)
 {
 	uint8_t nonce[EMU_AUTH_NONCE_LEN], out[EMU_HS_OUT_MAX];
@@ -346,12 +406,15 @@ static int hs_begin(struct emu_conn *c, enum emu_hs_role role)
 	size_t key_len, n;
 	int ret;
 
-	ret = emu_auth_key(&key, &key_len);
-	if (!ret)
-		ret = emu_auth_nonce(nonce);
+	if (emu_auth_key(&key, &key_len))
+		return -ENOKEY; /* why was logged when the secret was loaded */
+	ret = emu_auth_nonce(nonce);
 	if (ret)
 		return ret;
-	emu_hs_start(&c->hs, role, key, key_len, &c->dev->gid, nonce, out, &n);
+	emu_hs_start(&c->hs, role, key, key_len, &c->dev->gid,
+	             role == EMU_HS_CONNECTOR ? &c->peer_gid : NULL, nonce, out, &n);
+	for (int i = 0; role == EMU_HS_ACCEPTOR && i < emu_nic.num_devices; i++)
+		emu_hs_refuse_gid(&c->hs, &emu_nic.devices[i].gid);
 	return n ? buf_append(&c->out, out, n, FAB_OUT_MIN) : 0;
 }
 
@@ -390,15 +453,24 @@ static void conn_auth_failed(struct emu_conn *c, const char *why)
 	conn_name(c, name, sizeof(name));
 	l = auth_log_of(c);
 	now = emu_now_ns();
-	if (now >= l->next_ns) {
-		if (l->quiet)
-			emu_warn("fabric: connection %s: %s; closing (%u more since the last "
-			         "report)",
-			         name, why, l->quiet);
+	if (now >= auth_log_all.window_ns + FAB_AUTH_LOG_NS) {
+		auth_log_all.window_ns = now;
+		auth_log_all.lines = 0;
+	}
+	if (now >= l->next_ns && auth_log_all.lines < FAB_AUTH_LOG_MAX) {
+		if (l->quiet || auth_log_all.quiet)
+			emu_warn("fabric: connection %s: %s; closing (%u more from this peer, %u "
+			         "from others, since the last report)",
+			         name, why, l->quiet, auth_log_all.quiet);
 		else
 			emu_warn("fabric: connection %s: %s; closing", name, why);
 		l->quiet = 0;
+		auth_log_all.quiet = 0;
+		auth_log_all.lines++;
 		l->next_ns = now + FAB_AUTH_LOG_NS;
+	} else if (now >= l->next_ns) {
+		auth_log_all.quiet++; /* too many peers failing: counted, reported later */
+		emu_dbg("fabric: connection %s: %s; closing", name, why);
 	} else {
 		l->quiet++;
 		emu_dbg("fabric: connection %s: %s; closing", name, why);
@@ -412,7 +484,13 @@ static void conn_authenticated(struct emu_conn *c)
 {
 	char name[64];
 
+	/* the handshake checked it; messages flow only on this being true */
+	if (c->outbound && memcmp(emu_hs_peer_gid(&c->hs), &c->peer_gid, sizeof(c->peer_gid))) {
+		conn_auth_failed(c, "authentication failed: the peer is not the one dialed");
+		return;
+	}
 	c->state = CONN_UP;
+	pending_del(c);
 	if (!c->outbound)
 		c->peer_gid = *emu_hs_peer_gid(&c->hs);
 	if (buf_used(&c->hold)) {
@@ -700,12 +778,19 @@ static size_t in_need(const struct emu_conn *c)
 	return emu_wire_need(&c->hs, in_head(c), buf_used(&c->in));
 }
 
-/* Room for one recv(): a full chunk, or the rest of a large message. Before
- * the peer is authenticated, exactly the next handshake frame: an unknown
- * peer gets no big buffer, and no message byte is read before the proof. */
+/* Does the next message need more than FAB_IN_FREE bytes of buffer? */
+static bool msg_big(size_t need)
+{
+	return need > sizeof(struct emu_msg) + FAB_IN_FREE;
+}
+
+/* Room for one recv(): a full chunk, or the rest of a large message its QP
+ * took. Before the peer is authenticated, exactly the next handshake frame:
+ * an unknown peer gets no big buffer, and no message byte is read before
+ * the proof. */
 static size_t in_room(struct emu_conn *c)
 {
-	size_t used = buf_used(&c->in), need = in_need(c), want;
+	size_t used = buf_used(&c->in), need = c->skip ? 0 : in_need(c), want;
 
 	buf_settle(&c->in);
 	want = need > used ? need - used : 0;
@@ -715,6 +800,8 @@ static size_t in_room(struct emu_conn *c)
 			return 0;
 		return want;
 	}
+	if (msg_big(need) && !c->admitted)
+		want = 0; /* a chunk at a time until conn_parse() asked its QP */
 	if (want < FAB_READ_CHUNK)
 		want = FAB_READ_CHUNK;
 	if (buf_reserve(&c->in, want, FAB_IN_MIN))
@@ -738,11 +825,83 @@ static void dispatch(struct emu_conn *c, const struct emu_msg *m, const void *pa
 		emu_requester_on_response(qp, m, payload);
 }
 
+/* A large message's header is in, its data is not: offer the header alone
+ * (emu_requester_on_response() says how). true: it was handled without
+ * the data, which is then dropped as it arrives. */
+static bool take_header(struct emu_conn *c, const struct emu_msg *m)
+{
+	struct emu_reply_path path = {.conn = c, .peer_gid = &c->peer_gid};
+	struct emu_qp *qp;
+
+	if (emu_wire_is_request(m->type))
+		return emu_responder_on_request(&path, m, NULL);
+	qp = emu_qp_lookup(m->dst_qpn);
+	return !qp || qp->conn != c || emu_requester_on_response(qp, m, NULL);
+}
+
+/* The message at the input's head was handled from its header: drop the
+ * header and its data, what is here now and the rest as it comes. */
+static void skip_msg(struct emu_conn *c, const struct emu_msg *m, size_t size)
+{
+	size_t data = size - sizeof(*m), here = buf_used(&c->in) - sizeof(*m);
+	char name[64];
+
+	if (here > data)
+		here = data;
+	c->in.head += sizeof(*m) + here;
+	c->skip = (uint32_t)(data - here);
+	emu_dbg("fabric: connection %s: %zu bytes of data of type %u psn %u for QP 0x%x dropped "
+	        "(not taken)",
+	        conn_name(c, name, sizeof(name)), data, m->type, m->psn, m->dst_qpn);
+}
+
+/* Drop skipped data that arrived. true while more of it is to come. */
+static bool skip_input(struct emu_conn *c)
+{
+	size_t n = buf_used(&c->in);
+
+	if (n > c->skip)
+		n = c->skip;
+	c->in.head += n;
+	c->skip -= (uint32_t)n;
+	return c->skip != 0;
+}
+
+/* A GID as the address it encodes, or in hex when it encodes none. */
+static const char *gid_str(const union ibv_gid *gid, char *buf, size_t size)
+{
+	struct sockaddr_in a;
+	size_t n = 0;
+
+	if (!emu_gid_to_addr(gid, &a))
+		return addr_str(&a, buf, size);
+	for (size_t i = 0; i < sizeof(gid->raw) && n + 3 <= size; i++)
+		n += (size_t)snprintf(buf + n, size - n, "%02x", gid->raw[i]);
+	return buf;
+}
+
+/* Why a peer's identity was refused, naming the GIDs involved. */
+static void hs_identity_why(const struct emu_conn *c, enum emu_hs_result r, char *why, size_t size)
+{
+	char claim[48], dialed[48];
+
+	gid_str(&c->hs.peer_claim, claim, sizeof(claim));
+	if (r == EMU_HS_ERR_NOT_DIALED)
+		snprintf(why, size,
+		         "authentication failed: %s (it names GID %s, this connection "
+		         "dialed %s)",
+		         emu_hs_result_str(r), claim,
+		         gid_str(&c->peer_gid, dialed, sizeof(dialed)));
+	else
+		snprintf(why, size, "authentication failed: %s (GID %s)", emu_hs_result_str(r),
+		         claim);
+}
+
 /* A handshake frame was taken: send the reply it asks for, and admit the
  * peer once the handshake is over. */
 static void conn_hs_step(struct emu_conn *c, const struct emu_wire_step *st)
 {
-	char why[160];
+	char why[200];
 
 	if (st->ev == EMU_WIRE_EV_HS_FAIL) {
 		if (st->result == EMU_HS_ERR_MAGIC)
@@ -753,6 +912,8 @@ static void conn_hs_step(struct emu_conn *c, const struct emu_wire_step *st)
 			         "authentication failed: the peer speaks fabric version %u, this "
 			         "emulator %u",
 			         c->hs.peer_version, EMU_FABRIC_VERSION);
+		else if (st->result == EMU_HS_ERR_NOT_DIALED || st->result == EMU_HS_ERR_SELF)
+			hs_identity_why(c, st->result, why, sizeof(why));
 		else
 			snprintf(why, sizeof(why), "authentication failed: %s",
 			         emu_hs_result_str(st->result));
@@ -770,10 +931,11 @@ static void conn_hs_step(struct emu_conn *c, const struct emu_wire_step *st)
 }
 
 /* Take every whole frame in the input buffer: handshake frames until the
- * peer is authenticated, then messages, which are dispatched. Requests wait
- * while this connection's output is over the high-water mark: their replies
- * would grow it without bound. Responses always go through, so two processes
- * that both hold back requests still drain each other. */
+ * peer is authenticated, then messages, which are dispatched; of a large
+ * message the header alone first (take_header). Requests wait while this
+ * connection's output is over the high-water mark: their replies would grow
+ * it without bound. Responses always go through, so two processes that both
+ * hold back requests still drain each other. */
 static int conn_parse(struct emu_conn *c)
 {
 	struct emu_wire_step st;
@@ -781,12 +943,19 @@ static int conn_parse(struct emu_conn *c)
 	int msgs = 0;
 
 	while (c->state == CONN_AUTH || c->state == CONN_UP) {
-		const uint8_t *p = in_head(c);
+		const uint8_t *p;
 
+		if (c->skip && skip_input(c))
+			return msgs;
+		p = in_head(c);
 		emu_wire_input(&c->hs, p, buf_used(&c->in), &st);
 		switch (st.ev) {
 		case EMU_WIRE_EV_NEED:
-			return msgs;
+			/* a large message's header, not yet offered: go on */
+			if (c->state != CONN_UP || c->admitted || !msg_big(st.size) ||
+			    buf_used(&c->in) < sizeof(st.msg))
+				return msgs;
+			break;
 		case EMU_WIRE_EV_HS:
 		case EMU_WIRE_EV_HS_FAIL:
 			c->in.head += st.size;
@@ -807,7 +976,17 @@ static int conn_parse(struct emu_conn *c)
 			c->in_blocked = true;
 			break;
 		}
+		if (st.ev == EMU_WIRE_EV_NEED) {
+			if (!take_header(c, &st.msg)) {
+				c->admitted = true; /* in_room() makes room for all of it */
+				return msgs;
+			}
+			skip_msg(c, &st.msg, st.size);
+			msgs++;
+			continue;
+		}
 		c->in.head += st.size;
+		c->admitted = false;
 		dispatch(c, &st.msg, p + sizeof(st.msg));
 		msgs++;
 	}
@@ -824,7 +1003,7 @@ static void conn_closed(struct emu_conn *c, int err)
 	if (c->state == CONN_AUTH && c->outbound) {
 		snprintf(why, sizeof(why),
 		         "handshake failed: closed by the peer%s%s (another secret or fabric "
-		         "version on that side?)",
+		         "version on that side, or too many connections waiting there?)",
 		         err ? ": " : "", err ? strerror(err) : "");
 		conn_auth_failed(c, why);
 	} else if (c->state == CONN_AUTH) {
@@ -919,6 +1098,115 @@ static int resume_blocked(void)
 	return work;
 }
 
+/* ---- pending handshakes ---------------------------------------------------- */
+
+static void pending_add(struct emu_conn *c)
+{
+	c->pending = true;
+	c->pend_prev = pend.tail;
+	c->pend_next = NULL;
+	if (pend.tail)
+		pend.tail->pend_next = c;
+	else
+		pend.head = c;
+	pend.tail = c;
+	pend.n++;
+}
+
+static void pending_del(struct emu_conn *c)
+{
+	if (!c->pending)
+		return;
+	if (c->pend_prev)
+		c->pend_prev->pend_next = c->pend_next;
+	else
+		pend.head = c->pend_next;
+	if (c->pend_next)
+		c->pend_next->pend_prev = c->pend_prev;
+	else
+		pend.tail = c->pend_prev;
+	c->pending = false;
+	c->pend_prev = c->pend_next = NULL;
+	pend.n--;
+}
+
+/* GNIC_EMU_PENDING_MAX, or less: a flood must leave the application most of
+ * its descriptors. */
+static unsigned int pending_limit(void)
+{
+	unsigned int limit = (unsigned int)emu_cfg.pending_max;
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur / 4 < limit)
+		limit = rl.rlim_cur / 4 > FAB_PENDING_MIN ? (unsigned int)(rl.rlim_cur / 4)
+		                                          : FAB_PENDING_MIN;
+	return limit;
+}
+
+static unsigned int pending_per_ip_limit(unsigned int total)
+{
+	unsigned int per_ip = (unsigned int)emu_cfg.pending_per_ip;
+
+	return per_ip < total ? per_ip : total;
+}
+
+static unsigned int pending_from(struct in_addr ip)
+{
+	unsigned int n = 0;
+
+	for (struct emu_conn *c = pend.head; c; c = c->pend_next)
+		n += c->addr.sin_addr.s_addr == ip.s_addr;
+	return n;
+}
+
+/* The pending handshake to drop first (from ip only, unless NULL): the
+ * oldest that has not sent its hello, so a silent flood never displaces a
+ * peer that is talking; else the oldest. */
+static struct emu_conn *pending_victim(const struct in_addr *ip)
+{
+	struct emu_conn *oldest = NULL;
+
+	for (struct emu_conn *c = pend.head; c; c = c->pend_next) {
+		if (ip && c->addr.sin_addr.s_addr != ip->s_addr)
+			continue;
+		if (c->hs.state == EMU_HS_WAIT_HELLO)
+			return c;
+		if (!oldest)
+			oldest = c;
+	}
+	return oldest;
+}
+
+/* Close pending handshake c; count is the reason's counter. */
+static void pending_shed(struct emu_conn *c, unsigned int *count)
+{
+	char name[64];
+
+	emu_dbg("fabric: connection %s: dropped, %u handshakes pending",
+	        conn_name(c, name, sizeof(name)), pend.n);
+	(*count)++;
+	conn_down(c);
+}
+
+/* Room for one more pending handshake, from ip. true if some had to go. */
+static bool pending_make_room(struct emu_listener *l, struct in_addr ip)
+{
+	unsigned int total = pending_limit(), per_ip = pending_per_ip_limit(total);
+	struct emu_conn *v;
+	bool shed = false;
+
+	if (pending_from(ip) >= per_ip && (v = pending_victim(&ip))) {
+		pending_shed(v, &l->flood.shed);
+		shed = true;
+	}
+	while (pend.n >= total && (v = pending_victim(NULL))) {
+		pending_shed(v, &l->flood.shed);
+		shed = true;
+	}
+	return shed;
+}
+
 /* ---- listeners ------------------------------------------------------------ */
 
 static void conn_accepted(struct emu_listener *l, int fd, const struct sockaddr_in *peer)
@@ -948,11 +1236,119 @@ static void conn_accepted(struct emu_listener *l, int fd, const struct sockaddr_
 		emu_warn("fabric: connection %s: epoll: %s", conn_name(c, name, sizeof(name)),
 		         strerror(errno));
 		conn_down(c);
+		return;
+	}
+	pending_add(c);
+}
+
+static bool out_of_fds(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+}
+
+/* No descriptor and no pending handshake to give up: take up to n
+ * connections off the backlog with the reserve descriptor and close them,
+ * so their peers learn at once and the backlog does not keep the listener
+ * ready for nothing. */
+static void refuse(struct emu_listener *l, int n)
+{
+	while (n-- > 0) {
+		int fd;
+
+		if (reserve_fd < 0)
+			reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (reserve_fd < 0)
+			return;
+		close(reserve_fd);
+		fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
+		reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return;
+		close(fd);
+		l->flood.refused++;
 	}
 }
 
+/* Out of epoll for FAB_ACCEPT_PAUSE_NS: new connections wait in the backlog
+ * meanwhile, and the engine is not woken by them. */
+static void listener_pause(struct emu_listener *l)
+{
+	uint64_t resume = emu_now_ns() + FAB_ACCEPT_PAUSE_NS, next;
+
+	if (l->paused)
+		return;
+	epoll_forget(l->fd);
+	l->paused = true;
+	l->resume_ns = resume;
+	next = atomic_load_explicit(&accept_resume_ns, memory_order_relaxed);
+	if (!next || resume < next)
+		atomic_store_explicit(&accept_resume_ns, resume, memory_order_relaxed);
+}
+
+static void listeners_resume(void)
+{
+	uint64_t now, next = 0;
+
+	if (!atomic_load_explicit(&accept_resume_ns, memory_order_relaxed))
+		return;
+	now = emu_now_ns();
+	for (int i = 0; i < emu_nic.num_devices; i++) {
+		struct emu_listener *l = emu_nic.devices[i].listener;
+
+		if (!l || !l->paused)
+			continue;
+		if (now < l->resume_ns) {
+			if (!next || l->resume_ns < next)
+				next = l->resume_ns;
+			continue;
+		}
+		if (epoll_set(EPOLL_CTL_ADD, l->fd, &l->h, EPOLLIN)) {
+			l->resume_ns = now + FAB_ACCEPT_PAUSE_NS; /* try again then */
+			next = next && next < l->resume_ns ? next : l->resume_ns;
+			continue;
+		}
+		l->paused = false;
+	}
+	atomic_store_explicit(&accept_resume_ns, next, memory_order_relaxed);
+}
+
+/* One warning per listener and FAB_FLOOD_LOG_NS about the pressure on it,
+ * with what happened since the last one. */
+static void flood_report(struct emu_listener *l)
+{
+	struct flood_log *f = &l->flood;
+	char what[320];
+	size_t n = 0;
+	uint64_t now;
+
+	if (!f->shed && !f->refused && !f->failures && !f->shed_fd)
+		return;
+	now = emu_now_ns();
+	if (now < f->next_ns)
+		return;
+	if (f->shed)
+		n += (size_t)snprintf(what + n, sizeof(what) - n,
+		                      "; %u handshakes dropped to stay within %u pending (%u per "
+		                      "address)",
+		                      f->shed, pending_limit(),
+		                      pending_per_ip_limit(pending_limit()));
+	if (f->failures && n < sizeof(what))
+		n += (size_t)snprintf(what + n, sizeof(what) - n,
+		                      "; accept failed %u times (%s): %u handshakes dropped for "
+		                      "their descriptors, %u connections refused",
+		                      f->failures, strerror(f->err), f->shed_fd, f->refused);
+	emu_warn("fabric: device %d: too many connections%s; next report in %llu s at the "
+	         "earliest",
+	         l->dev->index, what, (unsigned long long)(FAB_FLOOD_LOG_NS / 1000000000u));
+	f->shed = f->shed_fd = f->refused = f->failures = 0;
+	f->next_ns = now + FAB_FLOOD_LOG_NS;
+}
+
+/* Accept what the backlog holds, up to FAB_ACCEPT_BATCH, within the pending
+ * bounds; pause under pressure. */
 static int listener_accept(struct emu_listener *l)
 {
+	bool pressure = false;
 	int n;
 
 	for (n = 0; n < FAB_ACCEPT_BATCH; n++) {
@@ -962,14 +1358,29 @@ static int listener_accept(struct emu_listener *l)
 		    accept4(l->fd, (struct sockaddr *)&peer, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
-			    errno != ECONNABORTED)
-				emu_warn("fabric: device %d: accept: %s", l->dev->index,
-				         strerror(errno));
+			int err = errno;
+
+			if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR ||
+			    err == ECONNABORTED)
+				break;
+			l->flood.failures++;
+			l->flood.err = err;
+			pressure = true;
+			if (out_of_fds(err) && pend.n) { /* a handshake's descriptor will do */
+				pending_shed(pending_victim(NULL), &l->flood.shed_fd);
+				continue;
+			}
+			if (out_of_fds(err))
+				refuse(l, FAB_ACCEPT_BATCH - n);
 			break;
 		}
+		if (pending_make_room(l, peer.sin_addr))
+			pressure = true;
 		conn_accepted(l, fd, &peer);
 	}
+	if (pressure)
+		listener_pause(l);
+	flood_report(l);
 	return n;
 }
 
@@ -983,6 +1394,11 @@ static int listen_addr(const struct emu_device *dev, struct sockaddr_in *addr)
 	if (inet_pton(AF_INET, ip, &addr->sin_addr) != 1) {
 		emu_err("fabric: GNIC_EMU_ADDR '%s' is not an IPv4 address", ip);
 		return -EINVAL;
+	}
+	if (emu_addr_not_unicast(addr->sin_addr)) { /* config.c refuses these already */
+		emu_err("fabric: GNIC_EMU_ADDR '%s' is %s, not a unicast address", ip,
+		        emu_addr_not_unicast(addr->sin_addr));
+		return -EADDRNOTAVAIL;
 	}
 	if (port < 0 || port > 65535) {
 		emu_err("fabric: GNIC_EMU_PORT %d + device %d is not a TCP port", emu_cfg.base_port,
@@ -1022,6 +1438,8 @@ int emu_fabric_listen(struct emu_device *dev)
 		return -EINVAL;
 	if (dev->listener)
 		return 0;
+	if (reserve_fd < 0) /* for refuse() */
+		reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	ret = listen_addr(dev, &addr);
 	if (ret)
 		return ret;
@@ -1062,7 +1480,8 @@ void emu_fabric_close_listener(struct emu_device *dev)
 
 	if (!l)
 		return;
-	epoll_forget(l->fd);
+	if (!l->paused)
+		epoll_forget(l->fd);
 	close(l->fd);
 	free(l);
 	dev->listener = NULL;
@@ -1245,12 +1664,22 @@ static int heard_rest(uint64_t t0, bool epoll_full)
 	return work;
 }
 
+/* An event of an authenticated connection: served before the others. */
+static bool event_first(const struct epoll_event *ev)
+{
+	struct fab_handle *h = ev->data.ptr;
+
+	return h->kind == FAB_CONN && container_of(h, struct emu_conn, h)->state == CONN_UP;
+}
+
 int emu_fabric_poll(void)
 {
 	struct epoll_event ev[FAB_POLL_EVENTS];
+	bool first[FAB_POLL_EVENTS];
 	uint64_t t0;
 	int n, work;
 
+	listeners_resume();
 	if (idle_skip())
 		return 0;
 	register_kick();
@@ -1259,8 +1688,14 @@ int emu_fabric_poll(void)
 	work = resume_blocked();
 	t0 = emu_now_ns();
 	n = epoll_wait(emu_nic.epoll_fd, ev, FAB_POLL_EVENTS, 0);
+	for (int i = 0; i < n; i++) {
+		first[i] = event_first(&ev[i]);
+		if (first[i])
+			work += handle_event(&ev[i]);
+	}
 	for (int i = 0; i < n; i++)
-		work += handle_event(&ev[i]);
+		if (!first[i])
+			work += handle_event(&ev[i]);
 	work += heard_rest(t0, n == FAB_POLL_EVENTS);
 	hs_expire();
 	dispatching = false;
@@ -1309,8 +1744,18 @@ void emu_fabric_wait(uint64_t timeout_ns)
 	struct timespec ts = {.tv_sec = (time_t)(timeout_ns / 1000000000u),
 	                      .tv_nsec = (long)(timeout_ns % 1000000000u)};
 	struct epoll_event ev;
-	uint64_t ms;
+	uint64_t ms, resume = atomic_load_explicit(&accept_resume_ns, memory_order_relaxed);
 
+	/* a paused listener returns on time, however long the engine sleeps */
+	if (resume) {
+		uint64_t now = emu_now_ns();
+
+		timeout_ns = resume <= now               ? 0
+		             : resume - now < timeout_ns ? resume - now
+		                                         : timeout_ns;
+		ts.tv_sec = (time_t)(timeout_ns / 1000000000u);
+		ts.tv_nsec = (long)(timeout_ns % 1000000000u);
+	}
 	/* Level-triggered readiness only: whatever is ready stays for poll. */
 	if (!atomic_load_explicit(&no_pwait2, memory_order_relaxed)) {
 		if (epoll_pwait2(emu_nic.epoll_fd, &ev, 1, &ts, NULL) >= 0 || errno != ENOSYS)

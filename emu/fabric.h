@@ -22,6 +22,7 @@
 #include "fabric_wire.h"
 
 _Static_assert(EMU_WIRE_MAX_MSG == EMU_MAX_MSG_SIZE, "one message size limit");
+_Static_assert(EMU_HS_REFUSED_MAX >= EMU_MAX_DEVICES, "an acceptor refuses every local GID");
 
 /* Where a responder's reply goes: a local requester QP or a connection. */
 struct emu_reply_path {
@@ -69,8 +70,11 @@ void emu_fabric_wait(uint64_t timeout_ns);
 bool emu_fabric_pending(void);
 
 /* auth.c: the job's shared secret (GNIC_EMU_SECRET, GNIC_EMU_SECRET_FILE or
- * the per-user file, loaded once; a failure is logged once and returned
- * every time after) and handshake nonces. 0 or -errno. */
+ * the per-user file) and handshake nonces. emu_auth_load() reads it, once,
+ * at initialisation and WITHOUT nic.lock (file I/O); a failure is logged
+ * then. emu_auth_key() only hands out the result: 0, or the load's -errno
+ * every time after. */
+void emu_auth_load(void);
 int emu_auth_key(const uint8_t **key, size_t *len);
 int emu_auth_nonce(uint8_t nonce[EMU_AUTH_NONCE_LEN]);
 

@@ -67,25 +67,53 @@ static void hello_fill(const struct emu_hs *hs, struct emu_hello *h)
 	memcpy(h->nonce, hs->nonce[me], sizeof(h->nonce));
 }
 
-/* Take the peer's hello: its GID and nonce go into the transcript. */
+static bool gid_eq(const union ibv_gid *a, const union ibv_gid *b)
+{
+	return !memcmp(a->raw, b->raw, sizeof(a->raw));
+}
+
+/* Is the hello one of ours coming back: our GID, our nonce, or the GID of
+ * another device of this process? */
+static bool hello_is_self(const struct emu_hs *hs, const struct emu_hello *h)
+{
+	int me = hs->role == EMU_HS_CONNECTOR ? 0 : 1;
+
+	if (gid_eq(&h->src_gid, &hs->gid[me]) ||
+	    !memcmp(h->nonce, hs->nonce[me], EMU_AUTH_NONCE_LEN))
+		return true;
+	for (unsigned int i = 0; i < hs->nrefused; i++)
+		if (gid_eq(&h->src_gid, &hs->refused[i]))
+			return true;
+	return false;
+}
+
+/* Take the peer's hello: its GID and nonce go into the transcript, once they
+ * are the identity we expect (the MAC alone cannot tell: a reflected
+ * transcript carries a valid MAC). */
 static enum emu_hs_result hello_take(struct emu_hs *hs, const struct emu_hello *h)
 {
 	int peer = hs->role == EMU_HS_CONNECTOR ? 1 : 0;
 
 	hs->peer_magic = h->magic;
 	hs->peer_version = h->version;
+	hs->peer_claim = h->src_gid;
 	if (h->magic != EMU_FABRIC_MAGIC)
 		return EMU_HS_ERR_MAGIC;
 	if (h->version != EMU_FABRIC_VERSION)
 		return EMU_HS_ERR_VERSION;
+	if (hello_is_self(hs, h))
+		return EMU_HS_ERR_SELF;
+	if (hs->role == EMU_HS_CONNECTOR && !gid_eq(&h->src_gid, &hs->dialed))
+		return EMU_HS_ERR_NOT_DIALED;
 	hs->gid[peer] = h->src_gid;
 	memcpy(hs->nonce[peer], h->nonce, sizeof(h->nonce));
 	return EMU_HS_OK;
 }
 
 void emu_hs_start(struct emu_hs *hs, enum emu_hs_role role, const void *key, size_t key_len,
-                  const union ibv_gid *local_gid, const uint8_t nonce[EMU_AUTH_NONCE_LEN],
-                  uint8_t out[EMU_HS_OUT_MAX], size_t *out_len)
+                  const union ibv_gid *local_gid, const union ibv_gid *peer_gid,
+                  const uint8_t nonce[EMU_AUTH_NONCE_LEN], uint8_t out[EMU_HS_OUT_MAX],
+                  size_t *out_len)
 {
 	int me = role == EMU_HS_CONNECTOR ? 0 : 1;
 	struct emu_hello h;
@@ -101,10 +129,23 @@ void emu_hs_start(struct emu_hs *hs, enum emu_hs_role role, const void *key, siz
 		hs->state = EMU_HS_WAIT_HELLO;
 		return;
 	}
+	if (!peer_gid) { /* a connector that cannot tell its peer accepts nobody */
+		hs->state = EMU_HS_FAILED;
+		return;
+	}
+	hs->dialed = *peer_gid;
 	hs->state = EMU_HS_WAIT_CHALLENGE;
 	hello_fill(hs, &h);
 	memcpy(out, &h, sizeof(h));
 	*out_len = sizeof(h);
+}
+
+bool emu_hs_refuse_gid(struct emu_hs *hs, const union ibv_gid *gid)
+{
+	if (hs->nrefused >= EMU_HS_REFUSED_MAX)
+		return false;
+	hs->refused[hs->nrefused++] = *gid;
+	return true;
 }
 
 size_t emu_hs_need(const struct emu_hs *hs)
@@ -243,6 +284,10 @@ const char *emu_hs_result_str(enum emu_hs_result r)
 		return "HMAC-SHA256 failed";
 	case EMU_HS_ERR_STATE:
 		return "handshake already over";
+	case EMU_HS_ERR_NOT_DIALED:
+		return "the peer is not the one dialed";
+	case EMU_HS_ERR_SELF:
+		return "the peer's hello is this process's own (a reflected handshake)";
 	}
 	return "?";
 }

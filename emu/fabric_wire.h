@@ -16,6 +16,14 @@
  * nothing). The acceptor parses no emu_msg before the proof checked out; the
  * connector sends none before the challenge did.
  *
+ * The MAC binds both GIDs, so each side also checks whose they are: the
+ * connector accepts only the GID it dialed, and neither side accepts a hello
+ * that carries its own GID or nonce (or, for the acceptor, the GID of another
+ * device of its process, which never dials over the fabric). Without that,
+ * someone holding no secret could dial a process's listener with the hello
+ * that process itself sent to a dead peer's port, and hand each of its two
+ * ends the other's answers (a reflection).
+ *
  * Host byte order throughout (x86-64/aarch64 only). fabric.c drives these
  * functions on socket input; tests/fuzz/fuzz_fabric.c drives the same ones on
  * arbitrary bytes.
@@ -173,12 +181,17 @@ enum emu_hs_state {
 
 enum emu_hs_result {
 	EMU_HS_OK,
-	EMU_HS_ERR_MAGIC,   /* not a gnic-emu fabric peer */
-	EMU_HS_ERR_VERSION, /* another fabric version */
-	EMU_HS_ERR_SECRET,  /* the peer's MAC is wrong: another secret (or a replay) */
-	EMU_HS_ERR_CRYPTO,  /* HMAC could not be computed */
-	EMU_HS_ERR_STATE,   /* step() after DONE or FAILED */
+	EMU_HS_ERR_MAGIC,      /* not a gnic-emu fabric peer */
+	EMU_HS_ERR_VERSION,    /* another fabric version */
+	EMU_HS_ERR_SECRET,     /* the peer's MAC is wrong: another secret (or a replay) */
+	EMU_HS_ERR_CRYPTO,     /* HMAC could not be computed */
+	EMU_HS_ERR_STATE,      /* step() after DONE or FAILED */
+	EMU_HS_ERR_NOT_DIALED, /* connector: the acceptor names another GID */
+	EMU_HS_ERR_SELF,       /* the peer's hello is our own GID or nonce, or
+	                        * a GID of this process: a reflected handshake */
 };
+
+#define EMU_HS_REFUSED_MAX 8 /* GIDs an acceptor refuses besides its own */
 
 struct emu_hs {
 	enum emu_hs_role role;
@@ -187,16 +200,28 @@ struct emu_hs {
 	size_t key_len;
 	union ibv_gid gid[2]; /* [0] connector's, [1] acceptor's */
 	uint8_t nonce[2][EMU_AUTH_NONCE_LEN];
+	union ibv_gid dialed; /* connector: the only GID the acceptor may have */
+	union ibv_gid refused[EMU_HS_REFUSED_MAX]; /* acceptor: no peer has these */
+	unsigned int nrefused;
 	uint32_t peer_magic, peer_version; /* from the peer's hello, for logs */
+	union ibv_gid peer_claim;          /* GID the peer's hello named, for logs */
 };
 
 #define EMU_HS_OUT_MAX sizeof(struct emu_challenge)
 
-/* Begin a handshake with local_gid and a fresh random nonce. The connector's
- * hello is written to out (*out_len bytes); the acceptor writes nothing. */
+/* Begin a handshake with local_gid and a fresh random nonce. The connector
+ * passes the GID it dialed as peer_gid (required: without it the handshake
+ * starts FAILED); the acceptor passes NULL. The connector's hello is written
+ * to out (*out_len bytes); the acceptor writes nothing. */
 void emu_hs_start(struct emu_hs *hs, enum emu_hs_role role, const void *key, size_t key_len,
-                  const union ibv_gid *local_gid, const uint8_t nonce[EMU_AUTH_NONCE_LEN],
-                  uint8_t out[EMU_HS_OUT_MAX], size_t *out_len);
+                  const union ibv_gid *local_gid, const union ibv_gid *peer_gid,
+                  const uint8_t nonce[EMU_AUTH_NONCE_LEN], uint8_t out[EMU_HS_OUT_MAX],
+                  size_t *out_len);
+
+/* Acceptor, before the first step: a hello naming gid is refused
+ * (EMU_HS_ERR_SELF), as one naming the acceptor's own GID is. For the GIDs
+ * of the process's other devices. false when EMU_HS_REFUSED_MAX are set. */
+bool emu_hs_refuse_gid(struct emu_hs *hs, const union ibv_gid *gid);
 
 /* Size of the frame the handshake waits for; 0 once DONE or FAILED. */
 size_t emu_hs_need(const struct emu_hs *hs);

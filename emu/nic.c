@@ -4,8 +4,9 @@
  * object tables the engine looks things up in.
  *
  * Initialisation runs once per process (first ibv_get_device_list): it
- * creates GNIC_EMU_DEVICES devices and binds each device's fabric listener,
- * since a device's GID is the address of that listener.
+ * loads the fabric secret, creates GNIC_EMU_DEVICES devices and binds each
+ * device's fabric listener, since a device's GID is the address of that
+ * listener.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -160,6 +161,8 @@ static void nic_init_once(void)
 	int ret;
 
 	emu_config_load();
+	/* before any listener exists, and outside nic.lock: file I/O */
+	emu_auth_load();
 	ret = fds_create();
 	if (ret) {
 		emu_err("cannot create the engine's eventfd/epoll: %s", strerror(-ret));

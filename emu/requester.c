@@ -731,7 +731,8 @@ static bool to_cqe(const struct emu_qp *qp, const struct emu_outstanding *e, uin
 	       len <= GNIC_MLX5_SCATTER_32_MAX;
 }
 
-static void on_data(struct emu_qp *qp, struct emu_outstanding *e, const struct emu_msg *m,
+/* false: READ data that is not here yet (nothing done). */
+static bool on_data(struct emu_qp *qp, struct emu_outstanding *e, const struct emu_msg *m,
                     const void *payload)
 {
 	uint64_t want = e->rd_atomic && e->opcode == GNIC_MLX5_OPCODE_RDMA_READ ? e->byte_cnt : 8;
@@ -743,6 +744,8 @@ static void on_data(struct emu_qp *qp, struct emu_outstanding *e, const struct e
 		e->syndrome = GNIC_MLX5_SYND_BAD_RESP;
 	} else if (m->type == EMU_MSG_READ_RESP && m->len != want) {
 		e->syndrome = GNIC_MLX5_SYND_BAD_RESP;
+	} else if (m->type == EMU_MSG_READ_RESP && m->len && !payload) {
+		return false;
 	} else {
 		const uint8_t *data =
 		    m->type == EMU_MSG_READ_RESP ? payload : (const uint8_t *)&m->operand[0];
@@ -757,6 +760,7 @@ static void on_data(struct emu_qp *qp, struct emu_outstanding *e, const struct e
 		}
 	}
 	e->done = true;
+	return true;
 }
 
 static void on_rnr(struct emu_qp *qp, struct emu_outstanding *e, const struct emu_msg *m)
@@ -772,27 +776,31 @@ static void on_rnr(struct emu_qp *qp, struct emu_outstanding *e, const struct em
 	rewind_to_tail(qp);
 }
 
-void emu_requester_on_response(struct emu_qp *qp, const struct emu_msg *m, const void *payload)
+/* Without its data (payload NULL) a READ response does what its header
+ * alone implies (every earlier request succeeded) and returns false when it
+ * matches this READ: then it comes again with the data, and doing that part
+ * twice changes nothing. */
+bool emu_requester_on_response(struct emu_qp *qp, const struct emu_msg *m, const void *payload)
 {
 	struct emu_outstanding *e;
 
 	if (atomic_load(&qp->state) != IBV_QPS_RTS)
-		return; /* in ERR everything left is flushed; answers are moot */
+		return true; /* in ERR everything left is flushed; answers are moot */
 	emu_dbg("QP 0x%x: answer type %u psn %u", qp->ibqp.qp_num, m->type, m->psn);
 	if (m->type == EMU_MSG_ACK) {
 		ack_through(qp, m->psn, true);
 		retire(qp);
-		return;
+		return true;
 	}
 	e = find_psn(qp, m->psn);
 	if (!e) {
 		emu_dbg("QP 0x%x: stale answer type %u psn %u", qp->ibqp.qp_num, m->type, m->psn);
-		return;
+		return true;
 	}
 	ack_through(qp, m->psn, false);
 	retire(qp); /* earlier WQEs complete before this one's outcome */
 	if (atomic_load(&qp->state) != IBV_QPS_RTS || ost_at(qp, qp->ost_tail) != e)
-		return;
+		return true;
 	switch (m->type) {
 	case EMU_MSG_NAK:
 		e->done = true;
@@ -803,10 +811,12 @@ void emu_requester_on_response(struct emu_qp *qp, const struct emu_msg *m, const
 		break;
 	case EMU_MSG_READ_RESP:
 	case EMU_MSG_ATOMIC_RESP:
-		on_data(qp, e, m, payload);
+		if (!on_data(qp, e, m, payload))
+			return false;
 		break;
 	default:
-		return;
+		return true;
 	}
 	retire(qp);
+	return true;
 }

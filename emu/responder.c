@@ -16,6 +16,7 @@
 #include "fabric.h"
 
 #define RQ_FLUSH_BURST 64
+#define NEED_DATA      0x100 /* not a syndrome: the request's data is not here */
 
 static uint8_t *stage_buf;
 static size_t stage_cap;
@@ -53,8 +54,9 @@ static uint32_t seg_len(const struct gnic_mlx5_data_seg *d)
 	return bc ? bc : 0x80000000u; /* hardware reads 0 as 2 GiB */
 }
 
-/* Scatter a SEND's payload into the RQ WQE at eng_rq_ci. */
-static uint8_t scatter_recv(struct emu_qp *qp, const uint8_t *data, uint64_t len)
+/* Scatter a SEND's payload into the RQ WQE at eng_rq_ci. A syndrome, or
+ * NEED_DATA when the data is not there (nothing done). */
+static int scatter_recv(struct emu_qp *qp, const uint8_t *data, uint64_t len)
 {
 	struct gnic_mlx5_data_seg *seg = rq_wqe(qp, qp->eng_rq_ci);
 	unsigned nseg = qp->rq_stride / sizeof(*seg);
@@ -64,6 +66,8 @@ static uint8_t scatter_recv(struct emu_qp *qp, const uint8_t *data, uint64_t len
 		room += seg_len(&seg[i]);
 	if (len > room)
 		return GNIC_MLX5_SYND_LOCAL_LENGTH;
+	if (len && !data)
+		return NEED_DATA;
 	for (unsigned i = 0; i < nseg && off < len; i++) {
 		uint64_t n = seg_len(&seg[i]);
 		struct emu_mr *mr;
@@ -173,14 +177,20 @@ static struct emu_mr *target(struct emu_qp *qp, const struct emu_msg *m, uint64_
 	return mr;
 }
 
-static uint8_t do_write(struct emu_qp *qp, const struct emu_msg *m, const void *payload)
+/* A syndrome, or NEED_DATA when the checks pass but the data is not there
+ * (nothing done). */
+static int do_write(struct emu_qp *qp, const struct emu_msg *m, const void *payload)
 {
 	struct emu_mr *mr;
 
 	if (m->len == 0)
 		return GNIC_MLX5_SYND_OK; /* zero-length writes check no key */
 	mr = target(qp, m, m->len);
-	if (!mr || emu_mem_write(mr, m->raddr, payload, m->len))
+	if (!mr)
+		return GNIC_MLX5_SYND_REMOTE_ACCESS;
+	if (!payload)
+		return NEED_DATA;
+	if (emu_mem_write(mr, m->raddr, payload, m->len))
 		return GNIC_MLX5_SYND_REMOTE_ACCESS;
 	return GNIC_MLX5_SYND_OK;
 }
@@ -270,53 +280,64 @@ static void do_atomic(struct emu_reply_path *to, struct emu_qp *qp, const struct
 	answer(to, qp, m, EMU_MSG_ATOMIC_RESP, 0, old, NULL, 0);
 }
 
-/* SEND, SEND_IMM, WRITE_IMM: consume a receive. false: failed (answered). */
-static bool do_recv(struct emu_reply_path *to, struct emu_qp *qp, const struct emu_msg *m,
-                    const void *payload)
+/* SEND, SEND_IMM, WRITE_IMM: consume a receive. GNIC_MLX5_SYND_OK,
+ * NEED_DATA (nothing done), or another syndrome: failed (answered). */
+static int do_recv(struct emu_reply_path *to, struct emu_qp *qp, const struct emu_msg *m,
+                   const void *payload)
 {
-	uint8_t synd, opcode;
+	uint8_t opcode;
+	int synd;
 
 	if (m->type == EMU_MSG_WRITE_IMM) {
 		synd = do_write(qp, m, payload);
+		if (synd == NEED_DATA)
+			return synd;
 		if (synd) {
-			fail(to, qp, m, synd, IBV_EVENT_QP_ACCESS_ERR);
-			return false;
+			fail(to, qp, m, (uint8_t)synd, IBV_EVENT_QP_ACCESS_ERR);
+			return synd;
 		}
 		resp_cqe(qp, GNIC_MLX5_CQE_RESP_WR_IMM, 0, m);
-		return true;
+		return GNIC_MLX5_SYND_OK;
 	}
 	opcode =
 	    m->type == EMU_MSG_SEND_IMM ? GNIC_MLX5_CQE_RESP_SEND_IMM : GNIC_MLX5_CQE_RESP_SEND;
 	/* scatter-to-CQE: the NIC leaves the receive buffer alone (no length or
 	 * key check either: the provider's poll copies, and checks the length) */
 	if (qp->scat_recv && m->len && m->len <= GNIC_MLX5_SCATTER_32_MAX) {
+		if (!payload)
+			return NEED_DATA;
 		resp_cqe_inl(qp, opcode, 0, m, payload, m->len);
-		return true;
+		return GNIC_MLX5_SYND_OK;
 	}
 	synd = scatter_recv(qp, payload, m->len);
+	if (synd == NEED_DATA)
+		return synd;
 	if (synd) {
-		resp_cqe(qp, 0, synd, m);
+		resp_cqe(qp, 0, (uint8_t)synd, m);
 		fail(to, qp, m,
 		     synd == GNIC_MLX5_SYND_LOCAL_LENGTH ? GNIC_MLX5_SYND_REMOTE_INVAL_REQ
 		                                         : GNIC_MLX5_SYND_REMOTE_OP,
 		     IBV_EVENT_QP_REQ_ERR);
-		return false;
+		return synd;
 	}
 	resp_cqe(qp, opcode, 0, m);
-	return true;
+	return GNIC_MLX5_SYND_OK;
 }
 
-static void execute(struct emu_reply_path *to, struct emu_qp *qp, const struct emu_msg *m,
+/* false: the request needs its data, which is not here (nothing done). */
+static bool execute(struct emu_reply_path *to, struct emu_qp *qp, const struct emu_msg *m,
                     const void *payload)
 {
-	uint8_t synd;
+	int synd;
 
 	switch (m->type) {
 	case EMU_MSG_WRITE:
 		synd = do_write(qp, m, payload);
+		if (synd == NEED_DATA)
+			return false;
 		if (synd) {
-			fail(to, qp, m, synd, IBV_EVENT_QP_ACCESS_ERR);
-			return;
+			fail(to, qp, m, (uint8_t)synd, IBV_EVENT_QP_ACCESS_ERR);
+			return true;
 		}
 		break;
 	case EMU_MSG_WRITE_IMM:
@@ -324,10 +345,13 @@ static void execute(struct emu_reply_path *to, struct emu_qp *qp, const struct e
 	case EMU_MSG_SEND_IMM:
 		if (!rq_available(qp)) {
 			answer(to, qp, m, EMU_MSG_RNR_NAK, 0, 0, NULL, 0);
-			return; /* psn_expected stays: later requests are dropped */
+			return true; /* psn_expected stays: later requests are dropped */
 		}
-		if (!do_recv(to, qp, m, payload))
-			return;
+		synd = do_recv(to, qp, m, payload);
+		if (synd == NEED_DATA)
+			return false;
+		if (synd)
+			return true;
 		break;
 	case EMU_MSG_READ:
 		do_read(to, qp, m);
@@ -338,14 +362,15 @@ static void execute(struct emu_reply_path *to, struct emu_qp *qp, const struct e
 		break;
 	default:
 		emu_warn("QP 0x%x: unknown request type %u dropped", qp->ibqp.qp_num, m->type);
-		return;
+		return true;
 	}
 	if (atomic_load(&qp->state) == IBV_QPS_ERR)
-		return;
+		return true;
 	qp->psn_expected++;
 	if ((m->flags & EMU_MSG_F_ACKREQ) && m->type != EMU_MSG_READ &&
 	    m->type != EMU_MSG_ATOMIC_CS && m->type != EMU_MSG_ATOMIC_FA)
 		ack(to, qp, m, m->psn);
+	return true;
 }
 
 /* A request we already executed (its answer was lost or is late). */
@@ -368,7 +393,7 @@ static void duplicate(struct emu_reply_path *to, struct emu_qp *qp, const struct
 	}
 }
 
-void emu_responder_on_request(struct emu_reply_path *from, const struct emu_msg *m,
+bool emu_responder_on_request(struct emu_reply_path *from, const struct emu_msg *m,
                               const void *payload)
 {
 	struct emu_qp *qp = emu_qp_lookup(m->dst_qpn);
@@ -380,24 +405,25 @@ void emu_responder_on_request(struct emu_reply_path *from, const struct emu_msg 
 	/* Like a wire: requests for a QP that is not ready are dropped. */
 	if (state != IBV_QPS_RTR && state != IBV_QPS_RTS) {
 		emu_dbg("request for QP 0x%x (state %d) dropped", m->dst_qpn, state);
-		return;
+		return true;
 	}
 	if (m->src_qpn != qp->dest_qpn || memcmp(from->peer_gid, &qp->dgid, sizeof(qp->dgid))) {
 		emu_warn("QP 0x%x: request from QP 0x%x of another peer dropped (connected to "
 		         "QP 0x%x)",
 		         qp->ibqp.qp_num, m->src_qpn, qp->dest_qpn);
-		return;
+		return true;
 	}
 	d = (int32_t)(m->psn - qp->psn_expected);
 	if (d > 0) { /* out of sequence (after an RNR NAK): the requester resends */
 		emu_dbg("QP 0x%x: request psn %u dropped: expected psn %u", qp->ibqp.qp_num, m->psn,
 		        qp->psn_expected);
-		return;
+		return true;
 	}
-	if (d < 0)
-		duplicate(from, qp, m);
-	else
-		execute(from, qp, m, payload);
+	if (d < 0) {
+		duplicate(from, qp, m); /* never needs the data */
+		return true;
+	}
+	return execute(from, qp, m, payload);
 }
 
 int emu_responder_progress(struct emu_qp *qp)

@@ -20,7 +20,10 @@
  *     failure (the connection closes).
  *  3. The handshake replies have their fixed sizes; a handshake that
  *     completes does so only with the very bytes an honest peer holding the
- *     secret sends for these nonces (re-derived with the other role).
+ *     secret sends for these nonces (re-derived with the other role), and
+ *     only with the peer it may have: the connector with the GID it dialed,
+ *     the acceptor with someone other than itself (its GID, its nonce,
+ *     another device of its process).
  *  4. Both arrivals give the same sequence of events and messages: the
  *     parse does not depend on how TCP cuts the stream.
  */
@@ -70,9 +73,13 @@ static bool honest_connector(const uint8_t *hello, const uint8_t *proof)
 	struct emu_hello h;
 	size_t n, m;
 
+	uint8_t acc_nonce[EMU_AUTH_NONCE_LEN];
+	union ibv_gid acc_gid;
+
 	memcpy(&h, hello, sizeof(h));
-	emu_hs_start(&con, EMU_HS_CONNECTOR, fz_secret, sizeof(fz_secret) - 1, &h.src_gid, h.nonce,
-	             out, &n);
+	fz_local(acc_nonce, &acc_gid);
+	emu_hs_start(&con, EMU_HS_CONNECTOR, fz_secret, sizeof(fz_secret) - 1, &h.src_gid, &acc_gid,
+	             h.nonce, out, &n);
 	if (n != sizeof(h) || memcmp(out, hello, n))
 		return false;
 	fz_start(&acc, EMU_HS_ACCEPTOR, challenge, &m);
@@ -96,10 +103,29 @@ static bool honest_acceptor(const uint8_t *challenge)
 	memcpy(&ch, challenge, sizeof(ch));
 	fz_start(&con, EMU_HS_CONNECTOR, hello, &n);
 	emu_hs_start(&acc, EMU_HS_ACCEPTOR, fz_secret, sizeof(fz_secret) - 1, &ch.hello.src_gid,
-	             ch.hello.nonce, out, &n);
+	             NULL, ch.hello.nonce, out, &n);
 	if (emu_hs_step(&acc, hello, out, &n) || n != sizeof(ch))
 		return false;
 	return memcmp(out, challenge, n) == 0;
+}
+
+/* Property 3 on identities: a connector is done only with the GID it
+ * dialed, an acceptor only with a peer that is neither itself (GID, nonce)
+ * nor another device of its process. */
+static bool peer_identity_ok(const struct emu_hs *hs)
+{
+	uint8_t nonce[EMU_AUTH_NONCE_LEN];
+	union ibv_gid own, other, dialed;
+	const union ibv_gid *peer = emu_hs_peer_gid(hs);
+
+	fz_local(nonce, &own);
+	if (hs->role == EMU_HS_CONNECTOR) {
+		fz_dialed(&dialed);
+		return !memcmp(peer, &dialed, sizeof(dialed));
+	}
+	fz_other_device(&other);
+	return memcmp(peer, &own, sizeof(own)) && memcmp(peer, &other, sizeof(other)) &&
+	       memcmp(hs->nonce[0], nonce, sizeof(nonce));
 }
 
 /* Properties 1-3 for one event; the frame is at p (avail bytes). */
@@ -139,6 +165,10 @@ static void check_event(struct run *r, const struct emu_wire_step *st, enum emu_
 			if (!ok)
 				fail("handshake accepted bytes an honest peer would not send", r,
 				     data, size);
+			if (!peer_identity_ok(&r->hs))
+				fail("handshake accepted a peer it must not (not dialed, or "
+				     "itself)",
+				     r, data, size);
 		}
 		break;
 	}

@@ -16,6 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
 #include "fuzz_fabric.h"
 
 struct stream {
@@ -94,12 +97,12 @@ static void connector_opening(struct stream *s, uint8_t acc_fill, bool corrupt)
 	size_t n, m;
 
 	peer_id(0x11, nonce, &gid);
-	emu_hs_start(&con, EMU_HS_CONNECTOR, fz_secret, sizeof(fz_secret) - 1, &gid, nonce, hello,
-	             &n);
 	fz_local(acc_nonce, &acc_gid);
+	emu_hs_start(&con, EMU_HS_CONNECTOR, fz_secret, sizeof(fz_secret) - 1, &gid, &acc_gid,
+	             nonce, hello, &n);
 	memset(acc_nonce, acc_fill, sizeof(acc_nonce));
-	emu_hs_start(&acc, EMU_HS_ACCEPTOR, fz_secret, sizeof(fz_secret) - 1, &acc_gid, acc_nonce,
-	             ch, &m);
+	emu_hs_start(&acc, EMU_HS_ACCEPTOR, fz_secret, sizeof(fz_secret) - 1, &acc_gid, NULL,
+	             acc_nonce, ch, &m);
 	must(!emu_hs_step(&acc, hello, ch, &m), "acceptor refused the hello");
 	must(!emu_hs_step(&con, ch, proof, &m) && con.state == EMU_HS_DONE,
 	     "connector refused the challenge");
@@ -109,21 +112,126 @@ static void connector_opening(struct stream *s, uint8_t acc_fill, bool corrupt)
 	put(s, proof, m);
 }
 
-/* We are the connector: the acceptor's challenge to our hello. */
-static void acceptor_opening(struct stream *s, bool corrupt)
+/* The MAC an honest side would send for this transcript (the layout of
+ * fabric_wire.h, computed here independently). The handshake code refuses
+ * to make MACs for reflected transcripts, and the seeds below need valid
+ * ones: only the identity checks may stop them. */
+static void transcript_mac(bool connector, const uint8_t nonce_con[EMU_AUTH_NONCE_LEN],
+                           const uint8_t nonce_acc[EMU_AUTH_NONCE_LEN],
+                           const union ibv_gid *gid_con, const union ibv_gid *gid_acc,
+                           uint8_t mac[EMU_AUTH_MAC_LEN])
 {
-	uint8_t hello[EMU_HS_OUT_MAX], ch[EMU_HS_OUT_MAX], nonce[EMU_AUTH_NONCE_LEN];
+	struct {
+		char label[16];
+		uint32_t version, zero;
+		uint8_t nonce[2][EMU_AUTH_NONCE_LEN];
+		union ibv_gid gid[2];
+	} t;
+	unsigned int len = 0;
+
+	memset(&t, 0, sizeof(t));
+	memcpy(t.label, connector ? "gnic-emu v2 con" : "gnic-emu v2 acc", sizeof(t.label));
+	t.version = EMU_FABRIC_VERSION;
+	memcpy(t.nonce[0], nonce_con, EMU_AUTH_NONCE_LEN);
+	memcpy(t.nonce[1], nonce_acc, EMU_AUTH_NONCE_LEN);
+	t.gid[0] = *gid_con;
+	t.gid[1] = *gid_acc;
+	must(HMAC(EVP_sha256(), fz_secret, (int)sizeof(fz_secret) - 1, (const unsigned char *)&t,
+	          sizeof(t), mac, &len) &&
+	         len == EMU_AUTH_MAC_LEN,
+	     "HMAC");
+}
+
+static void hello_make(struct emu_hello *h, const union ibv_gid *gid, uint8_t nonce_fill)
+{
+	memset(h, 0, sizeof(*h));
+	h->magic = EMU_FABRIC_MAGIC;
+	h->version = EMU_FABRIC_VERSION;
+	h->src_gid = *gid;
+	memset(h->nonce, nonce_fill, sizeof(h->nonce));
+}
+
+/* We are the acceptor: a hello that is not a peer's but a copy of ours
+ * (our GID, our nonce, or another local device's GID), as a reflection
+ * relays it, then the proof that would be valid for it, and a WRITE. */
+static void reflected_hello(struct stream *s, const union ibv_gid *gid, uint8_t nonce_fill)
+{
+	uint8_t nonce[EMU_AUTH_NONCE_LEN];
+	struct emu_proof pr;
+	union ibv_gid own;
+	struct emu_hello h;
+
+	fz_local(nonce, &own);
+	hello_make(&h, gid, nonce_fill);
+	transcript_mac(true, h.nonce, nonce, gid, &own, pr.mac);
+	put(s, &h, sizeof(h));
+	put(s, &pr, sizeof(pr));
+	msg(s, EMU_MSG_WRITE, 64, 64);
+}
+
+/* We are the connector: our own hello came back to our own listener, whose
+ * valid challenge (GID = ours, nonce 0x33) the reflector hands to us. */
+static void reflected_challenge(struct stream *s)
+{
+	uint8_t nonce[EMU_AUTH_NONCE_LEN];
+	struct emu_challenge ch;
+	union ibv_gid own;
+
+	fz_local(nonce, &own);
+	hello_make(&ch.hello, &own, 0x33);
+	transcript_mac(false, nonce, ch.hello.nonce, &own, &own, ch.mac);
+	put(s, &ch, sizeof(ch));
+}
+
+/* transcript_mac() computes what fabric_wire.c does, for a transcript the
+ * handshake code does accept. */
+static void check_transcript_mac(void)
+{
+	uint8_t hello[EMU_HS_OUT_MAX], ch[EMU_HS_OUT_MAX], nonce[EMU_AUTH_NONCE_LEN],
+	    mac[EMU_AUTH_MAC_LEN];
+	struct emu_challenge c;
+	struct emu_hello h;
 	struct emu_hs con, acc;
 	union ibv_gid gid;
 	size_t n, m;
 
 	fz_start(&con, EMU_HS_CONNECTOR, hello, &n);
-	peer_id(0x22, nonce, &gid);
-	emu_hs_start(&acc, EMU_HS_ACCEPTOR, fz_secret, sizeof(fz_secret) - 1, &gid, nonce, ch, &m);
+	fz_dialed(&gid);
+	memset(nonce, 0x22, sizeof(nonce));
+	emu_hs_start(&acc, EMU_HS_ACCEPTOR, fz_secret, sizeof(fz_secret) - 1, &gid, NULL, nonce, ch,
+	             &m);
+	must(!emu_hs_step(&acc, hello, ch, &m), "acceptor refused our hello");
+	memcpy(&h, hello, sizeof(h));
+	memcpy(&c, ch, sizeof(c));
+	transcript_mac(false, h.nonce, nonce, &h.src_gid, &gid, mac);
+	must(!memcmp(mac, c.mac, sizeof(mac)), "transcript_mac() disagrees with fabric_wire.c");
+}
+
+/* We are the connector: the challenge to our hello from an acceptor with
+ * GID acc_gid and nonce bytes fill. */
+static void acceptor_opening_as(struct stream *s, const union ibv_gid *acc_gid, uint8_t fill,
+                                bool corrupt)
+{
+	uint8_t hello[EMU_HS_OUT_MAX], ch[EMU_HS_OUT_MAX], nonce[EMU_AUTH_NONCE_LEN];
+	struct emu_hs con, acc;
+	size_t n, m;
+
+	fz_start(&con, EMU_HS_CONNECTOR, hello, &n);
+	memset(nonce, fill, sizeof(nonce));
+	emu_hs_start(&acc, EMU_HS_ACCEPTOR, fz_secret, sizeof(fz_secret) - 1, acc_gid, NULL, nonce,
+	             ch, &m);
 	must(!emu_hs_step(&acc, hello, ch, &m), "acceptor refused our hello");
 	if (corrupt)
 		ch[sizeof(struct emu_hello) + 3] ^= 0x01;
 	put(s, ch, m);
+}
+
+static void acceptor_opening(struct stream *s, bool corrupt)
+{
+	union ibv_gid dialed;
+
+	fz_dialed(&dialed);
+	acceptor_opening_as(s, &dialed, 0x22, corrupt);
 }
 
 static void write_seed(const char *dir, const char *name, uint8_t mode, const struct stream *s)
@@ -157,6 +265,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	dir = argv[1];
+	check_transcript_mac();
 
 	memset(&s, 0, sizeof(s));
 	connector_opening(&s, 0xa5, false);
@@ -251,5 +360,36 @@ int main(int argc, char **argv)
 	acceptor_opening(&s, true);
 	msg(&s, EMU_MSG_ACK, 0, 0);
 	write_seed(dir, "con-wrong-mac", 0x05, &s);
+
+	{ /* reflections and wrong identities: each must fail the handshake */
+		uint8_t nonce[EMU_AUTH_NONCE_LEN];
+		union ibv_gid own, other, stranger;
+
+		fz_local(nonce, &own);
+		fz_other_device(&other);
+		peer_id(0x11, nonce, &stranger);
+
+		memset(&s, 0, sizeof(s));
+		reflected_hello(&s, &own, 0x11); /* our GID, another nonce */
+		write_seed(dir, "acc-hello-own-gid", 0x16, &s);
+
+		memset(&s, 0, sizeof(s));
+		reflected_hello(&s, &stranger, 0xa5); /* another GID, our nonce */
+		write_seed(dir, "acc-hello-own-nonce", 0x18, &s);
+
+		memset(&s, 0, sizeof(s));
+		reflected_hello(&s, &other, 0x11); /* a device of our own process */
+		write_seed(dir, "acc-hello-other-device", 0x1a, &s);
+
+		memset(&s, 0, sizeof(s));
+		acceptor_opening_as(&s, &stranger, 0x33, false); /* valid MAC, not dialed */
+		msg(&s, EMU_MSG_ACK, 0, 0);
+		write_seed(dir, "con-not-dialed", 0x07, &s);
+
+		memset(&s, 0, sizeof(s));
+		reflected_challenge(&s); /* our own acceptor's answer to our hello */
+		msg(&s, EMU_MSG_ACK, 0, 0);
+		write_seed(dir, "con-reflected", 0x09, &s);
+	}
 	return 0;
 }

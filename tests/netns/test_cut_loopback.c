@@ -14,6 +14,13 @@
  * timeout and retry count, the WRs behind it flushed, and never hang; then
  * the relay heals and a fresh connection of the same QPs moves data again.
  *
+ * The fabric authenticates identities: a connection reaches only the GID it
+ * dialed, and a process never accepts its own hello back. So the relay
+ * holds the job's secret (GNIC_EMU_SECRET) and ends each handshake itself:
+ * to A it is the peer at the relay's GID, to the emulator's listener a
+ * client with the relay's GID, which is also B's peer GID. After the two
+ * handshakes it moves bytes unchanged.
+ *
  *   unreachable  A's destination GID names a port where nothing listens
  *                (every connect() refused): RETRY_EXC_ERR the same way
  *
@@ -27,10 +34,12 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "fabric_wire.h"
 
 #define MSG    4096u
 #define SLOTS  64
 #define WINDOW 32
+#define HS_MS  2000 /* one handshake frame */
 
 enum relay_mode { RELAY_FORWARD, RELAY_BLACKHOLE, RELAY_RESET };
 
@@ -41,6 +50,8 @@ static struct {
 	_Atomic int mode;
 	_Atomic bool stop;
 	_Atomic int pairs; /* connections relayed so far */
+	union ibv_gid emu_gid;
+	const char *secret;
 } relay;
 
 static struct t_pair p;
@@ -56,6 +67,77 @@ static void rst_close(int fd)
 	close(fd);
 }
 
+static bool recv_exact(int fd, void *p, size_t len)
+{
+	uint8_t *b = p;
+
+	while (len) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		ssize_t n;
+
+		if (poll(&pfd, 1, HS_MS) <= 0)
+			return false;
+		n = recv(fd, b, len, 0);
+		if (n <= 0)
+			return false;
+		b += n;
+		len -= (size_t)n;
+	}
+	return true;
+}
+
+static bool send_exact(int fd, const void *p, size_t len)
+{
+	return send(fd, p, len, MSG_NOSIGNAL) == (ssize_t)len; /* small: fits the socket */
+}
+
+static void nonce(uint8_t n[EMU_AUTH_NONCE_LEN])
+{
+	for (size_t i = 0; i < EMU_AUTH_NONCE_LEN; i++)
+		n[i] = (uint8_t)rand();
+}
+
+/* One handshake frame in, the reply out, until done. */
+static bool hs_run(int fd, struct emu_hs *hs)
+{
+	uint8_t in[EMU_HS_OUT_MAX], out[EMU_HS_OUT_MAX];
+	size_t n;
+
+	while (hs->state != EMU_HS_DONE) {
+		if (!recv_exact(fd, in, emu_hs_need(hs)) || emu_hs_step(hs, in, out, &n))
+			return false;
+		if (n && !send_exact(fd, out, n))
+			return false;
+	}
+	return true;
+}
+
+/* A dialed the relay: answer as the peer at the relay's GID. */
+static bool relay_accept_hs(int c)
+{
+	uint8_t n[EMU_AUTH_NONCE_LEN], out[EMU_HS_OUT_MAX];
+	struct emu_hs hs;
+	size_t len;
+
+	nonce(n);
+	emu_hs_start(&hs, EMU_HS_ACCEPTOR, relay.secret, strlen(relay.secret), &via_relay.gid, NULL,
+	             n, out, &len);
+	return hs_run(c, &hs);
+}
+
+/* Dial the emulator's listener as a client with the relay's GID. */
+static bool relay_connect_hs(int u)
+{
+	uint8_t n[EMU_AUTH_NONCE_LEN], out[EMU_HS_OUT_MAX];
+	struct emu_hs hs;
+	size_t len;
+
+	nonce(n);
+	emu_hs_start(&hs, EMU_HS_CONNECTOR, relay.secret, strlen(relay.secret), &via_relay.gid,
+	             &relay.emu_gid, n, out, &len);
+	return send_exact(u, out, len) && hs_run(u, &hs);
+}
+
 /* Move bytes between one accepted connection and the emulator until the
  * mode says otherwise or either side closes. A connection that lived
  * through a blackhole is reset when the wire heals: a new cable carries
@@ -67,10 +149,11 @@ static void relay_pair(int c)
 	uint8_t buf[65536];
 	bool was_cut = false;
 
-	if (u < 0 || connect(u, (struct sockaddr *)&relay.to, sizeof(relay.to))) {
-		close(c);
+	if (u < 0 || connect(u, (struct sockaddr *)&relay.to, sizeof(relay.to)) ||
+	    !relay_accept_hs(c) || !relay_connect_hs(u)) {
+		rst_close(c);
 		if (u >= 0)
-			close(u);
+			rst_close(u);
 		return;
 	}
 	relay.pairs++;
@@ -143,6 +226,7 @@ static void relay_start(const union ibv_gid *emu_gid)
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t len = sizeof(a);
 
+	relay.emu_gid = *emu_gid;
 	relay.to.sin_family = AF_INET;
 	memcpy(&relay.to.sin_port, &emu_gid->raw[8], 2);
 	memcpy(&relay.to.sin_addr, &emu_gid->raw[12], 4);
@@ -164,16 +248,19 @@ static void relay_stop(void)
 	close(relay.lfd);
 }
 
-/* A over the relay, B directly back to A (B only answers). Each connection
- * starts at new PSNs, as an application reconnecting would. */
+/* A over the relay; B's peer is the relay's GID too (B only answers, on the
+ * connection A's requests come in on). Each connection starts at new PSNs,
+ * as an application reconnecting would. */
 static void connect_pair(void)
 {
 	static uint32_t gen;
+	struct t_ep a_via_relay = via_relay;
 
 	p.opts.sq_psn = p.opts.rq_psn = (0x1000 + ++gen * 0x10000) & 0xffffff;
 	via_relay.qpn = p.qp[1]->qp_num;
+	a_via_relay.qpn = p.qp[0]->qp_num;
 	t_reconnect(p.qp[0], &via_relay, &p.opts);
-	t_reconnect(p.qp[1], &p.ep[0], &p.opts);
+	t_reconnect(p.qp[1], &a_via_relay, &p.opts);
 }
 
 static void post_write(uint64_t i, bool signaled)
@@ -297,7 +384,12 @@ int main(int argc, char **argv)
 	                                            {"reset", case_reset},
 	                                            {"unreachable", case_unreachable}};
 	struct t_conn_opts o;
-	struct ibv_context *ctx = t_open(T_DEVICE);
+	struct ibv_context *ctx;
+
+	relay.secret = getenv("GNIC_EMU_SECRET");
+	if (!relay.secret || strlen(relay.secret) < 16)
+		t_skip("set GNIC_EMU_SECRET (>= 16 bytes): the relay authenticates with it");
+	ctx = t_open(T_DEVICE);
 	t_conn_opts_default(&o);
 	o.timeout = 12;
 	o.retry_cnt = 3;

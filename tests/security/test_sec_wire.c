@@ -26,10 +26,36 @@
  *   server_wrong   the challenge is made with another secret
  *   server_replay  the challenge is one the real listener gave to another
  *                  hello (recorded)
+ *   server_other_gid  the challenge is valid (the secret) but names a GID
+ *                  other than the one the emulator dialed (a relay to some
+ *                  other process of the job)
  * the emulator must send nothing after its hello (no proof, not one byte
  * of the WRITE it holds) and its QP must end in RETRY_EXC_ERR in time;
  *   server_ok      the control: a challenge made with the secret gets the
  *                  proof and the WRITE, and an ACK completes it.
+ *
+ * Identities:
+ *   reflect        no secret at all: the emulator's QP dials a port the
+ *                  attacker holds (its peer died); the attacker relays the
+ *                  emulator's hello into the emulator's own listener, the
+ *                  challenge back and the proof on, then answers requests
+ *                  with forged ACKs and READ data. No byte may follow the
+ *                  hello, the READ buffer keeps its guard bytes, the WRITE
+ *                  ends in RETRY_EXC_ERR.
+ *   hello_self     hellos naming the listener's own GID and another local
+ *                  device's: closed with no challenge
+ *   other_peer     a client with the secret claiming a GID the target QP is
+ *                  not connected to: its WRITE is dropped (the responder)
+ *   mac_first_byte, mac_last_byte  a proof and a challenge wrong in just
+ *                  that byte of the MAC: refused like any other
+ *
+ * Large messages from a peer holding the secret:
+ *   big_write_refused  WRITEs announcing 256 MiB and 2 GiB that the target
+ *                  does not take (out of sequence, duplicate): memory does
+ *                  not grow with their data, which is skipped exactly
+ *   big_write_ok   a 16 MiB WRITE the target takes lands and is ACKed
+ *   big_read       a 16 MiB READ answered in full lands; a 4 KiB READ
+ *                  answered with 2 GiB fails at once, memory stays put
  *
  * Run one case: test_sec_wire <case>.
  */
@@ -62,7 +88,7 @@ static uint8_t *tb, *src;
 static struct ibv_mr *tmr, *smr;
 static struct t_conn_opts opts;
 static struct sockaddr_in listener;
-static union ibv_gid client_gid;
+static union ibv_gid listener_gid, client_gid;
 static const char *secret;
 
 /* ---- GIDs and sockets ---------------------------------------------------- */
@@ -164,13 +190,14 @@ static void nonce_random(uint8_t n[EMU_AUTH_NONCE_LEN])
 	CHECK_EQ(getrandom(n, EMU_AUTH_NONCE_LEN, 0), EMU_AUTH_NONCE_LEN);
 }
 
+/* peer: the GID a connector dialed; NULL for an acceptor. */
 static void start_hs(struct emu_hs *hs, enum emu_hs_role role, const char *key,
-                     const union ibv_gid *gid, uint8_t *out, size_t *n)
+                     const union ibv_gid *gid, const union ibv_gid *peer, uint8_t *out, size_t *n)
 {
 	uint8_t nonce[EMU_AUTH_NONCE_LEN];
 
 	nonce_random(nonce);
-	emu_hs_start(hs, role, key, strlen(key), gid, nonce, out, n);
+	emu_hs_start(hs, role, key, strlen(key), gid, peer, nonce, out, n);
 }
 
 static size_t write_msg(uint8_t *out)
@@ -207,17 +234,19 @@ static void csend(int fd, struct capture *c, const void *p, size_t n)
 	send_all(fd, p, n);
 }
 
-/* Client handshake with key; the proof is computed for the server's real
- * nonce even when key is wrong (an attacker with another secret). Returns
- * the connected socket. */
-static int client_handshake(const char *key, struct capture *cap)
+/* Client handshake with key, claiming GID gid; the proof is computed for
+ * the server's real nonce even when key is wrong (an attacker with another
+ * secret), and byte flip of it is inverted (-1: none). Returns the connected
+ * socket. */
+static int client_handshake_as(const char *key, const union ibv_gid *gid, struct capture *cap,
+                               int flip)
 {
 	uint8_t hello[EMU_HS_OUT_MAX], ch[EMU_HS_OUT_MAX], proof[EMU_HS_OUT_MAX];
 	int fd = raw_connect(&listener);
 	struct emu_hs con;
 	size_t n;
 
-	start_hs(&con, EMU_HS_CONNECTOR, key, &client_gid, hello, &n);
+	start_hs(&con, EMU_HS_CONNECTOR, key, gid, &listener_gid, hello, &n);
 	csend(fd, cap, hello, n);
 	if (!recv_exact(fd, ch, sizeof(struct emu_challenge), CLOSE_MS))
 		T_FAIL("no challenge from the emulator after a valid hello");
@@ -229,15 +258,22 @@ static int client_handshake(const char *key, struct capture *cap)
 		uint8_t mine[EMU_HS_OUT_MAX];
 
 		memcpy(&c, ch, sizeof(c));
-		emu_hs_start(&acc, EMU_HS_ACCEPTOR, key, strlen(key), &c.hello.src_gid,
+		emu_hs_start(&acc, EMU_HS_ACCEPTOR, key, strlen(key), &c.hello.src_gid, NULL,
 		             c.hello.nonce, mine, &n);
 		CHECK_EQ(emu_hs_step(&acc, hello, mine, &n), EMU_HS_OK);
 		memcpy(ch, mine, n);
 	}
 	CHECK_EQ(emu_hs_step(&con, ch, proof, &n), EMU_HS_OK);
 	CHECK_EQ(con.state, EMU_HS_DONE);
+	if (flip >= 0)
+		proof[flip] ^= 0x01;
 	csend(fd, cap, proof, n);
 	return fd;
+}
+
+static int client_handshake(const char *key, struct capture *cap)
+{
+	return client_handshake_as(key, &client_gid, cap, -1);
 }
 
 /* ---- target checks ------------------------------------------------------- */
@@ -334,7 +370,7 @@ static void case_no_proof(void)
 	struct emu_hs con;
 	size_t n;
 
-	start_hs(&con, EMU_HS_CONNECTOR, secret, &client_gid, hello, &n);
+	start_hs(&con, EMU_HS_CONNECTOR, secret, &client_gid, &listener_gid, hello, &n);
 	send_all(fd, hello, n);
 	send_all(fd, w, write_msg(w));
 	expect_refused(fd, "a hello and a WRITE where the proof belongs");
@@ -385,7 +421,7 @@ static void case_timeout(void)
 
 	t_case("timeout: hello, then silence (GNIC_EMU_HANDSHAKE_MS %u)", hs);
 	fd = raw_connect(&listener);
-	start_hs(&con, EMU_HS_CONNECTOR, secret, &client_gid, hello, &n);
+	start_hs(&con, EMU_HS_CONNECTOR, secret, &client_gid, &listener_gid, hello, &n);
 	send_all(fd, hello, n);
 	CHECK(recv_exact(fd, ch, sizeof(ch), CLOSE_MS));
 	ms = wait_closed(fd, hs + CLOSE_MS, &got, "a client that never sends its proof");
@@ -405,7 +441,16 @@ static void case_timeout(void)
 
 /* ---- connector-side cases ------------------------------------------------ */
 
-enum fake { FAKE_WRONG, FAKE_REPLAY, FAKE_OK };
+enum fake {
+	FAKE_WRONG,     /* the challenge is made with another secret */
+	FAKE_REPLAY,    /* the challenge the real listener gave another hello */
+	FAKE_OK,        /* a valid challenge: the control */
+	FAKE_OTHER_GID, /* valid MAC, but the fake names a GID it was not dialed at */
+	FAKE_MAC_FIRST, /* valid but for the MAC's first byte */
+	FAKE_MAC_LAST,  /* valid but for the MAC's last byte */
+};
+static const char *fake_names[] = {"server_wrong",     "server_replay",  "server_ok",
+                                   "server_other_gid", "mac_first_byte", "mac_last_byte"};
 
 static int fake_listen(struct sockaddr_in *a)
 {
@@ -442,15 +487,38 @@ static void recorded_challenge(uint8_t *ch)
 	struct emu_hs con;
 	size_t n;
 
-	start_hs(&con, EMU_HS_CONNECTOR, secret, &client_gid, hello, &n);
+	start_hs(&con, EMU_HS_CONNECTOR, secret, &client_gid, &listener_gid, hello, &n);
 	send_all(fd, hello, n);
 	CHECK(recv_exact(fd, ch, sizeof(struct emu_challenge), CLOSE_MS));
 	close(fd);
 }
 
+/* The fake's challenge to the emulator's hello, as kind says. */
+static void fake_challenge(enum fake kind, const union ibv_gid *dialed, const uint8_t *hello,
+                           uint8_t *ch, size_t *n, struct emu_hs *acc)
+{
+	union ibv_gid gid = *dialed;
+
+	if (kind == FAKE_REPLAY) {
+		recorded_challenge(ch);
+		*n = sizeof(struct emu_challenge);
+		return;
+	}
+	if (kind == FAKE_OTHER_GID)
+		gid.raw[9] ^= 0x01; /* a neighbouring port */
+	start_hs(acc, EMU_HS_ACCEPTOR,
+	         kind == FAKE_WRONG ? "not the job's secret, but long enough" : secret, &gid, NULL,
+	         ch, n);
+	CHECK_EQ(emu_hs_step(acc, hello, ch, n), EMU_HS_OK);
+	if (kind == FAKE_MAC_FIRST)
+		ch[sizeof(struct emu_hello)] ^= 0x01;
+	if (kind == FAKE_MAC_LAST)
+		ch[sizeof(struct emu_challenge) - 1] ^= 0x80;
+}
+
 static void case_server(enum fake kind)
 {
-	static const char *names[] = {"server_wrong", "server_replay", "server_ok"};
+	const char *const *names = fake_names;
 	uint8_t hello[sizeof(struct emu_hello)], ch[EMU_HS_OUT_MAX], proof[EMU_HS_OUT_MAX];
 	struct t_conn_opts fast;
 	struct sockaddr_in fa;
@@ -490,15 +558,7 @@ static void case_server(enum fake kind)
 	memcpy(&h, hello, sizeof(h));
 	CHECK_EQ(h.magic, EMU_FABRIC_MAGIC);
 	CHECK_EQ(h.version, EMU_FABRIC_VERSION);
-	if (kind == FAKE_REPLAY) {
-		recorded_challenge(ch);
-		n = sizeof(struct emu_challenge);
-	} else {
-		start_hs(&acc, EMU_HS_ACCEPTOR,
-		         kind == FAKE_OK ? secret : "not the job's secret, but long enough",
-		         &peer.gid, ch, &n);
-		CHECK_EQ(emu_hs_step(&acc, hello, ch, &n), EMU_HS_OK);
-	}
+	fake_challenge(kind, &peer.gid, hello, ch, &n, &acc);
 	send_all(fd, ch, n);
 
 	if (kind == FAKE_OK) {
@@ -561,13 +621,537 @@ static void case_server_ok(void)
 	case_server(FAKE_OK);
 }
 
+/* ---- MACs wrong in one byte ---------------------------------------------- */
+
+/* A proof right but for byte i: refused like any wrong one (a comparison
+ * that stops early or looks at a prefix would let it in). */
+static void proof_flipped(int i)
+{
+	uint8_t w[sizeof(struct emu_msg) + W_LEN];
+	char what[64];
+	int fd;
+
+	snprintf(what, sizeof(what), "a proof wrong only in byte %d, then a WRITE", i);
+	t_case("%s", what);
+	fd = client_handshake_as(secret, &client_gid, NULL, i);
+	send_all(fd, w, write_msg(w));
+	expect_refused(fd, what);
+}
+
+static void case_mac_first_byte(void)
+{
+	proof_flipped(0);
+	case_server(FAKE_MAC_FIRST);
+}
+
+static void case_mac_last_byte(void)
+{
+	proof_flipped(EMU_AUTH_MAC_LEN - 1);
+	case_server(FAKE_MAC_LAST);
+}
+
+/* ---- identities ---------------------------------------------------------- */
+
+/* A fresh hello naming gid: the emulator must close the connection without
+ * answering it (a challenge would be half of a reflection). */
+static void hello_refused(const union ibv_gid *gid, const char *what)
+{
+	struct emu_hello h;
+	size_t got;
+	uint64_t ms;
+	int fd;
+
+	t_case("%s", what);
+	memset(&h, 0, sizeof(h));
+	h.magic = EMU_FABRIC_MAGIC;
+	h.version = EMU_FABRIC_VERSION;
+	h.src_gid = *gid;
+	nonce_random(h.nonce);
+	fd = raw_connect(&listener);
+	send_all(fd, &h, sizeof(h));
+	ms = wait_closed(fd, CLOSE_MS, &got, what);
+	printf("%s: closed after %llu ms, %zu bytes came back\n", what, (unsigned long long)ms,
+	       got);
+	if (got)
+		T_FAIL("%s: the emulator answered it with %zu bytes (a challenge)", what, got);
+	close(fd);
+}
+
+/* Hellos naming this process's own GIDs: the listener's, and another
+ * device's (GNIC_EMU_DEVICES=2). In-process peers never use the fabric, so
+ * such a hello can only be a relayed copy of one the process sent. */
+static void case_hello_self(void)
+{
+	struct ibv_device **list;
+	int n, others = 0;
+
+	hello_refused(&listener_gid, "hello_self: a hello naming the listener's own GID");
+	list = CHECK_PTR(ibv_get_device_list(&n));
+	for (int i = 0; i < n; i++) {
+		struct ibv_context *c;
+		union ibv_gid gid;
+
+		if (!strcmp(ibv_get_device_name(list[i]), T_DEVICE))
+			continue;
+		c = CHECK_PTR(ibv_open_device(list[i]));
+		CHECK_OK(ibv_query_gid(c, 1, 0, &gid));
+		CHECK_OK(ibv_close_device(c));
+		hello_refused(&gid, "hello_self: a hello naming another device of this process");
+		others++;
+	}
+	ibv_free_device_list(list);
+	CHECK_GE(others, 1); /* the test runs with GNIC_EMU_DEVICES=2 */
+	expect_untouched("hello_self");
+}
+
+/* The responder's own check, behind the handshake: a client that holds the
+ * secret but claims another GID than the target QP's peer gets nothing
+ * done (no ACK, no byte written). */
+static void case_other_peer(void)
+{
+	uint8_t w[sizeof(struct emu_msg) + W_LEN];
+	union ibv_gid other = client_gid;
+	struct emu_msg ack;
+	int fd;
+
+	t_case("other_peer: a WRITE from a GID the target QP is not connected to");
+	other.raw[9] = 3; /* port 3 instead of 1 */
+	fd = client_handshake_as(secret, &other, NULL, -1);
+	send_all(fd, w, write_msg(w));
+	if (recv_exact(fd, &ack, sizeof(ack), 500))
+		T_FAIL("a WRITE from another peer was answered (type %u psn 0x%x)", ack.type,
+		       ack.psn);
+	close(fd);
+	expect_untouched("other_peer");
+}
+
+/* ---- reflection ---------------------------------------------------------- */
+
+#define STEP_MS   1000 /* one relay step */
+#define LEAK_MS   500  /* how long the attacker listens for requests */
+#define R_LEN     64
+#define FORGED    0x66
+#define VICTIM_WR 2
+
+struct relay {
+	unsigned conns, challenges, proofs, msgs, forged;
+	size_t leaked; /* bytes the victim's connector sent after its hello */
+};
+
+/* Answer every whole request in buf[0, *len) as the peer would: an ACK, or
+ * READ data of FORGED bytes. Consumed bytes leave buf. */
+static void forge_answers(int vfd, uint8_t *buf, size_t *len, struct relay *r)
+{
+	static uint8_t data[R_LEN];
+	size_t off = 0;
+
+	memset(data, FORGED, sizeof(data));
+	while (*len - off >= sizeof(struct emu_msg)) {
+		struct emu_msg m, a;
+		size_t total;
+
+		memcpy(&m, buf + off, sizeof(m));
+		if (!emu_wire_msg_valid(&m)) {
+			off = *len;
+			break;
+		}
+		total = sizeof(m) + emu_wire_payload_len(&m);
+		if (*len - off < total)
+			break;
+		off += total;
+		r->msgs++;
+		memset(&a, 0, sizeof(a));
+		a.dst_qpn = m.src_qpn;
+		a.src_qpn = m.dst_qpn;
+		a.psn = m.psn;
+		a.type = m.type == EMU_MSG_READ ? EMU_MSG_READ_RESP : EMU_MSG_ACK;
+		a.len = m.type == EMU_MSG_READ ? R_LEN : 0;
+		send_all(vfd, &a, sizeof(a));
+		if (a.len)
+			send_all(vfd, data, a.len);
+		r->forged++;
+	}
+	memmove(buf, buf + off, *len - off);
+	*len -= off;
+}
+
+/* One connection the victim made to the attacker's port: its hello goes to
+ * the victim's own listener, that listener's challenge back to the victim,
+ * the victim's proof on to its listener; whatever requests follow get
+ * forged answers. The attacker holds no secret. */
+static void relay_one(int lfd, struct relay *r)
+{
+	uint8_t hello[sizeof(struct emu_hello)], ch[sizeof(struct emu_challenge)],
+	    proof[sizeof(struct emu_proof)], buf[4096];
+	uint64_t end;
+	size_t len = 0;
+	int vfd = accept(lfd, NULL, NULL), afd;
+
+	CHECK(vfd >= 0);
+	r->conns++;
+	if (!recv_exact(vfd, hello, sizeof(hello), STEP_MS)) {
+		close(vfd);
+		return;
+	}
+	afd = raw_connect(&listener);
+	send_all(afd, hello, sizeof(hello));
+	if (recv_exact(afd, ch, sizeof(ch), STEP_MS)) {
+		r->challenges++;
+		send_all(vfd, ch, sizeof(ch));
+		if (recv_exact(vfd, proof, sizeof(proof), STEP_MS)) {
+			r->proofs++;
+			r->leaked += sizeof(proof);
+			send_all(afd, proof, sizeof(proof));
+		}
+	}
+	for (end = t_now_ms() + LEAK_MS; t_now_ms() < end;) {
+		struct pollfd pfd = {.fd = vfd, .events = POLLIN};
+		ssize_t n;
+
+		if (poll(&pfd, 1, 10) <= 0)
+			continue;
+		n = recv(vfd, buf + len, sizeof(buf) - len, 0);
+		if (n <= 0)
+			break; /* the victim closed: it refused the handshake */
+		r->leaked += (size_t)n;
+		len += (size_t)n;
+		forge_answers(vfd, buf, &len, r);
+		if (len == sizeof(buf))
+			len = 0;
+	}
+	close(afd);
+	close(vfd);
+}
+
+static void post_victim_ops(struct ibv_qp *vq, uint8_t *rbuf, struct ibv_mr *rmr)
+{
+	struct ibv_sge ws = {.addr = (uintptr_t)src, .length = W_LEN, .lkey = smr->lkey};
+	struct ibv_sge rs = {.addr = (uintptr_t)rbuf, .length = R_LEN, .lkey = rmr->lkey};
+	struct ibv_send_wr w = {.wr_id = 1,
+	                        .sg_list = &ws,
+	                        .num_sge = 1,
+	                        .opcode = IBV_WR_RDMA_WRITE,
+	                        .send_flags = IBV_SEND_SIGNALED,
+	                        .wr.rdma = {.remote_addr = 0x1000, .rkey = 0x1234}};
+	struct ibv_send_wr rd = {.wr_id = 2,
+	                         .sg_list = &rs,
+	                         .num_sge = 1,
+	                         .opcode = IBV_WR_RDMA_READ,
+	                         .send_flags = IBV_SEND_SIGNALED,
+	                         .wr.rdma = {.remote_addr = 0x2000, .rkey = 0x1234}};
+
+	t_fill(src, W_LEN, 99);
+	t_post_send(vq, &w);
+	t_post_send(vq, &rd);
+}
+
+/* The victim's peer died and the attacker took its port: the victim's own
+ * handshake, relayed back into the victim, must not authenticate anybody. */
+static void case_reflect(void)
+{
+	struct ibv_cq *vcq = t_cq(ctx, 16);
+	struct ibv_wc wc[VICTIM_WR];
+	struct t_conn_opts o;
+	struct t_qp_caps caps;
+	struct sockaddr_in fa;
+	struct relay r = {0};
+	struct ibv_qp *vq;
+	struct ibv_mr *rmr;
+	struct t_ep peer;
+	uint8_t *rbuf;
+	uint64_t end;
+	int lfd = fake_listen(&fa), got = 0;
+
+	t_case("reflect: the victim dials a port the attacker holds");
+	rbuf = t_alloc(T_PAGE, GUARD);
+	rmr = t_reg(pd, rbuf, T_PAGE, T_ACCESS_ALL);
+	t_conn_opts_default(&o);
+	o.timeout = 14; /* 67 ms, 4 tries */
+	o.retry_cnt = 3;
+	t_qp_caps_default(&caps);
+	vq = t_qp(pd, vcq, vcq, &caps, NULL);
+	memset(&peer, 0, sizeof(peer));
+	gid_of(&fa, &peer.gid);
+	peer.qpn = FAKE_QPN;
+	t_connect(vq, &peer, &o);
+	post_victim_ops(vq, rbuf, rmr);
+	for (end = t_now_ms() + T_WAIT_MS; got < VICTIM_WR && t_now_ms() < end;) {
+		struct pollfd pfd = {.fd = lfd, .events = POLLIN};
+		int k = ibv_poll_cq(vcq, VICTIM_WR - got, wc + got);
+
+		CHECK(k >= 0);
+		got += k;
+		if (got < VICTIM_WR && poll(&pfd, 1, 5) == 1)
+			relay_one(lfd, &r);
+	}
+	printf("reflect: %u connections relayed, %u challenges from the victim's listener, %u "
+	       "proofs, %zu bytes after the hello, %u requests, %u forged answers\n",
+	       r.conns, r.challenges, r.proofs, r.leaked, r.msgs, r.forged);
+	if (got < VICTIM_WR)
+		T_FAIL("the victim's WRITE and READ did not end within %d ms", T_WAIT_MS);
+	CHECK_GE(r.conns, 1); /* the attack was made */
+	for (int i = 0; i < VICTIM_WR; i++)
+		t_print_wc(stdout, &wc[i]);
+	if (r.challenges)
+		T_FAIL("the victim's listener answered its own relayed hello with a challenge");
+	if (r.leaked)
+		T_FAIL("the victim sent the attacker %zu bytes after its hello (%u proofs, %u "
+		       "requests)",
+		       r.leaked, r.proofs, r.msgs);
+	if (rbuf[0] == FORGED)
+		T_FAIL("the victim's READ buffer holds the attacker's bytes");
+	CHECK_BYTES(rbuf, GUARD, T_PAGE);
+	CHECK_WC_STATUS(&wc[0], 1, IBV_WC_RETRY_EXC_ERR);
+	CHECK_WC_STATUS(&wc[1], 2, IBV_WC_WR_FLUSH_ERR);
+	CHECK_OK(ibv_destroy_qp(vq));
+	CHECK_OK(ibv_destroy_cq(vcq));
+	CHECK_OK(ibv_dereg_mr(rmr));
+	free(rbuf);
+	close(lfd);
+	expect_untouched("reflect");
+}
+
+static void case_server_other_gid(void)
+{
+	case_server(FAKE_OTHER_GID);
+}
+
+/* ---- large messages ------------------------------------------------------ */
+
+#define BIG_LEN      (16u << 20) /* a large message its QP takes */
+#define STREAM_LEN   (256u << 20)
+#define RSS_SLACK    (64u << 20) /* growth allowed while STREAM_LEN arrive */
+#define STREAM_CHUNK (1u << 20)
+
+static size_t rss_bytes(void)
+{
+	unsigned long size = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	CHECK(f != NULL);
+	CHECK_EQ(fscanf(f, "%lu %lu", &size, &resident), 2);
+	fclose(f);
+	return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* len bytes of data; false if the emulator stopped reading (closed). */
+static bool stream(int fd, size_t len)
+{
+	static uint8_t chunk[STREAM_CHUNK];
+
+	while (len) {
+		size_t n = len < sizeof(chunk) ? len : sizeof(chunk);
+		ssize_t w = send(fd, chunk, n, MSG_NOSIGNAL);
+
+		if (w <= 0)
+			return false;
+		len -= (size_t)w;
+	}
+	return true;
+}
+
+static void check_rss(size_t before, const char *what)
+{
+	size_t now = rss_bytes(), grew = now > before ? now - before : 0;
+
+	printf("%s: resident memory grew by %zu KiB\n", what, grew >> 10);
+	if (grew > RSS_SLACK)
+		T_FAIL("%s: the emulator's memory grew by %zu MiB while %u MiB of data it does not "
+		       "take arrived (allowed %u MiB)",
+		       what, grew >> 20, STREAM_LEN >> 20, RSS_SLACK >> 20);
+}
+
+static void big_write_header(int fd, uint32_t len, uint32_t psn)
+{
+	uint8_t w[sizeof(struct emu_msg) + W_LEN];
+	struct emu_msg m;
+
+	write_msg(w);
+	memcpy(&m, w, sizeof(m));
+	m.len = len;
+	m.psn = psn;
+	send_all(fd, &m, sizeof(m));
+}
+
+/* An authenticated peer announces WRITEs of 256 MiB and 2 GiB its target
+ * does not take (out of sequence; a duplicate): their data must be dropped
+ * as it arrives, never buffered, and the stream stays in step. */
+static void case_big_write_refused(void)
+{
+	struct emu_msg ack;
+	size_t rss0;
+	int fd;
+
+	t_case("big_write_refused: a 256 MiB WRITE out of sequence, all of its data");
+	fd = client_handshake(secret, NULL);
+	rss0 = rss_bytes();
+	big_write_header(fd, STREAM_LEN, PSN0 + 5);
+	CHECK(stream(fd, STREAM_LEN));
+	check_rss(rss0, "a 256 MiB WRITE out of sequence");
+
+	t_case("big_write_refused: then a 2 GiB duplicate WRITE, 256 MiB of its data");
+	big_write_header(fd, EMU_WIRE_MAX_MSG, PSN0 - 1);
+	/* a duplicate is ACKed from its header, before its data (and this
+	 * ACK shows the 256 MiB before were taken exactly) */
+	if (!recv_exact(fd, &ack, sizeof(ack), CLOSE_MS))
+		T_FAIL("no ACK for a duplicate 2 GiB WRITE before its data");
+	CHECK_EQ(ack.type, EMU_MSG_ACK);
+	CHECK_EQ(ack.psn, PSN0 - 1);
+	CHECK(stream(fd, STREAM_LEN));
+	check_rss(rss0, "a 2 GiB duplicate WRITE");
+	close(fd);
+	expect_untouched("big_write_refused");
+	t_case("big_write_refused: a fresh session still writes");
+	good_session(NULL);
+	target_reset();
+}
+
+/* A 16 MiB WRITE the target takes: buffered whole, written, ACKed. */
+static void case_big_write_ok(void)
+{
+	uint8_t *big = t_alloc(BIG_LEN, GUARD), *data = t_alloc(BIG_LEN, 0);
+	struct ibv_mr *bmr = t_reg(pd, big, BIG_LEN, T_ACCESS_ALL);
+	struct emu_msg m, ack;
+	uint8_t w[sizeof(struct emu_msg) + W_LEN];
+	int fd;
+
+	t_case("big_write_ok: a 16 MiB WRITE into a 16 MiB MR");
+	t_fill(data, BIG_LEN, 5);
+	fd = client_handshake(secret, NULL);
+	write_msg(w);
+	memcpy(&m, w, sizeof(m));
+	m.len = BIG_LEN;
+	m.raddr = (uintptr_t)big;
+	m.rkey = bmr->rkey;
+	send_all(fd, &m, sizeof(m));
+	send_all(fd, data, BIG_LEN);
+	if (!recv_exact(fd, &ack, sizeof(ack), T_WAIT_MS))
+		T_FAIL("no ACK for a 16 MiB WRITE");
+	CHECK_EQ(ack.type, EMU_MSG_ACK);
+	CHECK_EQ(ack.psn, PSN0);
+	CHECK_MEM(big, data, BIG_LEN);
+	close(fd);
+	CHECK_OK(ibv_dereg_mr(bmr));
+	free(big);
+	free(data);
+	target_reset();
+}
+
+/* A QP of the emulator dialed the fake peer at fake_gid, which holds the
+ * secret: the fake's end of the authenticated connection. */
+static int fake_session(int lfd, const union ibv_gid *fake_gid)
+{
+	uint8_t hello[sizeof(struct emu_hello)], ch[EMU_HS_OUT_MAX], proof[EMU_HS_OUT_MAX];
+	struct emu_hs acc;
+	size_t n;
+	int fd = fake_accept(lfd);
+
+	CHECK(recv_exact(fd, hello, sizeof(hello), CLOSE_MS));
+	start_hs(&acc, EMU_HS_ACCEPTOR, secret, fake_gid, NULL, ch, &n);
+	CHECK_EQ(emu_hs_step(&acc, hello, ch, &n), EMU_HS_OK);
+	send_all(fd, ch, n);
+	CHECK(recv_exact(fd, proof, sizeof(struct emu_proof), CLOSE_MS));
+	CHECK_EQ(emu_hs_step(&acc, proof, ch, &n), EMU_HS_OK);
+	CHECK_EQ(acc.state, EMU_HS_DONE);
+	return fd;
+}
+
+static void post_read(struct ibv_qp *qp, uint64_t id, void *buf, uint32_t len, uint32_t lkey)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = len, .lkey = lkey};
+	struct ibv_send_wr wr = {.wr_id = id,
+	                         .sg_list = &sge,
+	                         .num_sge = 1,
+	                         .opcode = IBV_WR_RDMA_READ,
+	                         .send_flags = IBV_SEND_SIGNALED,
+	                         .wr.rdma = {.remote_addr = 0x10000, .rkey = 0x1234}};
+
+	t_post_send(qp, &wr);
+}
+
+/* The next READ request on fd for want_len bytes (retransmissions of an
+ * earlier one, as a slow build may send, are skipped); its psn. */
+static uint32_t read_request(int fd, uint32_t want_len)
+{
+	struct emu_msg m;
+
+	do {
+		CHECK(recv_exact(fd, &m, sizeof(m), CLOSE_MS));
+		CHECK_EQ(m.type, EMU_MSG_READ);
+	} while (m.operand[0] != want_len);
+	return m.psn;
+}
+
+/* READ responses: a 16 MiB one the emulator asked for lands; one that
+ * announces 2 GiB for a 4 KiB READ fails that READ at once (BAD_RESP) and
+ * its data is dropped as it arrives, never buffered. */
+static void case_big_read(void)
+{
+	uint8_t *dst = t_alloc(BIG_LEN, GUARD), *data = t_alloc(BIG_LEN, 0);
+	struct ibv_mr *dmr = t_reg(pd, dst, BIG_LEN, T_ACCESS_ALL);
+	struct ibv_cq *rq_cq = t_cq(ctx, 16);
+	struct t_conn_opts o;
+	struct t_qp_caps caps;
+	struct sockaddr_in fa;
+	struct emu_msg r;
+	struct t_ep peer;
+	struct ibv_qp *rq;
+	struct ibv_wc wc;
+	size_t rss0;
+	int lfd = fake_listen(&fa), fd;
+
+	t_case("big_read: a 16 MiB READ answered in full");
+	t_conn_opts_default(&o);
+	o.timeout = 18; /* 1.07 s: few retransmissions of the 16 MiB READ */
+	t_qp_caps_default(&caps);
+	rq = t_qp(pd, rq_cq, rq_cq, &caps, NULL);
+	memset(&peer, 0, sizeof(peer));
+	gid_of(&fa, &peer.gid);
+	peer.qpn = FAKE_QPN;
+	t_connect(rq, &peer, &o);
+	post_read(rq, 1, dst, BIG_LEN, dmr->lkey);
+	fd = fake_session(lfd, &peer.gid);
+	memset(&r, 0, sizeof(r));
+	r.type = EMU_MSG_READ_RESP;
+	r.dst_qpn = rq->qp_num;
+	r.src_qpn = FAKE_QPN;
+	r.psn = read_request(fd, BIG_LEN);
+	r.len = BIG_LEN;
+	t_fill(data, BIG_LEN, 6);
+	send_all(fd, &r, sizeof(r));
+	send_all(fd, data, BIG_LEN);
+	wc = t_poll1(rq_cq, "the 16 MiB READ");
+	CHECK_WC(&wc, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	CHECK_MEM(dst, data, BIG_LEN);
+
+	t_case("big_read: a 4 KiB READ answered with 2 GiB");
+	memset(dst, GUARD, BIG_LEN);
+	post_read(rq, 2, dst, 4096, dmr->lkey);
+	r.psn = read_request(fd, 4096);
+	r.len = EMU_WIRE_MAX_MSG;
+	rss0 = rss_bytes();
+	send_all(fd, &r, sizeof(r));
+	stream(fd, STREAM_LEN); /* the emulator may close meanwhile: fine */
+	check_rss(rss0, "a 2 GiB READ response");
+	t_poll_timeout(rq_cq, 1, &wc, CLOSE_MS, "a READ whose answer announces 2 GiB");
+	CHECK_WC_STATUS(&wc, 2, IBV_WC_BAD_RESP_ERR);
+	CHECK_BYTES(dst, GUARD, BIG_LEN);
+	close(fd);
+	CHECK_OK(ibv_destroy_qp(rq));
+	CHECK_OK(ibv_destroy_cq(rq_cq));
+	CHECK_OK(ibv_dereg_mr(dmr));
+	close(lfd);
+	free(dst);
+	free(data);
+	expect_untouched("big_read");
+}
+
 /* ---- main ---------------------------------------------------------------- */
 
 static void setup(void)
 {
 	struct t_qp_caps caps;
 	struct sockaddr_in none = {.sin_family = AF_INET};
-	union ibv_gid gid;
 	struct t_ep peer;
 
 	ctx = t_open(T_DEVICE);
@@ -592,8 +1176,8 @@ static void setup(void)
 	t_connect(tgt, &peer, &opts);
 	/* a receive, so a SEND could complete: none may */
 	t_post_recv_buf(tgt, 7, tb, 256, tmr->lkey);
-	CHECK_OK(ibv_query_gid(ctx, 1, 0, &gid));
-	addr_of(&gid, &listener);
+	CHECK_OK(ibv_query_gid(ctx, 1, 0, &listener_gid));
+	addr_of(&listener_gid, &listener);
 }
 
 static const struct t_named_case cases[] = {
@@ -607,6 +1191,15 @@ static const struct t_named_case cases[] = {
     {"server_wrong", case_server_wrong},
     {"server_replay", case_server_replay},
     {"server_ok", case_server_ok},
+    {"server_other_gid", case_server_other_gid},
+    {"reflect", case_reflect},
+    {"hello_self", case_hello_self},
+    {"other_peer", case_other_peer},
+    {"mac_first_byte", case_mac_first_byte},
+    {"mac_last_byte", case_mac_last_byte},
+    {"big_write_refused", case_big_write_refused},
+    {"big_write_ok", case_big_write_ok},
+    {"big_read", case_big_read},
 };
 
 int main(int argc, char **argv)
