@@ -18,7 +18,10 @@
  *                        ibv_register_driver@IBVERBS_1.1
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <infiniband/sa.h>
 #include <rdma/ib_user_sa.h>
@@ -329,12 +332,37 @@ const char *ibv_get_sysfs_path(void)
 	return "/sys";
 }
 
-/* Emulated devices have no sysfs entries. */
+/* An emulated device's directory (ibdev_path) answers with the core's
+ * identity files, never with what the file system has there (a real adapter
+ * may have the same name); any other path is read as rdma-core reads it: the
+ * length of the contents without their newline, NUL-terminated, or -1 and
+ * errno (also when they would not fit with their terminator). */
 int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size)
 {
-	(void)dir, (void)file, (void)buf, (void)size;
-	errno = ENOENT;
-	return -1;
+	char path[IBV_SYSFS_PATH_MAX * 2];
+	ssize_t len;
+	int fd, ret = gemu_read_sysfs_attr(dir, file, buf, size);
+
+	if (ret >= 0)
+		return ret;
+	if (ret != -ENODEV)
+		return errno_to_minus1(-ret);
+	if (!dir || !file || !buf)
+		return errno_to_minus1(EINVAL);
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, file) >= sizeof(path))
+		return errno_to_minus1(ENAMETOOLONG);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	len = read(fd, buf, size);
+	close(fd);
+	if (len > 0 && buf[len - 1] == '\n')
+		buf[--len] = '\0';
+	else if (len > 0 && (size_t)len < size)
+		buf[len] = '\0';
+	else if (len > 0)
+		return errno_to_minus1(EOVERFLOW);
+	return (int)len;
 }
 
 /* ---- strings ---------------------------------------------------------------------- */
