@@ -42,7 +42,7 @@ static const struct knob knobs[] = {
      "name of device 0, in rdma-core's persistent style by default; the number it "
      "ends in counts up for the others (rocep1s0f1, ...; mlx5_0 gives mlx5_1, ...)"},
     {"GNIC_EMU_ADDR", KNOB_IPV4, CFG(bind_addr), "127.0.0.1", 0, 0,
-     "IPv4 address the fabric listeners bind to; it is part of every GID"},
+     "IPv4 address the fabric listeners bind to; it is part of every GID and node GUID"},
     {"GNIC_EMU_PORT", KNOB_INT, CFG(base_port), "0", 0, 65536 - EMU_MAX_DEVICES,
      "TCP port of device 0 (device i listens on PORT+i); 0 = ephemeral ports"},
     {"GNIC_EMU_LOG", KNOB_INT, CFG(log_level), "1", EMU_LOG_ERR, EMU_LOG_DEBUG,
