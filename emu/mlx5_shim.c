@@ -2,11 +2,11 @@
 /*
  * libmlx5.so.1 for gnic-emu: the mlx5 direct-verbs entry points a GPU
  * data path needs (init_obj, query_device, is_supported, create_qp,
- * open_device)
- * forward to libgnic_emu.so. The library exports every symbol of rdma-core
- * 44's libmlx5.so.1 at its version (libmlx5.map); the calls that need
- * firmware objects the emulator does not have (DevX, steering, mkeys,
- * crypto, scheduling, VFIO) are in mlx5_stubs.c and fail with EOPNOTSUPP.
+ * open_device) forward to libgnic_emu.so. The library exports every symbol
+ * of rdma-core 44's libmlx5.so.1 at its version (libmlx5.map); the calls
+ * that need firmware objects the emulator does not have (DevX, steering,
+ * mkeys, crypto, scheduling, VFIO) are in mlx5_stubs.c and fail with
+ * EOPNOTSUPP.
  */
 #include <errno.h>
 #include <stddef.h>
