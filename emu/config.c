@@ -8,6 +8,7 @@
  * left at its default: a typo must not silently change the NIC's behaviour.
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <pwd.h>
 #include <stddef.h>
@@ -19,8 +20,9 @@
 #include "emu.h"
 
 /* KNOB_STR: min/max bound the length; KNOB_SECRET is a string whose value
- * is never printed or logged. */
-enum knob_type { KNOB_INT, KNOB_IPV4, KNOB_STR, KNOB_SECRET };
+ * is never printed or logged; KNOB_GUID is a 64-bit EUI-64 (uint64_t, host
+ * order; "" = 0 = unset). */
+enum knob_type { KNOB_INT, KNOB_IPV4, KNOB_STR, KNOB_SECRET, KNOB_GUID };
 
 struct knob {
 	const char *name;
@@ -40,7 +42,8 @@ static const struct knob knobs[] = {
      "name of device 0, in rdma-core's persistent style by default; the number it "
      "ends in counts up for the others (rocep1s0f1, ...; mlx5_0 gives mlx5_1, ...)"},
     {"GNIC_EMU_ADDR", KNOB_IPV4, CFG(bind_addr), "127.0.0.1", 0, 0,
-     "unicast IPv4 address the fabric listeners bind to; it is part of every GID"},
+     "unicast IPv4 address the fabric listeners bind to; it is part of every GID and node "
+     "GUID"},
     {"GNIC_EMU_PORT", KNOB_INT, CFG(base_port), "0", 0, 65536 - EMU_MAX_DEVICES,
      "TCP port of device 0 (device i listens on PORT+i); 0 = ephemeral ports"},
     {"GNIC_EMU_LOG", KNOB_INT, CFG(log_level), "1", EMU_LOG_ERR, EMU_LOG_DEBUG,
@@ -60,6 +63,9 @@ static const struct knob knobs[] = {
      "~/.gnic-emu-secret, created on first use"},
     {"GNIC_EMU_HANDSHAKE_MS", KNOB_INT, CFG(handshake_ms), "5000", 10, 600000,
      "a fabric connection must be connected and authenticated within this (ms)"},
+    {"GNIC_EMU_GUID", KNOB_GUID, CFG(node_guid), "", 0, 0,
+     "node GUID of device 0 (0x0123456789abcdef or 0123:4567:89ab:cdef); device i has it + i. "
+     "Unset = derived from each device's fabric address (GNIC_EMU_ADDR and its port)"},
     {"GNIC_EMU_MAX_RD_ATOM", KNOB_INT, CFG(max_rd_atom), "16", 1, EMU_MAX_RD_ATOMIC,
      "max_qp_rd_atom and max_qp_init_rd_atom the device reports (ConnectX-7: 16); "
      "max_rd_atomic or max_dest_rd_atomic above it is refused with EINVAL"},
@@ -138,6 +144,51 @@ static int parse_ipv4(const char *s, char *out)
 	return 0;
 }
 
+static uint64_t hexval(char c)
+{
+	return isdigit((unsigned char)c) ? (uint64_t)(c - '0')
+	                                 : (uint64_t)(tolower((unsigned char)c) - 'a' + 10);
+}
+
+/* 16 hex digits with or without 0x, or the four colon-separated groups of
+ * ibv_devinfo's notation. 0, and values too close to the top for device i's
+ * GUID + i, are refused. "" is unset. */
+static int parse_guid(const char *s, uint64_t *out)
+{
+	const char *p = s;
+	uint64_t v = 0;
+	int n;
+
+	if (!*s) {
+		*out = 0;
+		return 0;
+	}
+	if (strchr(s, ':')) {
+		for (int group = 0; group < 4; group++) {
+			uint64_t g = 0;
+
+			if (group && *p++ != ':')
+				return -EINVAL;
+			for (n = 0; n < 4 && isxdigit((unsigned char)*p); n++)
+				g = g << 4 | hexval(*p++);
+			if (!n)
+				return -EINVAL;
+			v = v << 16 | g;
+		}
+	} else {
+		if (!strncmp(p, "0x", 2) || !strncmp(p, "0X", 2))
+			p += 2;
+		for (n = 0; n < 16 && isxdigit((unsigned char)*p); n++)
+			v = v << 4 | hexval(*p++);
+		if (!n)
+			return -EINVAL;
+	}
+	if (*p || !v || v > UINT64_MAX - EMU_MAX_DEVICES)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
 /* "" is the built-in default (unset); anything else must fit the limits. */
 static int parse_str(const struct knob *k, const char *s, char *out)
 {
@@ -157,6 +208,8 @@ static int knob_set(const struct knob *k, const char *s)
 	case KNOB_STR:
 	case KNOB_SECRET:
 		return parse_str(k, s, knob_field(k));
+	case KNOB_GUID:
+		return parse_guid(s, knob_field(k));
 	default:
 		return parse_int(k, s, knob_field(k));
 	}
@@ -188,6 +241,11 @@ static void knob_warn(const struct knob *k, const char *s)
 	case KNOB_SECRET:
 		emu_warn("config: ignoring %s (%zu bytes; want %ld to %ld bytes)", k->name,
 		         strlen(s), k->min, k->max);
+		break;
+	case KNOB_GUID:
+		emu_warn("config: ignoring %s=\"%s\" (want a non-zero 64-bit GUID: "
+		         "0x0123456789abcdef or 0123:4567:89ab:cdef); using the default",
+		         k->name, s);
 		break;
 	}
 }
@@ -233,6 +291,17 @@ static void knob_value(const struct knob *k, char *buf, size_t size)
 	case KNOB_SECRET:
 		snprintf(buf, size, "%s", str[0] ? "(set)" : "(unset)");
 		break;
+	case KNOB_GUID: {
+		uint64_t g = *(const uint64_t *)knob_field(k);
+
+		if (!g)
+			snprintf(buf, size, "(unset)");
+		else
+			snprintf(buf, size, "%04x:%04x:%04x:%04x", (unsigned int)(g >> 48) & 0xffff,
+			         (unsigned int)(g >> 32) & 0xffff, (unsigned int)(g >> 16) & 0xffff,
+			         (unsigned int)g & 0xffff);
+		break;
+	}
 	default:
 		snprintf(buf, size, "%d", *(const int *)knob_field(k));
 	}

@@ -9,18 +9,30 @@
 #define _GNU_SOURCE /* pipe2 */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "emu.h"
 
-#define EMU_FW_VER       "gnic-emu 0.1.0"
-#define EMU_VENDOR_ID    0x02c9 /* Mellanox: software keyed on it takes the mlx5 path */
-#define EMU_MAX_MR_SIZE  (1ull << 40)
-#define EMU_MAX_PD       65535
-#define EMU_CA_ACK_DELAY 16
-#define EMU_PKEY_DEFAULT 0xffff
+/* A ConnectX-7's identity, so that software keyed on it (perftest, UCX, NCCL,
+ * ...) takes its mlx5 path: the vendor ID, the part ID and a firmware version
+ * of the real format. What says "emulator" to a human is the board ID (the
+ * PSID ibv_devinfo prints, here "GNIC" + a serial instead of "MT_..." or an
+ * OEM's code) and the node description. */
+#define EMU_VENDOR_ID      0x02c9 /* Mellanox */
+#define EMU_VENDOR_PART_ID 4129   /* ConnectX-7 (MT4129) */
+#define EMU_HCA_TYPE       "MT4129"
+#define EMU_FW_VER         "28.39.1002"
+#define EMU_HW_VER         0
+#define EMU_BOARD_ID       "GNIC0000000001"
+/* MRs may start and end anywhere: every page size from 4 KiB up works. */
+#define EMU_PAGE_SIZE_CAP (~(uint64_t)(EMU_PAGE - 1))
+#define EMU_MAX_MR_SIZE   (1ull << 40)
+#define EMU_MAX_PD        65535
+#define EMU_CA_ACK_DELAY  16
+#define EMU_PKEY_DEFAULT  0xffff
 
 /* Port speed encodings of struct ibv_port_attr (IBTA PortInfo):
  * 4X lanes of 25 Gb/s (EDR) = 100 Gb/s. */
@@ -270,15 +282,19 @@ static void device_attr_fill(struct emu_device *dev, struct ibv_device_attr *a)
 	memset(a, 0, sizeof(*a));
 	strncpy(a->fw_ver, EMU_FW_VER, sizeof(a->fw_ver) - 1);
 	a->node_guid = dev->guid;
-	a->sys_image_guid = dev->guid;
+	a->sys_image_guid = dev->guid; /* each device is an adapter of its own */
 	a->max_mr_size = EMU_MAX_MR_SIZE;
-	a->page_size_cap = EMU_PAGE;
+	a->page_size_cap = EMU_PAGE_SIZE_CAP;
 	a->vendor_id = EMU_VENDOR_ID;
-	a->vendor_part_id = 0; /* not a real ConnectX part */
-	a->hw_ver = 0;
+	a->vendor_part_id = EMU_VENDOR_PART_ID;
+	a->hw_ver = EMU_HW_VER;
 	a->max_qp = EMU_MAX_QP - 1;
 	a->max_qp_wr = EMU_MAX_QP_WR;
-	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT;
+	/* the ConnectX-7 flags the emulator honours; not: P_Key/Q_Key violation
+	 * counters, path migration, port change, memory windows, XRC, UD, raw
+	 * packet checksums, memory management extensions, flow steering */
+	a->device_cap_flags =
+	    IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID;
 	a->max_sge = EMU_MAX_SGE;
 	a->max_sge_rd = EMU_MAX_SGE;
 	a->max_cq = EMU_MAX_CQ - 1;
@@ -314,6 +330,11 @@ EMU_EXPORT int gemu_query_device_ex(struct ibv_context *context,
 	 * everything we do not know about reads as "not supported" (zero) */
 	memset(attr, 0, attr_size);
 	device_attr_fill(to_ectx(context)->dev, &attr->orig_attr);
+	/* as the kernel reports it: the legacy flags are its low 32 bits, and no
+	 * extended capability (ODP, timestamps, TSO, RSS, tag matching, CQ
+	 * moderation, device memory, PCI atomics) is there to add */
+	if (vext_field_avail(struct ibv_device_attr_ex, device_cap_flags_ex, attr_size))
+		attr->device_cap_flags_ex = (uint64_t)attr->orig_attr.device_cap_flags;
 	if (vext_field_avail(struct ibv_device_attr_ex, phys_port_cnt_ex, attr_size))
 		attr->phys_port_cnt_ex = 1;
 	return 0;
@@ -386,4 +407,69 @@ EMU_EXPORT int gemu_query_pkey(struct ibv_context *context, uint8_t port_num, in
 		return EINVAL;
 	*pkey = gnic_be16(EMU_PKEY_DEFAULT);
 	return 0;
+}
+
+/* ---- sysfs attributes ------------------------------------------------------ */
+
+/* The emulated device whose ibdev_path dir is (a trailing '/' allowed). */
+static struct emu_device *device_by_sysfs_dir(const char *dir)
+{
+	for (int i = 0; i < emu_nic.num_devices; i++) {
+		const char *path = emu_nic.devices[i].ibdev.ibdev_path;
+		size_t len = strlen(path);
+
+		if (!strncmp(dir, path, len) && strspn(dir + len, "/") == strlen(dir + len))
+			return &emu_nic.devices[i];
+	}
+	return NULL;
+}
+
+static void guid_str(__be64 guid, char *buf, size_t size)
+{
+	uint64_t g = gnic_be64(guid); /* the swap is its own inverse */
+
+	snprintf(buf, size, "%04x:%04x:%04x:%04x", (unsigned int)(g >> 48) & 0xffff,
+	         (unsigned int)(g >> 32) & 0xffff, (unsigned int)(g >> 16) & 0xffff,
+	         (unsigned int)g & 0xffff);
+}
+
+/* The files of /sys/class/infiniband/<device>/ that identify an adapter, as
+ * ibv_read_sysfs_file() reads them: the value without its newline, in buf
+ * (NUL-terminated), and its length. -ENODEV for a directory that is not an
+ * emulated device's, -ENOENT for a file the device does not have, -EOVERFLOW
+ * when buf is too small (rdma-core fails rather than truncate). */
+EMU_EXPORT int gemu_read_sysfs_attr(const char *dir, const char *file, char *buf, size_t size)
+{
+	struct emu_device *dev = dir && file ? device_by_sysfs_dir(dir) : NULL;
+	char val[IBV_SYSFS_PATH_MAX + 64], host[64];
+	size_t len;
+
+	if (!dev)
+		return -ENODEV;
+	if (!strcmp(file, "board_id")) {
+		snprintf(val, sizeof(val), "%s", EMU_BOARD_ID);
+	} else if (!strcmp(file, "fw_ver")) {
+		snprintf(val, sizeof(val), "%s", EMU_FW_VER);
+	} else if (!strcmp(file, "hca_type")) {
+		snprintf(val, sizeof(val), "%s", EMU_HCA_TYPE);
+	} else if (!strcmp(file, "hw_rev")) {
+		snprintf(val, sizeof(val), "0x%x", EMU_HW_VER);
+	} else if (!strcmp(file, "node_type")) {
+		snprintf(val, sizeof(val), "%d: CA", IBV_NODE_CA);
+	} else if (!strcmp(file, "node_guid") || !strcmp(file, "sys_image_guid")) {
+		guid_str(dev->guid, val, sizeof(val));
+	} else if (!strcmp(file, "node_desc")) {
+		/* rdma-ndd's "<host> <device>", and what the device really is */
+		if (gethostname(host, sizeof(host)))
+			snprintf(host, sizeof(host), "localhost");
+		host[sizeof(host) - 1] = '\0';
+		snprintf(val, sizeof(val), "%s %s (gnic-emu)", host, dev->ibdev.name);
+	} else {
+		return -ENOENT;
+	}
+	len = strlen(val);
+	if (!buf || len >= size)
+		return -EOVERFLOW;
+	memcpy(buf, val, len + 1);
+	return (int)len;
 }

@@ -65,6 +65,7 @@ struct emu_config {
 	int max_rd_atom;        /* GNIC_EMU_MAX_RD_ATOM: reads/atomics in flight per QP */
 	int pending_max;        /* GNIC_EMU_PENDING_MAX: inbound handshakes at once */
 	int pending_per_ip;     /* GNIC_EMU_PENDING_PER_IP: of those, from one address */
+	uint64_t node_guid;     /* GNIC_EMU_GUID: device 0's node GUID; 0 = from its address */
 	char secret[1024];      /* GNIC_EMU_SECRET; "" = unset. Never printed */
 	char secret_file[4096]; /* GNIC_EMU_SECRET_FILE; "" = the per-user file */
 };
@@ -384,6 +385,10 @@ EMU_EXPORT int gemu_query_gid_ex(struct ibv_context *context, uint32_t port_num,
                                  struct ibv_gid_entry *entry, uint32_t flags, size_t entry_size);
 EMU_EXPORT int gemu_query_pkey(struct ibv_context *context, uint8_t port_num, int index,
                                __be16 *pkey);
+/* The identity files of an emulated device's sysfs directory (board_id,
+ * fw_ver, node_guid, ...): length, or -ENODEV (not an emulated device's
+ * directory), -ENOENT (no such file), -EOVERFLOW (buf too small). */
+EMU_EXPORT int gemu_read_sysfs_attr(const char *dir, const char *file, char *buf, size_t size);
 /* pd.c */
 EMU_EXPORT struct ibv_pd *gemu_alloc_pd(struct ibv_context *context);
 EMU_EXPORT int gemu_dealloc_pd(struct ibv_pd *pd);

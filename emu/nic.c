@@ -8,6 +8,7 @@
  * device's fabric listener, since a device's GID is the address of that
  * listener.
  */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -15,17 +16,20 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "emu.h"
 #include "fabric.h"
 
-/* Node GUIDs start with a fixed, locally administered OUI-like prefix (0x02
- * "GN") so gnic-emu devices are recognisable, then 24 bits that are random
- * per process (two processes never show the same GUID), then the index. */
-#define EMU_GUID_PREFIX 0x02474eull
+/* Node GUID: the first two bytes are a locally administered EUI-64 prefix
+ * (0x02: the U/L bit, so no vendor's OUI and never a real adapter's GUID;
+ * 0x47: 'G'), the other six are the device's fabric address, the IPv4
+ * address and TCP port its GID carries too. Two devices that can reach each
+ * other never share a listener address, so they never share a GUID; a device
+ * keeps its GUID across runs whenever it keeps its address (GNIC_EMU_PORT
+ * set). GNIC_EMU_GUID sets device 0's GUID instead, device i's is that + i. */
+#define EMU_GUID_PREFIX 0x0247ull
 
 struct emu_nic emu_nic = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -60,16 +64,6 @@ uint64_t emu_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static uint32_t process_random24(void)
-{
-	uint32_t r = 0;
-
-	/* no entropy yet (early boot) is no reason to fail: time and pid differ */
-	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
-		r = (uint32_t)emu_now_ns() ^ ((uint32_t)getpid() << 8);
-	return r & 0xffffff;
-}
-
 /* Device index's name: GNIC_EMU_NAME with the number it ends in counted up
  * by index. Letters, digits and '_' only (a name is a sysfs directory);
  * anything else falls back to the default. */
@@ -95,13 +89,21 @@ static void device_name(int index, char *out, size_t size)
 	         strtol(base + len - digits, NULL, 10) + index);
 }
 
-static void device_init(struct emu_device *dev, int index, uint32_t rnd)
+/* After the listener is bound: dev->addr is the device's fabric address. */
+static __be64 device_guid(const struct emu_device *dev)
+{
+	if (emu_cfg.node_guid)
+		return gnic_be64(emu_cfg.node_guid + (uint64_t)dev->index);
+	return gnic_be64(EMU_GUID_PREFIX << 48 | (uint64_t)ntohl(dev->addr.sin_addr.s_addr) << 16 |
+	                 ntohs(dev->addr.sin_port));
+}
+
+static void device_init(struct emu_device *dev, int index)
 {
 	struct ibv_device *ib = &dev->ibdev;
 
 	memset(dev, 0, sizeof(*dev));
 	dev->index = index;
-	dev->guid = gnic_be64(EMU_GUID_PREFIX << 40 | (uint64_t)rnd << 16 | (uint64_t)index);
 	ib->node_type = IBV_NODE_CA;
 	ib->transport_type = IBV_TRANSPORT_IB;
 	device_name(index, ib->name, sizeof(ib->name));
@@ -112,13 +114,12 @@ static void device_init(struct emu_device *dev, int index, uint32_t rnd)
 
 static int devices_create(void)
 {
-	uint32_t rnd = process_random24();
 	int i, ret;
 
 	for (i = 0; i < emu_cfg.num_devices; i++) {
 		struct emu_device *dev = &emu_nic.devices[i];
 
-		device_init(dev, i, rnd);
+		device_init(dev, i);
 		ret = emu_fabric_listen(dev);
 		if (ret) {
 			emu_err("%s: cannot listen on %s port %d: %s", dev->ibdev.name,
@@ -126,6 +127,7 @@ static int devices_create(void)
 			        strerror(-ret));
 			goto undo;
 		}
+		dev->guid = device_guid(dev);
 		emu_nic.dev_list[i] = &dev->ibdev;
 	}
 	emu_nic.num_devices = emu_cfg.num_devices;

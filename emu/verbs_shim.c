@@ -3,15 +3,25 @@
  * libibverbs.so.1 for gnic-emu: with LD_LIBRARY_PATH pointing here, any
  * verbs program runs on the emulated NIC unchanged.
  *
- * Every public ibv_* symbol of rdma-core 44 exists with its default symbol
- * version (libibverbs.map). Each one forwards to a gemu_* call of
- * libgnic_emu.so or, for pure helpers (strings, rate tables, kernel struct
- * copies), does the work itself. What the emulator does not model (SRQ, AH,
- * multicast, memory windows, resize/rereg, imports, ECE, sysfs) fails with
- * EOPNOTSUPP (NULL + errno for calls that return objects).
+ * The library exports every symbol of rdma-core 44's libibverbs.so.1 with
+ * its symbol version (libibverbs.map). This file holds the public verbs the
+ * emulator implements: each forwards to a gemu_* call of libgnic_emu.so or,
+ * for pure helpers (strings, rate tables, kernel struct copies), does the
+ * work itself, answering in the call's own convention. The rest of the
+ * surface lives beside it:
+ *
+ *   verbs_unsupported.c  public verbs the emulator does not model (SRQ, AH,
+ *                        multicast, resize/rereg, imports, ECE): EOPNOTSUPP
+ *   verbs_provider.c     the provider interface (IBVERBS_PRIVATE_34) that
+ *                        provider libraries linked into a program import
+ *   verbs_compat.c       the libibverbs 1.0 ABI (IBVERBS_1.0) and
+ *                        ibv_register_driver@IBVERBS_1.1
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <infiniband/sa.h>
 #include <rdma/ib_user_sa.h>
@@ -44,10 +54,13 @@ static void *unsupported_ptr(void)
 	return NULL;
 }
 
-static int unsupported(void)
+/* For the calls whose failure is -1 + errno, given the core's errno value. */
+static int errno_to_minus1(int err)
 {
-	errno = EOPNOTSUPP;
-	return EOPNOTSUPP;
+	if (!err)
+		return 0;
+	errno = err;
+	return -1;
 }
 
 /* ---- devices and contexts -------------------------------------------------- */
@@ -82,15 +95,10 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	return gemu_open_device(device);
 }
 
+/* 0, or -1 and errno (ibv_open_device(3)). */
 int ibv_close_device(struct ibv_context *context)
 {
-	return gemu_close_device(context);
-}
-
-struct ibv_context *ibv_import_device(int cmd_fd)
-{
-	(void)cmd_fd;
-	return unsupported_ptr();
+	return errno_to_minus1(gemu_close_device(context));
 }
 
 int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *device_attr)
@@ -107,9 +115,10 @@ int ibv_query_port(struct ibv_context *context, uint8_t port_num,
 	                       offsetof(struct ibv_port_attr, port_cap_flags2));
 }
 
+/* 0, or -1 and errno (ibv_query_gid(3)). */
 int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, union ibv_gid *gid)
 {
-	return gemu_query_gid(context, port_num, index, gid);
+	return errno_to_minus1(gemu_query_gid(context, port_num, index, gid));
 }
 
 int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num, uint32_t gid_index,
@@ -149,9 +158,10 @@ int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned i
 	return 0;
 }
 
+/* 0, or -1 and errno (ibv_query_pkey(3)). */
 int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index, __be16 *pkey)
 {
-	return gemu_query_pkey(context, port_num, index, pkey);
+	return errno_to_minus1(gemu_query_pkey(context, port_num, index, pkey));
 }
 
 int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num, __be16 pkey)
@@ -182,18 +192,6 @@ int ibv_dealloc_pd(struct ibv_pd *pd)
 	return gemu_dealloc_pd(pd);
 }
 
-struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t pd_handle)
-{
-	(void)context;
-	(void)pd_handle;
-	return unsupported_ptr();
-}
-
-void ibv_unimport_pd(struct ibv_pd *pd)
-{
-	(void)pd; /* no PD can have been imported */
-}
-
 struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
 {
 	return gemu_reg_mr_iova2(pd, addr, length, (uintptr_t)addr, (unsigned int)access);
@@ -222,39 +220,6 @@ int ibv_dereg_mr(struct ibv_mr *mr)
 	return gemu_dereg_mr(mr);
 }
 
-/* Input errors keep the old MR valid, which is what this code says. */
-int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length,
-                 int access)
-{
-	(void)mr, (void)flags, (void)pd, (void)addr, (void)length, (void)access;
-	errno = EOPNOTSUPP;
-	return IBV_REREG_MR_ERR_INPUT;
-}
-
-struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
-{
-	(void)pd;
-	(void)mr_handle;
-	return unsupported_ptr();
-}
-
-void ibv_unimport_mr(struct ibv_mr *mr)
-{
-	(void)mr;
-}
-
-struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_handle)
-{
-	(void)context;
-	(void)dm_handle;
-	return unsupported_ptr();
-}
-
-void ibv_unimport_dm(struct ibv_dm *dm)
-{
-	(void)dm;
-}
-
 /* ---- CQ and channels --------------------------------------------------------- */
 
 struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
@@ -266,13 +231,6 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
 int ibv_destroy_cq(struct ibv_cq *cq)
 {
 	return gemu_destroy_cq(cq);
-}
-
-int ibv_resize_cq(struct ibv_cq *cq, int cqe)
-{
-	(void)cq;
-	(void)cqe;
-	return unsupported();
 }
 
 struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
@@ -342,94 +300,6 @@ int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_
 	return 0;
 }
 
-int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
-{
-	(void)qp;
-	(void)ece;
-	return unsupported();
-}
-
-int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
-{
-	(void)qp;
-	(void)ece;
-	return unsupported();
-}
-
-/* ---- not emulated: SRQ, AH, multicast --------------------------------------------- */
-
-struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *srq_init_attr)
-{
-	(void)pd;
-	(void)srq_init_attr;
-	return unsupported_ptr();
-}
-
-int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr, int srq_attr_mask)
-{
-	(void)srq, (void)srq_attr, (void)srq_attr_mask;
-	return unsupported();
-}
-
-int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr)
-{
-	(void)srq;
-	(void)srq_attr;
-	return unsupported();
-}
-
-int ibv_destroy_srq(struct ibv_srq *srq)
-{
-	(void)srq;
-	return unsupported();
-}
-
-struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
-{
-	(void)pd;
-	(void)attr;
-	return unsupported_ptr();
-}
-
-struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh,
-                                     uint8_t port_num)
-{
-	(void)pd, (void)wc, (void)grh, (void)port_num;
-	return unsupported_ptr();
-}
-
-int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num, struct ibv_wc *wc,
-                        struct ibv_grh *grh, struct ibv_ah_attr *ah_attr)
-{
-	(void)context, (void)port_num, (void)wc, (void)grh, (void)ah_attr;
-	return unsupported();
-}
-
-int ibv_destroy_ah(struct ibv_ah *ah)
-{
-	(void)ah;
-	return unsupported();
-}
-
-int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr *attr,
-                                uint8_t eth_mac[ETHERNET_LL_SIZE], uint16_t *vid)
-{
-	(void)context, (void)attr, (void)eth_mac, (void)vid;
-	return unsupported();
-}
-
-int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
-{
-	(void)qp, (void)gid, (void)lid;
-	return unsupported();
-}
-
-int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
-{
-	(void)qp, (void)gid, (void)lid;
-	return unsupported();
-}
-
 /* ---- fork and sysfs ----------------------------------------------------------------- */
 
 /* The emulator pins nothing, so fork() needs no preparation. */
@@ -462,12 +332,37 @@ const char *ibv_get_sysfs_path(void)
 	return "/sys";
 }
 
-/* Emulated devices have no sysfs entries. */
+/* An emulated device's directory (ibdev_path) answers with the core's
+ * identity files, never with what the file system has there (a real adapter
+ * may have the same name); any other path is read as rdma-core reads it: the
+ * length of the contents without their newline, NUL-terminated, or -1 and
+ * errno (also when they would not fit with their terminator). */
 int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size)
 {
-	(void)dir, (void)file, (void)buf, (void)size;
-	errno = ENOENT;
-	return -1;
+	char path[IBV_SYSFS_PATH_MAX * 2];
+	ssize_t len;
+	int fd, ret = gemu_read_sysfs_attr(dir, file, buf, size);
+
+	if (ret >= 0)
+		return ret;
+	if (ret != -ENODEV)
+		return errno_to_minus1(-ret);
+	if (!dir || !file || !buf)
+		return errno_to_minus1(EINVAL);
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, file) >= sizeof(path))
+		return errno_to_minus1(ENAMETOOLONG);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	len = read(fd, buf, size);
+	close(fd);
+	if (len > 0 && buf[len - 1] == '\n')
+		buf[--len] = '\0';
+	else if (len > 0 && (size_t)len < size)
+		buf[len] = '\0';
+	else if (len > 0)
+		return errno_to_minus1(EOVERFLOW);
+	return (int)len;
 }
 
 /* ---- strings ---------------------------------------------------------------------- */

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The public verbs of rdma-core 44 that gnic-emu does not model: SRQ,
+ * address handles and UD helpers, multicast, resizing a CQ, re-registering
+ * an MR, importing objects of another process, and ECE. Each one fails the
+ * way its man page says a failure looks (NULL + errno for objects, an errno
+ * value for most int calls, -1 + errno for ibv_init_ah_from_wc), always with
+ * EOPNOTSUPP, so software probing for a feature takes its fallback path.
+ *
+ * The verbs reached through the context's operation table instead of a
+ * symbol (ibv_create_cq_ex, ibv_alloc_mw, ibv_open_xrcd, flows, WQs, DM, ...)
+ * need no code: device.c leaves those slots empty and verbs.h then returns
+ * EOPNOTSUPP itself.
+ */
+#include <errno.h>
+
+#include <infiniband/verbs.h>
+
+/* A stub's parameters document the call; none of them is used. */
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+
+static void *unsupported_ptr(void)
+{
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+static int unsupported(void)
+{
+	errno = EOPNOTSUPP;
+	return EOPNOTSUPP;
+}
+
+/* ---- SRQ ------------------------------------------------------------------------ */
+
+struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *srq_init_attr)
+{
+	return unsupported_ptr();
+}
+
+int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr, int srq_attr_mask)
+{
+	return unsupported();
+}
+
+int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr)
+{
+	return unsupported();
+}
+
+int ibv_destroy_srq(struct ibv_srq *srq)
+{
+	return unsupported();
+}
+
+/* ---- address handles (UD) -------------------------------------------------------- */
+
+struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+	return unsupported_ptr();
+}
+
+struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh,
+                                     uint8_t port_num)
+{
+	return unsupported_ptr();
+}
+
+int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num, struct ibv_wc *wc,
+                        struct ibv_grh *grh, struct ibv_ah_attr *ah_attr)
+{
+	errno = EOPNOTSUPP;
+	return -1;
+}
+
+int ibv_destroy_ah(struct ibv_ah *ah)
+{
+	return unsupported();
+}
+
+int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr *attr,
+                                uint8_t eth_mac[ETHERNET_LL_SIZE], uint16_t *vid)
+{
+	return unsupported();
+}
+
+/* ---- multicast ------------------------------------------------------------------- */
+
+int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	return unsupported();
+}
+
+int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	return unsupported();
+}
+
+/* ---- resize and re-register ------------------------------------------------------- */
+
+int ibv_resize_cq(struct ibv_cq *cq, int cqe)
+{
+	return unsupported();
+}
+
+/* IBV_REREG_MR_ERR_INPUT: the old MR stays valid. */
+int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length,
+                 int access)
+{
+	errno = EOPNOTSUPP;
+	return IBV_REREG_MR_ERR_INPUT;
+}
+
+/* ---- objects of another process ---------------------------------------------------- */
+
+struct ibv_context *ibv_import_device(int cmd_fd)
+{
+	return unsupported_ptr();
+}
+
+struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t pd_handle)
+{
+	return unsupported_ptr();
+}
+
+struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
+{
+	return unsupported_ptr();
+}
+
+struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_handle)
+{
+	return unsupported_ptr();
+}
+
+/* Nothing can have been imported, so there is nothing to release. */
+void ibv_unimport_pd(struct ibv_pd *pd) {}
+
+void ibv_unimport_mr(struct ibv_mr *mr) {}
+
+void ibv_unimport_dm(struct ibv_dm *dm) {}
+
+/* ---- enhanced connection establishment --------------------------------------------- */
+
+int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
+{
+	return unsupported();
+}
+
+int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
+{
+	return unsupported();
+}
