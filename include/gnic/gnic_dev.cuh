@@ -238,7 +238,8 @@ GNIC_DEVFN void gnic_ring_locked(struct gnic_dev_qp *qp, uint64_t pi, const void
 		 * of everything before it (the record above says the same); the
 		 * WQE goes out in order, ctrl word first, as rdma-core's
 		 * mlx5_bf_copy writes it. Otherwise: a plain doorbell. */
-		if (bf_wqe && nbb * GNIC_MLX5_SEND_WQE_BB <= qp->bf_size && qp->sq_rung == pi - nbb) {
+		if (bf_wqe && nbb * GNIC_MLX5_SEND_WQE_BB <= qp->bf_size &&
+		    qp->sq_rung == pi - nbb) {
 			gnic_mmio_store64(half, ((const gnic_u64a_t *)bf_wqe)[0]);
 			gnic_copy_words(half + 1, (const gnic_u64a_t *)bf_wqe + 1,
 			                nbb * GNIC_MLX5_SEND_WQE_BB - 8);

@@ -47,7 +47,8 @@ int main(int argc, char **argv)
 	       info.provider_lib);
 	if (info.provider == GNIC_PROVIDER_EMU &&
 	    strncmp(info.provider_lib, argv[1], strlen(argv[1]))) {
-		fprintf(stderr, "consumer: gnic-emu loaded from %s, not from the install prefix %s\n",
+		fprintf(stderr,
+		        "consumer: gnic-emu loaded from %s, not from the install prefix %s\n",
 		        info.provider_lib, argv[1]);
 		return 1;
 	}
