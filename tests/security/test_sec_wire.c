@@ -57,6 +57,12 @@
  *   big_read       a 16 MiB READ answered in full lands; a 4 KiB READ
  *                  answered with 2 GiB fails at once, memory stays put
  *
+ * The fake peer also counts what no in-process peer can show exactly:
+ *   rnr_count      a SEND answered with RNR NAKs only: with rnr_retry N
+ *                  (0, 1, 3, 6) the emulator sends it exactly N + 1 times,
+ *                  then completes it with RNR_RETRY_EXC_ERR; with 7 it
+ *                  retries for ever (10 NAKs, then an ACK: SUCCESS)
+ *
  * Run one case: test_sec_wire <case>.
  */
 #include <arpa/inet.h>
@@ -1180,6 +1186,102 @@ static void setup(void)
 	addr_of(&listener_gid, &listener);
 }
 
+/* ---- RNR retry count ------------------------------------------------------ */
+
+/* The next SEND on fd within ms (retransmissions included); false: none. */
+static bool next_send(int fd, struct emu_msg *m, unsigned ms)
+{
+	uint8_t payload[64];
+
+	if (!recv_exact(fd, m, sizeof(*m), ms))
+		return false;
+	CHECK_EQ(m->type, EMU_MSG_SEND);
+	CHECK(m->len <= sizeof(payload));
+	CHECK(recv_exact(fd, payload, m->len, CLOSE_MS));
+	return true;
+}
+
+static void answer_send(int fd, const struct emu_msg *req, uint8_t type, uint32_t qpn)
+{
+	struct emu_msg a;
+
+	memset(&a, 0, sizeof(a));
+	a.type = type;
+	a.rnr_timer = 1; /* 0.01 ms */
+	a.dst_qpn = qpn;
+	a.src_qpn = FAKE_QPN;
+	a.psn = req->psn;
+	send_all(fd, &a, sizeof(a));
+}
+
+/* One SEND with rnr_retry n, every try NAKed (n == 7: 10 NAKs, then an ACK). */
+static void rnr_round(uint8_t n)
+{
+	struct ibv_cq *cq = t_cq(ctx, 16);
+	unsigned sends = 0, naks = n == 7 ? 10 : 1000;
+	struct t_conn_opts o;
+	struct t_qp_caps caps;
+	struct sockaddr_in fa;
+	struct t_ep peer;
+	struct emu_msg m;
+	struct ibv_qp *qp;
+	struct ibv_wc wc;
+	int lfd = fake_listen(&fa), fd, got = 0;
+
+	t_case("rnr_count: rnr_retry %u", n);
+	t_conn_opts_default(&o);
+	o.rnr_retry = n;
+	o.timeout = 14; /* 67 ms: no transport retry while the NAKs come */
+	t_qp_caps_default(&caps);
+	qp = t_qp(pd, cq, cq, &caps, NULL);
+	memset(&peer, 0, sizeof(peer));
+	gid_of(&fa, &peer.gid);
+	peer.qpn = FAKE_QPN;
+	t_connect(qp, &peer, &o);
+	t_fill(src, 16, n);
+	struct ibv_sge sge = {.addr = (uintptr_t)src, .length = 16, .lkey = smr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 7,
+	                         .sg_list = &sge,
+	                         .num_sge = 1,
+	                         .opcode = IBV_WR_SEND,
+	                         .send_flags = IBV_SEND_SIGNALED};
+	t_post_send(qp, &wr);
+	fd = fake_session(lfd, &peer.gid);
+	while (!got && next_send(fd, &m, 2000)) {
+		sends++;
+		answer_send(fd, &m, sends <= naks ? EMU_MSG_RNR_NAK : EMU_MSG_ACK, qp->qp_num);
+		got = ibv_poll_cq(cq, 1, &wc);
+		if (!got && n != 7 && sends == n + 1u) /* the last try: its answer ends it */
+			t_poll_timeout(cq, 1, &wc, 2000, "the SEND after its last RNR NAK"),
+			    got = 1;
+	}
+	if (!got)
+		t_poll_timeout(cq, 1, &wc, 2000, "the SEND"), got = 1;
+	printf("rnr_retry %u: %u tries, status %s\n", n, sends, ibv_wc_status_str(wc.status));
+	if (n == 7) {
+		CHECK_WC_STATUS(&wc, 7, IBV_WC_SUCCESS);
+		CHECK_EQ(sends, naks + 1);
+	} else {
+		CHECK_WC_STATUS(&wc, 7, IBV_WC_RNR_RETRY_EXC_ERR);
+		if (sends != n + 1u)
+			T_FAIL("rnr_retry %u: the SEND went out %u times, want %u", n, sends,
+			       n + 1);
+		CHECK(!next_send(fd, &m, 100)); /* and not once more */
+	}
+	close(fd);
+	close(lfd);
+	CHECK_OK(ibv_destroy_qp(qp));
+	CHECK_OK(ibv_destroy_cq(cq));
+}
+
+static void case_rnr_count(void)
+{
+	static const uint8_t ns[] = {0, 1, 3, 6, 7};
+
+	for (unsigned i = 0; i < sizeof(ns); i++)
+		rnr_round(ns[i]);
+}
+
 static const struct t_named_case cases[] = {
     {"control", case_control},
     {"no_handshake", case_no_handshake},
@@ -1200,6 +1302,7 @@ static const struct t_named_case cases[] = {
     {"big_write_refused", case_big_write_refused},
     {"big_write_ok", case_big_write_ok},
     {"big_read", case_big_read},
+    {"rnr_count", case_rnr_count},
 };
 
 int main(int argc, char **argv)
