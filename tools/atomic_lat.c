@@ -60,18 +60,7 @@ static void run(struct perf_run *r)
 		host_run(r, r->ep[PERF_A]);
 }
 
-const struct perf_test perf_test_atomic_lat = {
-    .name = "atomic_lat",
-    .help = "8-byte fetch-add latency, one at a time, every fetched value checked",
-    .id = PERF_TEST_atomic_lat,
-    .kind = PERF_LAT,
-    .modes = PERF_MODES_ALL,
-    .flags = PERF_F_PINGPONG | PERF_F_OPERAND8,
-    .sizes = "8",
-    .iters = 1000,
-    .quick_iters = 200,
-    .setup = perf_counter_setup,
-    .run = run,
-    .validate = perf_counter_check,
-};
+PERF_TEST_DEF(atomic_lat, PERF_LAT, PERF_MODES_ALL, PERF_F_PINGPONG | PERF_F_OPERAND8, "8", 1000,
+              200, perf_counter_setup, run, perf_counter_check,
+              "8-byte fetch-add latency, one at a time, every fetched value checked");
 #endif

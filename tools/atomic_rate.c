@@ -44,18 +44,6 @@ static bool validate(struct perf_run *r)
 	return perf_counter_check(r);
 }
 
-const struct perf_test perf_test_atomic_rate = {
-    .name = "atomic_rate",
-    .help = "8-byte atomic adds on one counter, pipelined: operations per second",
-    .id = PERF_TEST_atomic_rate,
-    .kind = PERF_RATE,
-    .modes = PERF_MODES_ALL,
-    .flags = PERF_F_OPERAND8,
-    .sizes = "8",
-    .iters = 10000,
-    .quick_iters = 2000,
-    .setup = setup,
-    .run = run,
-    .validate = validate,
-};
+PERF_TEST_DEF(atomic_rate, PERF_RATE, PERF_MODES_ALL, PERF_F_OPERAND8, "8", 10000, 2000, setup, run,
+              validate, "8-byte atomic adds on one counter, pipelined: operations per second");
 #endif

@@ -41,18 +41,6 @@ static bool validate(struct perf_run *r)
 	return perf_stream_validate(r, PERF_B);
 }
 
-const struct perf_test perf_test_get_bw = {
-    .name = "get_bw",
-    .help = "RDMA READ bandwidth and message rate",
-    .id = PERF_TEST_get_bw,
-    .kind = PERF_BW,
-    .modes = PERF_MODES_ALL,
-    .flags = PERF_F_BIDIR,
-    .sizes = "1-1M",
-    .iters = 5000,
-    .quick_iters = 1000,
-    .setup = setup,
-    .run = run,
-    .validate = validate,
-};
+PERF_TEST_DEF(get_bw, PERF_BW, PERF_MODES_ALL, PERF_F_BIDIR, "1-1M", 5000, 1000, setup, run,
+              validate, "RDMA READ bandwidth and message rate");
 #endif

@@ -6,18 +6,6 @@
  * timed interval.
  */
 #ifdef PERF_DEV_PASS
-/* The complement of side B's region 0: no byte matches before the data lands. */
-GNIC_DEVFN void get_lat_poison(uint8_t *p, uint64_t len)
-{
-	uint64_t key = perf_pat_key(PERF_B, 0, len), w;
-
-	for (w = 0; w < len / 8; w++)
-		((volatile uint64_t *)p)[w] = ~pd_le64(perf_pat_word(key, w));
-	for (w *= 8; w < len; w++)
-		((volatile uint8_t *)p)[w] =
-		    (uint8_t)~perf_pat_byte(key, len, w, perf_pat_marker(1, 0));
-}
-
 GNIC_DEVFN void get_lat_dev(const struct pd_side *s, const struct pd_thread *t)
 {
 	uint64_t dst = perf_ring_dst(&s->r, 0);
@@ -30,7 +18,7 @@ GNIC_DEVFN void get_lat_dev(const struct pd_side *s, const struct pd_thread *t)
 		int rc;
 
 		if (s->validate)
-			get_lat_poison(s->lbase + dst, s->r.size);
+			perf_pat_fill(s->lbase + dst, s->r.size, PERF_B, 0, ~0ull); /* the poison */
 		t0 = pd_clock();
 		rc =
 		    pd_get(s, &s->qp[0], dst, perf_ring_src(&s->r, region), (uint32_t)s->r.size, 1);
@@ -79,24 +67,6 @@ static void run(struct perf_run *r)
 		host_run(r, r->ep[PERF_A]);
 }
 
-static bool validate(struct perf_run *r)
-{
-	(void)r;
-	return true; /* every READ was checked */
-}
-
-const struct perf_test perf_test_get_lat = {
-    .name = "get_lat",
-    .help = "RDMA READ latency, one at a time",
-    .id = PERF_TEST_get_lat,
-    .kind = PERF_LAT,
-    .modes = PERF_MODES_ALL,
-    .flags = PERF_F_PINGPONG,
-    .sizes = "8,64,4096",
-    .iters = 1000,
-    .quick_iters = 200,
-    .setup = perf_pingpong_setup,
-    .run = run,
-    .validate = validate,
-};
+PERF_TEST_DEF(get_lat, PERF_LAT, PERF_MODES_ALL, PERF_F_PINGPONG, "8,64,4096", 1000, 200,
+              perf_pingpong_setup, run, NULL, "RDMA READ latency, one at a time");
 #endif

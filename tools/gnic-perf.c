@@ -169,7 +169,7 @@ static void run_once(struct perf_session *s, size_t size, struct perf_stats *st)
 	a->test->setup(&r);
 	perf_sync(s);
 	run_chunks(&r, &p);
-	if (a->validate)
+	if (a->validate && a->test->validate) /* NULL: each message was checked on arrival */
 		mine.ok = a->test->validate(&r);
 	if (s->boot)
 		perf_exchange(s, &mine, &peer, sizeof(mine));

@@ -35,18 +35,6 @@ static bool validate(struct perf_run *r)
 	return perf_ring_check(r->local, &r->ring, PERF_A, r->done, PERF_A);
 }
 
-const struct perf_test perf_test_memcpy = {
-    .name = "memcpy",
-    .help = "CPU memcpy bandwidth of this machine (reference, no NIC)",
-    .id = PERF_TEST_memcpy,
-    .kind = PERF_BW,
-    .modes = 1u << PERF_HOST,
-    .flags = PERF_F_LOCAL,
-    .sizes = "1-1M",
-    .iters = 5000,
-    .quick_iters = 1000,
-    .setup = setup,
-    .run = run,
-    .validate = validate,
-};
+PERF_TEST_DEF(memcpy, PERF_BW, 1u << PERF_HOST, PERF_F_LOCAL, "1-1M", 5000, 1000, setup, run,
+              validate, "CPU memcpy bandwidth of this machine (reference, no NIC)");
 #endif

@@ -92,10 +92,16 @@ struct perf_test {
 	void (*setup)(struct perf_run *r);
 	/* iterations [r->first, r->first + r->count): r->ns, r->lat */
 	void (*run)(struct perf_run *r);
-	/* after the last chunk, on the sides this process holds */
+	/* after the last chunk, on the sides this process holds (may be NULL) */
 	bool (*validate)(struct perf_run *r);
 };
 
+/* A test's descriptor, in its file. */
+#define PERF_TEST_DEF(n, kind_, modes_, flags_, sizes_, iters_, quick_, setup_, run_, validate_,   \
+                      help_)                                                                       \
+	const struct perf_test perf_test_##n = {#n,     help_,  PERF_TEST_##n, kind_,              \
+	                                        modes_, flags_, sizes_,        iters_,             \
+	                                        quick_, setup_, run_,          validate_}
 extern const struct perf_mode perf_modes[PERF_NMODES];
 extern const struct perf_test *const perf_tests[PERF_NTESTS];
 #define PERF_TEST_DECL(name) extern const struct perf_test perf_test_##name;
@@ -411,10 +417,6 @@ void perf_report_begin(const struct perf_session *s);
 void perf_report_row(const struct perf_args *a, size_t size, const struct perf_stats *reps, int n);
 void perf_report_server_row(const struct perf_args *a, size_t size);
 void perf_report_end(const struct perf_args *a);
-void perf_report_csv(FILE *f);
-const char *perf_report_title(void);
-int perf_report_nseries(void);
-const char *perf_report_series(int i);
 void perf_plot_check(const struct perf_args *a);
 void perf_plot_write(const struct perf_args *a);
 

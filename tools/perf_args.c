@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,61 +31,53 @@ const struct perf_mode perf_modes[PERF_NMODES] = {
      PERF_CPU_PROXY, GNIC_DB_SM, true, true},
 };
 
-static void usage(FILE *f)
-{
-	fprintf(
-	    f,
-	    "Usage: gnic-perf TEST [options]                 both sides in this process\n"
-	    "       gnic-perf TEST --server | -p PORT [opts] the server (side B)\n"
-	    "       gnic-perf TEST [options] HOST            its client (or --connect "
-	    "HOST[:PORT])\n"
-	    "       gnic-perf --list | --help\n\n"
-	    "perftest's options:\n"
-	    "  -s, --size N          one message size (suffixes K, M, G; at most 2G)\n"
-	    "  -a, --all             sizes 2 .. 8M, every power of two\n"
-	    "  -n, --iters N         timed iterations per size (default per test, see --list)\n"
-	    "  -D, --duration S      run each size for S seconds, counting iterations\n"
-	    "  -b, --bidirectional   both sides send at once (put_bw, get_bw)\n"
-	    "  -q, --qp N[,N...]     QPs, used round-robin (a list sweeps; libgnic modes:\n"
-	    "                        CTA c posts on QP c %% qps)\n"
-	    "  -t, --tx-depth N      work requests in flight per QP (default 128; libgnic\n"
-	    "                        modes: the SQ depth, default 1024)\n"
-	    "  -d, --ib-dev NAME     RDMA device (default: the first)\n"
-	    "  -p, --port P          TCP port of the server (default %d)\n"
-	    "  -F                    accepted; there is no CPU-frequency check to skip (the\n"
-	    "                        clock is CLOCK_MONOTONIC, not cycle counters)\n"
-	    "  --report_gbits        bandwidth in Gb/s instead of MiB/s\n\n"
-	    "gnic-perf's options:\n"
-	    "  --mode MODE           how work reaches the NIC (default host; post_rate: gpu):\n"
-	    "                        gpu, gpu-bf, cpu-assisted and cpu-proxy run device\n"
-	    "                        threads through libgnic, CUDA threads on a GPU, else\n"
-	    "                        CPU threads (the same code)\n"
-	    "  --sizes LIST          sizes such as 8,64,4096 or 1-1M (powers of two)\n"
-	    "  --warmup N            untimed iterations first (default iters / 10)\n"
-	    "  --repeat N            run each row N times: median and min-max spread\n"
-	    "  --ctas N[,N...]       libgnic modes: CTAs (CPU threads without a GPU, at most\n"
-	    "                        %d); a list sweeps (default 1)\n"
-	    "  --threads N           threads per CTA (default 128 on a GPU for bw and rate\n"
-	    "                        tests, else 1; 1 on CPU threads)\n"
-	    "  --scope S[,S...]      thread, warp or cta: how device threads post (put_bw,\n"
-	    "                        post_rate; post_rate's default: all three)\n"
-	    "  --host-mem            on a GPU: buffers in pinned host memory, not GPU memory\n"
-	    "  --gpu N               CUDA device (default 0)\n"
-	    "  --server              wait for one client; --connect HOST[:PORT] is one. The\n"
-	    "                        client's settings are used by both; a server refuses a\n"
-	    "                        client whose settings differ from ones given to it. A\n"
-	    "                        refused connection is retried for 1 s, then reported\n"
-	    "  --csv | --json        machine-readable rows instead of the table\n"
-	    "  --plot FILE.png       also draw the rows with gnuplot (data: FILE.csv)\n"
-	    "  --no-validate         skip data validation (on by default)\n"
-	    "  --device NAME         as -d\n"
-	    "  --quick               short sweep: sizes 8,64,4096,65536, fewer iterations\n"
-	    "  --timeout S           longest wait for anything (default %d s)\n"
-	    "  --list                tests and modes\n\n"
-	    "The last line says gnic-perf: PASS or gnic-perf: FAIL: why (stdout with the table,\n"
-	    "stderr with --csv / --json). Exit status: 0 pass, 1 failure, 2 bad usage.\n",
-	    PERF_DEFAULT_PORT, PERF_CPU_MAX_CTAS, PERF_DEFAULT_TIMEOUT_S);
-}
+static const char usage_text[] =
+    "Usage: gnic-perf TEST [options]                 both sides in this process\n"
+    "       gnic-perf TEST --server | -p PORT [opts] the server (side B)\n"
+    "       gnic-perf TEST [options] HOST            its client (or --connect HOST[:PORT])\n"
+    "       gnic-perf --list | --help\n\n"
+    "perftest's options:\n"
+    "  -s, --size N          one message size (suffixes K, M, G; at most 2G)\n"
+    "  -a, --all             sizes 2 .. 8M, every power of two\n"
+    "  -n, --iters N         timed iterations per size (default per test: --list)\n"
+    "  -D, --duration S      run each size S seconds, counting the iterations\n"
+    "  -b, --bidirectional   both sides send at once (put_bw, get_bw)\n"
+    "  -q, --qp N[,N...]     QPs used round-robin; a list sweeps (libgnic modes: CTA c\n"
+    "                        posts on QP c %% qps)\n"
+    "  -t, --tx-depth N      work requests in flight per QP (default 128; libgnic\n"
+    "                        modes: the SQ depth, default 1024)\n"
+    "  -d, --ib-dev NAME     RDMA device (default: the first); also --device\n"
+    "  -p, --port P          the server's TCP port (default %d)\n"
+    "  -F                    accepted: there is no CPU-frequency check to skip (the\n"
+    "                        clock is CLOC0, not a cycle counter)\n"
+    "  --report_gbits        bandwidth in Gb/s instead of MiB/s\n\n"
+    "gnic-perf's options:\n"
+    "  --mode MODE           how work reaches the NIC (default host; post_rate: gpu).\n"
+    "                        gpu, gpu-bf, cpu-assisted and cpu-proxy run device threads\n"
+    "                        through libgnic: CUDA threads on a GPU, else CPU threads\n"
+    "  --sizes LIST          sizes such as 8,64,4096 or 1-1M (powers of two)\n"
+    "  --warmup N            untimed iterations first (default iters / 10)\n"
+    "  --repeat N            each row N times: the medians and the min-max spread\n"
+    "  --ctas N[,N...]       libgnic modes: CTAs (CPU threads without a GPU, at most\n"
+    "                        %d); a list sweeps\n"
+    "  --threads N           threads per CTA (default 128 on a GPU for bw and rate\n"
+    "                        tests, else 1; 1 on CPU threads)\n"
+    "  --scope S[,S...]      thread, warp or cta: how device threads post (put_bw and\n"
+    "                        post_rate; post_rate's default: all three)\n"
+    "  --host-mem            on a GPU: buffers in pinned host memory, not GPU memory\n"
+    "  --gpu N               CUDA device (default 0)\n"
+    "  --server              wait for one client; --connect HOST[:PORT] is one. Both\n"
+    "                        use the client's settings; a server refuses a client that\n"
+    "                        differs in one given to it. A refused connection is\n"
+    "                        retried for 1 s, then reported\n"
+    "  --csv | --json        machine-readable rows instead of the table\n"
+    "  --plot FILE.png       also draw the rows with gnuplot (data: FILE.csv)\n"
+    "  --no-validate         skip data validation (on by default)\n"
+    "  --quick               short sweep: sizes 8,64,4096,65536, fewer iterations\n"
+    "  --timeout S           longest wait for anything (default %d s)\n"
+    "  --list                tests and modes\n\n"
+    "The last line is gnic-perf: PASS or gnic-perf: FAIL: why (with the table on\n"
+    "stdout, else on stderr). Exit status: 0 pass, 1 failure, 2 bad usage.\n";
 
 static void list(void)
 {
@@ -94,10 +87,10 @@ static void list(void)
 	for (int i = 0; i < PERF_NTESTS; i++) {
 		const struct perf_test *t = perf_tests[i];
 
-		printf("  %-12s %-4s %-10s %6ld  %s\n", t->name, kinds[t->kind],
-		       t->modes == PERF_MODES_ALL    ? "all"
-		       : t->modes == PERF_MODES_GNIC ? "libgnic"
-		                                     : "host",
+		printf("  %-12s %-4s %-7s %6ld  %s\n", t->name, kinds[t->kind],
+		       t->modes == PERF_MODES_ALL ? "all"
+		       : t->modes & 1             ? "host"
+		                                  : "libgnic",
 		       t->iters, t->help);
 	}
 	printf("Modes:\n");
@@ -108,22 +101,17 @@ static void list(void)
 /* A size with an optional binary suffix; 0 if it does not parse or is too big. */
 static size_t parse_size(const char *s, const char *end)
 {
-	unsigned long long v = 0, mult = 1;
-	const char *p = s;
+	unsigned long long v = 0, shift = 0;
+	const char *p = s, *u;
 
 	if (p == end || !isdigit((unsigned char)*p))
 		return 0;
 	for (; p < end && isdigit((unsigned char)*p); p++)
 		if ((v = v * 10 + (unsigned)(*p - '0')) > PERF_MAX_MSG)
 			return 0;
-	if (p < end) {
-		const char *u = strchr("KMG", toupper((unsigned char)*p++));
-
-		if (!u || !*u)
-			return 0;
-		mult = 1ull << (10 * (u - "KMG" + 1));
-	}
-	return p == end && v * mult <= PERF_MAX_MSG ? (size_t)(v * mult) : 0;
+	if (p < end && (u = strchr("KMG", toupper((unsigned char)*p++))) != NULL)
+		shift = 10 * (unsigned)(u - "KMG" + 1);
+	return p == end && (v << shift) <= PERF_MAX_MSG ? (size_t)(v << shift) : 0;
 }
 
 /* Items: a size, or LO-HI meaning LO, 2 LO, ... <= HI. */
@@ -136,9 +124,10 @@ static void parse_sizes(struct perf_args *a, const char *s, const char *opt)
 		       hi = dash ? parse_size(dash + 1, end) : lo;
 
 		if (!lo || !hi || hi < lo)
-			perf_usage_error("%s: bad size '%.*s' (1 B .. 2G: messages above 2 GiB are "
-			                 "more than an mlx5 NIC sends)",
-			                 opt, (int)(end - s), s);
+			perf_usage_error(
+			    "%s: bad size '%.*s' (1 B .. 2G: an mlx5 NIC sends messages "
+			    "of at most 2 GiB)",
+			    opt, (int)(end - s), s);
 		for (size_t v = lo; v <= hi; v *= 2) {
 			if (a->nsizes == PERF_MAX_SIZES)
 				perf_usage_error("%s: at most %d sizes", opt, PERF_MAX_SIZES);
@@ -162,42 +151,37 @@ static long parse_long(const char *opt, const char *s, long min, long max)
 	return v;
 }
 
-/* N[,N...] of integers in [min, max], or of names. */
-static int parse_list(const char *opt, const char *s, int min, int max, int *out,
-                      const char *const *names)
-{
-	int n = 0;
-
-	if (!*s || s[strlen(s) - 1] == ',')
-		perf_usage_error("%s: '%s' is not a list such as 1,2,4", opt, s);
-	while (*s) {
-		size_t len = strcspn(s, ",");
-		char tok[32];
-
-		if (n == PERF_MAX_LIST || !len || len >= sizeof(tok))
-			perf_usage_error("%s: '%s' is not a list of up to %d values", opt, s,
-			                 PERF_MAX_LIST);
-		memcpy(tok, s, len);
-		tok[len] = 0;
-		if (names) {
-			for (out[n] = 0; out[n] <= max && strcmp(tok, names[out[n]]); out[n]++)
-				;
-			if (out[n] > max)
-				perf_usage_error("%s: '%s' is not thread, warp or cta", opt, tok);
-			n++;
-		} else {
-			out[n++] = (int)parse_long(opt, tok, min, max);
-		}
-		s += len + (s[len] == ',');
-	}
-	return n;
-}
-
 static const char *const scope_names[] = {"thread", "warp", "cta"};
 
 const char *perf_scope_name(int scope)
 {
 	return scope >= 0 && scope < 3 ? scope_names[scope] : "?";
+}
+
+/* N[,N...] of integers in [min, max], or of scope names. */
+static int parse_list(const char *opt, const char *s, int min, int max, int *out, bool names)
+{
+	int n = 0;
+
+	while (*s) {
+		size_t len = strcspn(s, ",");
+		char tok[32];
+
+		if (n == PERF_MAX_LIST || !len || len >= sizeof(tok) || (s[len] && !s[len + 1]))
+			perf_usage_error("%s: not a list of up to %d values such as 1,2,4", opt,
+			                 PERF_MAX_LIST);
+		memcpy(tok, s, len);
+		tok[len] = 0;
+		for (out[n] = 0; names && out[n] < 3 && strcmp(tok, scope_names[out[n]]); out[n]++)
+			;
+		if (names && out[n] == 3)
+			perf_usage_error("%s: '%s' is not thread, warp or cta", opt, tok);
+		if (!names)
+			out[n] = (int)parse_long(opt, tok, min, max);
+		n++;
+		s += len + (s[len] == ',');
+	}
+	return n;
 }
 
 int perf_list_max(const int *v, int n)
@@ -209,33 +193,16 @@ int perf_list_max(const int *v, int n)
 	return m;
 }
 
-static void copy_str(char *dst, size_t cap, const char *src, const char *opt)
-{
-	if (strlen(src) >= cap)
-		perf_usage_error("%s: too long", opt);
-	strcpy(dst, src);
-}
-
 /* HOST, HOST:PORT, [V6ADDR] or [V6ADDR]:PORT. */
 static void parse_host(struct perf_args *a, const char *s)
 {
-	const char *host = s, *colon;
-	size_t hlen;
+	const char *close = *s == '[' ? strchr(s, ']') : NULL, *host = close ? s + 1 : s;
+	const char *colon = close ? (close[1] == ':' ? close + 1 : NULL) : strchr(s, ':');
+	size_t hlen = close ? (size_t)(close - host) : colon ? (size_t)(colon - s) : strlen(s);
 
-	if (*s == '[') {
-		const char *close = strchr(s, ']');
-
-		if (!close || (close[1] && close[1] != ':'))
-			perf_usage_error("bad server address '%s'", s);
-		host = s + 1;
-		hlen = (size_t)(close - host);
-		colon = close[1] ? close + 1 : NULL;
-	} else {
-		colon = strchr(s, ':');
-		if (colon && strchr(colon + 1, ':'))
-			perf_usage_error("write IPv6 addresses as [ADDR]:PORT");
-		hlen = colon ? (size_t)(colon - s) : strlen(s);
-	}
+	if ((*s == '[' && (!close || (close[1] && !colon))) ||
+	    (!close && colon && strchr(colon + 1, ':')))
+		perf_usage_error("bad server address '%s' (IPv6: [ADDR]:PORT)", s);
 	if (!hlen || hlen >= sizeof(a->host))
 		perf_usage_error("bad server address '%s'", s);
 	memcpy(a->host, host, hlen);
@@ -244,262 +211,201 @@ static void parse_host(struct perf_args *a, const char *s)
 		a->port = (int)parse_long("server port", colon + 1, 1, 65535);
 }
 
-enum {
-	OPT_MODE = 256,
-	OPT_SIZES,
-	OPT_WARMUP,
-	OPT_REPEAT,
-	OPT_GBITS,
-	OPT_SERVER,
-	OPT_CONNECT,
-	OPT_CSV,
-	OPT_JSON,
-	OPT_NO_VALIDATE,
-	OPT_QUICK,
-	OPT_TIMEOUT,
-	OPT_LIST,
-	OPT_CTAS,
-	OPT_THREADS,
-	OPT_SCOPE,
-	OPT_HOST_MEM,
-	OPT_GPU,
-	OPT_PLOT,
+/* Options that set a field: numbers, flags and strings; the rest is below. */
+enum { O_LONG, O_INT, O_TRUE, O_FALSE, O_STR, O_OTHER, O_FLAG /* O_OTHER, no argument */ };
+struct opt {
+	const char *name;
+	int key, kind;
+	size_t off;
+	unsigned set; /* enum perf_set */
+	long min, max;
 };
-
-static const struct option options[] = {
-    {"size", required_argument, NULL, 's'},
-    {"all", no_argument, NULL, 'a'},
-    {"iters", required_argument, NULL, 'n'},
-    {"duration", required_argument, NULL, 'D'},
-    {"bidirectional", no_argument, NULL, 'b'},
-    {"qp", required_argument, NULL, 'q'},
-    {"qps", required_argument, NULL, 'q'},
-    {"tx-depth", required_argument, NULL, 't'},
-    {"ib-dev", required_argument, NULL, 'd'},
-    {"device", required_argument, NULL, 'd'},
-    {"port", required_argument, NULL, 'p'},
-    {"CPU-freq", no_argument, NULL, 'F'},
-    {"help", no_argument, NULL, 'h'},
-    {"report_gbits", no_argument, NULL, OPT_GBITS},
-    {"report-gbits", no_argument, NULL, OPT_GBITS},
-    {"mode", required_argument, NULL, OPT_MODE},
-    {"sizes", required_argument, NULL, OPT_SIZES},
-    {"warmup", required_argument, NULL, OPT_WARMUP},
-    {"repeat", required_argument, NULL, OPT_REPEAT},
-    {"server", no_argument, NULL, OPT_SERVER},
-    {"connect", required_argument, NULL, OPT_CONNECT},
-    {"csv", no_argument, NULL, OPT_CSV},
-    {"json", no_argument, NULL, OPT_JSON},
-    {"no-validate", no_argument, NULL, OPT_NO_VALIDATE},
-    {"quick", no_argument, NULL, OPT_QUICK},
-    {"timeout", required_argument, NULL, OPT_TIMEOUT},
-    {"list", no_argument, NULL, OPT_LIST},
-    {"ctas", required_argument, NULL, OPT_CTAS},
-    {"threads", required_argument, NULL, OPT_THREADS},
-    {"scope", required_argument, NULL, OPT_SCOPE},
-    {"host-mem", no_argument, NULL, OPT_HOST_MEM},
-    {"gpu", required_argument, NULL, OPT_GPU},
-    {"plot", required_argument, NULL, OPT_PLOT},
-    {NULL, 0, NULL, 0},
+#define F(field)   offsetof(struct perf_args, field)
+#define LEN(field) sizeof(((struct perf_args *)0)->field)
+/* key: the short option, or 0 (getopt then returns 256 + its index) */
+static const struct opt opts[] = {
+    {"iters", 'n', O_LONG, F(iters), PERF_SET_ITERS, 1, 1000000000},
+    {"warmup", 0, O_LONG, F(warmup), PERF_SET_WARMUP, 0, 1000000000},
+    {"tx-depth", 't', O_INT, F(tx_depth), PERF_SET_DEPTH, 1, 32768},
+    {"port", 'p', O_INT, F(port), 0, 1, 65535},
+    {"repeat", 0, O_INT, F(repeat), 0, 1, 100},
+    {"timeout", 0, O_INT, F(timeout_s), 0, 1, 86400},
+    {"threads", 0, O_INT, F(threads), PERF_SET_THREADS, 1, 1024},
+    {"gpu", 0, O_INT, F(gpu), PERF_SET_GPU, 0, 1023},
+    {"bidirectional", 'b', O_TRUE, F(bidir), PERF_SET_BIDIR, 0, 0},
+    {"report_gbits", 0, O_TRUE, F(gbits), 0, 0, 0},
+    {"report-gbits", 0, O_TRUE, F(gbits), 0, 0, 0},
+    {"server", 0, O_TRUE, F(server), 0, 0, 0},
+    {"host-mem", 0, O_TRUE, F(host_mem), 0, 0, 0},
+    {"quick", 0, O_TRUE, F(quick), 0, 0, 0},
+    {"no-validate", 0, O_FALSE, F(validate), 0, 0, 0},
+    {"ib-dev", 'd', O_STR, F(device), 0, 0, LEN(device)},
+    {"device", 'd', O_STR, F(device), 0, 0, LEN(device)},
+    {"plot", 0, O_STR, F(plot), 0, 0, LEN(plot)},
+    {"size", 's', O_OTHER, 0, 0, 0, 0},
+    {"all", 'a', O_FLAG, 0, 0, 0, 0},
+    {"duration", 'D', O_OTHER, 0, 0, 0, 0},
+    {"qp", 'q', O_OTHER, 0, 0, 0, 0},
+    {"qps", 'q', O_OTHER, 0, 0, 0, 0},
+    {"CPU-freq", 'F', O_FLAG, 0, 0, 0, 0},
+    {"help", 'h', O_FLAG, 0, 0, 0, 0},
+    {"mode", 0, O_OTHER, 0, 0, 0, 0},
+    {"sizes", 0, O_OTHER, 0, 0, 0, 0},
+    {"connect", 0, O_OTHER, 0, 0, 0, 0},
+    {"csv", 0, O_FLAG, 0, 0, 0, 0},
+    {"json", 0, O_FLAG, 0, 0, 0, 0},
+    {"list", 0, O_FLAG, 0, 0, 0, 0},
+    {"ctas", 0, O_OTHER, 0, 0, 0, 0},
+    {"scope", 0, O_OTHER, 0, 0, 0, 0},
 };
-
-static void set_format(struct perf_args *a, enum perf_format f)
+#define NOPTS (sizeof(opts) / sizeof(opts[0]))
+static bool is_flag(const struct opt *o)
 {
-	if (a->format != PERF_FMT_TABLE && a->format != f)
-		perf_usage_error("--csv and --json exclude each other");
-	a->format = f;
+	return o->kind == O_TRUE || o->kind == O_FALSE || o->kind == O_FLAG;
 }
 
-static void parse_option(struct perf_args *a, int c, const char *arg)
+static void parse_other(struct perf_args *a, const char *name, const char *arg)
 {
-	switch (c) {
-	case 's':
-		parse_sizes(a, arg, "--size");
+	if (!strcmp(name, "size") || !strcmp(name, "all") || !strcmp(name, "sizes")) {
+		parse_sizes(a, name[0] == 'a' ? "2-8M" : arg,
+		            name[0] == 's' ? "--size" : "--sizes");
 		a->set |= PERF_SET_SIZES;
-		break;
-	case OPT_SIZES:
-		parse_sizes(a, arg, "--sizes");
-		a->set |= PERF_SET_SIZES;
-		break;
-	case 'a':
-		parse_sizes(a, "2-8M", "--all");
-		a->set |= PERF_SET_SIZES;
-		break;
-	case 'n':
-		a->iters = parse_long("--iters", arg, 1, 1000000000);
-		a->set |= PERF_SET_ITERS;
-		break;
-	case 'D':
+	} else if (!strcmp(name, "duration")) {
 		a->duration = (double)parse_long("--duration", arg, 1, 86400);
 		a->set |= PERF_SET_DURATION;
-		break;
-	case 'b':
-		a->bidir = true;
-		a->set |= PERF_SET_BIDIR;
-		break;
-	case 'q':
-		a->nqps = parse_list("--qp", arg, 1, PERF_MAX_QPS, a->qps_list, NULL);
+	} else if (!strncmp(name, "qp", 2)) {
+		a->nqps = parse_list("--qp", arg, 1, PERF_MAX_QPS, a->qps_list, false);
 		a->set |= PERF_SET_QPS;
-		break;
-	case 't':
-		a->tx_depth = (int)parse_long("--tx-depth", arg, 1, 32768);
-		a->set |= PERF_SET_DEPTH;
-		break;
-	case 'd':
-		copy_str(a->device, sizeof(a->device), arg, "--ib-dev");
-		break;
-	case 'p':
-		a->port = (int)parse_long("--port", arg, 1, 65535);
-		break;
-	case 'F': /* perftest's "do not fail on cpufreq": nothing here reads cycle counters */
-		break;
-	case OPT_GBITS:
-		a->gbits = true;
-		break;
-	case OPT_MODE:
+	} else if (!strcmp(name, "ctas")) {
+		a->nctas = parse_list("--ctas", arg, 1, 1 << 20, a->ctas_list, false);
+		a->set |= PERF_SET_CTAS;
+	} else if (!strcmp(name, "scope")) {
+		a->nscopes = parse_list("--scope", arg, 0, 2, a->scopes, true);
+		a->set |= PERF_SET_SCOPE;
+	} else if (!strcmp(name, "mode")) {
 		for (a->mode = perf_modes; a->mode < perf_modes + PERF_NMODES; a->mode++)
 			if (!strcmp(a->mode->name, arg))
 				break;
 		if (a->mode == perf_modes + PERF_NMODES)
 			perf_usage_error("unknown mode '%s' (see --list)", arg);
 		a->set |= PERF_SET_MODE;
-		break;
-	case OPT_WARMUP:
-		a->warmup = parse_long("--warmup", arg, 0, 1000000000);
-		a->set |= PERF_SET_WARMUP;
-		break;
-	case OPT_REPEAT:
-		a->repeat = (int)parse_long("--repeat", arg, 1, 100);
-		break;
-	case OPT_SERVER:
-		a->server = true;
-		break;
-	case OPT_CONNECT:
+	} else if (!strcmp(name, "connect")) {
 		parse_host(a, arg);
-		break;
-	case OPT_CSV:
-	case OPT_JSON:
-		set_format(a, c == OPT_CSV ? PERF_FMT_CSV : PERF_FMT_JSON);
-		break;
-	case OPT_NO_VALIDATE:
-		a->validate = false;
-		break;
-	case OPT_QUICK:
-		a->quick = true;
-		break;
-	case OPT_TIMEOUT:
-		a->timeout_s = (int)parse_long("--timeout", arg, 1, 86400);
-		break;
-	case OPT_CTAS:
-		a->nctas = parse_list("--ctas", arg, 1, 1 << 20, a->ctas_list, NULL);
-		a->set |= PERF_SET_CTAS;
-		break;
-	case OPT_THREADS:
-		a->threads = (int)parse_long("--threads", arg, 1, 1024);
-		a->set |= PERF_SET_THREADS;
-		break;
-	case OPT_SCOPE:
-		a->nscopes = parse_list("--scope", arg, 0, 2, a->scopes, scope_names);
-		a->set |= PERF_SET_SCOPE;
-		break;
-	case OPT_HOST_MEM:
-		a->host_mem = true;
-		break;
-	case OPT_GPU:
-		a->gpu = (int)parse_long("--gpu", arg, 0, 1023);
-		a->set |= PERF_SET_GPU;
-		break;
-	case OPT_PLOT:
-		copy_str(a->plot, sizeof(a->plot), arg, "--plot");
-		break;
-	case 'h':
-		usage(stdout);
+	} else if (!strcmp(name, "csv") || !strcmp(name, "json")) {
+		if (a->format != PERF_FMT_TABLE)
+			perf_usage_error("--csv and --json exclude each other");
+		a->format = name[0] == 'c' ? PERF_FMT_CSV : PERF_FMT_JSON;
+	} else if (!strcmp(name, "help")) {
+		printf(usage_text, PERF_DEFAULT_PORT, PERF_CPU_MAX_CTAS, PERF_DEFAULT_TIMEOUT_S);
 		exit(0);
-	case OPT_LIST:
+	} else if (!strcmp(name, "list")) {
 		list();
 		exit(0);
-	}
+	} /* -F, perftest's "do not fail on cpufreq": nothing here reads a cycle counter */
+}
+
+static void parse_option(struct perf_args *a, const struct opt *o, const char *arg)
+{
+	char *field = (char *)a + o->off;
+
+	a->set |= o->set;
+	if (o->kind == O_LONG)
+		*(long *)field = parse_long(o->name, arg, o->min, o->max);
+	else if (o->kind == O_INT)
+		*(int *)field = (int)parse_long(o->name, arg, o->min, o->max);
+	else if (o->kind == O_TRUE || o->kind == O_FALSE)
+		*(bool *)field = o->kind == O_TRUE;
+	else if (o->kind == O_STR && strlen(arg) >= (size_t)o->max)
+		perf_usage_error("--%s: too long", o->name);
+	else if (o->kind == O_STR)
+		strcpy(field, arg);
+	else /* O_OTHER, O_FLAG */
+		parse_other(a, o->name, arg);
 }
 
 static void apply_defaults(struct perf_args *a)
 {
 	const struct perf_test *t = a->test;
+	bool fixed = t->kind == PERF_RATE || t->flags & PERF_F_OPERAND8;
 
 	if (!a->mode) /* post_rate needs device threads; the rest compares with host */
 		a->mode = &perf_modes[t->modes & 1 ? PERF_HOST : PERF_GPU];
 	if (!a->nscopes)
 		a->nscopes = parse_list(
 		    "--scope",
-		    t->kind == PERF_RATE && t->flags & PERF_F_SCOPES ? "thread,warp,cta" : "thread",
-		    0, 2, a->scopes, scope_names);
+		    t->flags & PERF_F_SCOPES && t->kind == PERF_RATE ? "thread,warp,cta" : "thread",
+		    0, 2, a->scopes, true);
 	if (!a->nsizes)
-		parse_sizes(a,
-		            a->quick && t->kind != PERF_RATE && !(t->flags & PERF_F_OPERAND8)
-		                ? "8,64,4096,65536"
-		                : t->sizes,
-		            "--sizes");
+		parse_sizes(a, a->quick && !fixed ? "8,64,4096,65536" : t->sizes, "--sizes");
 	if (!(a->set & PERF_SET_ITERS))
 		a->iters = a->quick ? t->quick_iters : t->iters;
 	if (!(a->set & PERF_SET_WARMUP))
 		a->warmup = a->iters / 10;
+	if (!(a->set & PERF_SET_DEPTH))
+		a->tx_depth = a->mode->gnic ? 0 : 128; /* libgnic modes: from the CTA size */
 	a->scope = a->scopes[0];
 	a->qps = a->qps_list[0];
 	a->ctas = a->ctas_list[0];
-	if (!(a->set & PERF_SET_DEPTH) && a->mode->gnic)
-		a->tx_depth = 0; /* libgnic modes: resolved from the CTA size */
 }
 
-static void init_args(struct perf_args *a)
+/* TEST first, then HOST (perftest's client). */
+static void positional(struct perf_args *a, const char *arg)
 {
-	memset(a, 0, sizeof(*a));
-	a->qps_list[0] = a->ctas_list[0] = 1;
-	a->nqps = a->nctas = 1;
-	a->tx_depth = 128;
-	a->repeat = 1;
-	a->port = PERF_DEFAULT_PORT;
-	a->validate = true;
-	a->timeout_s = PERF_DEFAULT_TIMEOUT_S;
+	if (a->test && a->host[0])
+		perf_usage_error("'%s': one TEST and at most one HOST, please", arg);
+	if (a->test) {
+		parse_host(a, arg);
+		return;
+	}
+	for (int i = 0; i < PERF_NTESTS && !a->test; i++)
+		if (!strcmp(perf_tests[i]->name, arg))
+			a->test = perf_tests[i];
+	if (!a->test)
+		perf_usage_error("unknown test '%s' (see --list)", arg);
 }
 
 void perf_args_parse(int argc, char **argv, struct perf_args *a)
 {
+	struct option lopts[NOPTS + 1] = {{0}};
+	char shorts[64] = "+", why[256];
 	bool port_set = false;
-	char why[256];
 	int c;
 
-	init_args(a);
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+s:an:D:bq:t:d:p:Fh", options, NULL)) != -1 ||
-	       optind < argc) {
-		if (c == -1) { /* a positional argument: TEST, then HOST */
-			const char *arg = argv[optind++];
+	for (size_t i = 0; i < NOPTS; i++) {
+		char k[3] = {(char)opts[i].key, is_flag(&opts[i]) ? 0 : ':', 0};
 
-			if (!a->test) {
-				for (int i = 0; i < PERF_NTESTS && !a->test; i++)
-					if (!strcmp(perf_tests[i]->name, arg))
-						a->test = perf_tests[i];
-				if (!a->test)
-					perf_usage_error("unknown test '%s' (see --list)", arg);
-			} else if (!a->host[0]) {
-				parse_host(a, arg);
-			} else {
-				perf_usage_error("'%s': one TEST and at most one HOST, please",
-				                 arg);
-			}
+		lopts[i] = (struct option){opts[i].name,
+		                           is_flag(&opts[i]) ? no_argument : required_argument,
+		                           NULL, opts[i].key ? opts[i].key : 256 + (int)i};
+		if (opts[i].key && !strchr(shorts, k[0]))
+			strcat(shorts, k);
+	}
+	memset(a, 0, sizeof(*a));
+	a->qps_list[0] = a->ctas_list[0] = a->nqps = a->nctas = a->repeat = 1;
+	a->port = PERF_DEFAULT_PORT;
+	a->validate = true;
+	a->timeout_s = PERF_DEFAULT_TIMEOUT_S;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, shorts, lopts, NULL)) != -1 || optind < argc) {
+		size_t i = 0;
+
+		if (c == -1) {
+			positional(a, argv[optind++]);
 			continue;
 		}
-		if (c == '?')
+		while (i < NOPTS && opts[i].key != c && 256 + (int)i != c)
+			i++;
+		if (i == NOPTS)
 			perf_usage_error("unknown or incomplete option '%s' (see --help)",
 			                 argv[optind - 1]);
 		port_set |= c == 'p';
-		parse_option(a, c, optarg);
+		parse_option(a, &opts[i], optarg);
 	}
 	if (!a->test)
 		perf_usage_error("no TEST given (see --list)");
 	if (a->server && a->host[0])
 		perf_usage_error("--server and a server to connect to exclude each other");
-	if (port_set && !a->host[0]) /* perftest: a port and no host is a server */
-		a->server = true;
+	a->server |= port_set && !a->host[0]; /* perftest: a port and no host is a server */
 	if ((a->set & PERF_SET_ITERS) && a->duration)
 		perf_usage_error("--iters and --duration exclude each other");
 	apply_defaults(a);
@@ -514,44 +420,16 @@ bool perf_two_process(const struct perf_args *a)
 
 #define REFUSE(...) return snprintf(why, cap, __VA_ARGS__), false
 
-/* The libgnic modes' own limits. */
-static bool check_gnic(const struct perf_args *a, char *why, size_t cap)
-{
-	const struct perf_test *t = a->test;
-
-	for (int i = 0; i < a->nscopes; i++)
-		if (a->scopes[i] != PERF_SCOPE_THREAD && !(t->flags & PERF_F_SCOPES))
-			REFUSE("--scope %s: gnic_dev has warp and CTA calls for puts only; %s runs "
-			       "at thread scope",
-			       perf_scope_name(a->scopes[i]), t->name);
-	if (t->kind == PERF_LAT && (perf_list_max(a->ctas_list, a->nctas) > 1 || a->threads > 1))
-		REFUSE("%s is one device thread per side: --ctas and --threads must be 1", t->name);
-	return true;
-}
-
-static bool check_host(const struct perf_args *a, char *why, size_t cap)
-{
-	const char *opt = a->nqps > 1                 ? "a --qp list"
-	                  : a->set & PERF_SET_CTAS    ? "--ctas"
-	                  : a->set & PERF_SET_THREADS ? "--threads"
-	                  : a->set & PERF_SET_SCOPE   ? "--scope"
-	                  : a->host_mem               ? "--host-mem"
-	                  : a->set & PERF_SET_GPU     ? "--gpu"
-	                                              : NULL;
-
-	if (opt)
-		REFUSE("%s applies to the libgnic modes (gpu, gpu-bf, cpu-assisted, cpu-proxy), "
-		       "not to --mode host",
-		       opt);
-	if (!a->duration && a->iters < a->qps_list[0])
-		REFUSE("--iters %ld is below --qp %d: some QPs would do nothing", a->iters,
-		       a->qps_list[0]);
-	return true;
-}
-
 bool perf_args_check(const struct perf_args *a, char *why, size_t cap)
 {
 	const struct perf_test *t = a->test;
+	const char *gnic_only = a->nqps > 1                 ? "a --qp list"
+	                        : a->set & PERF_SET_CTAS    ? "--ctas"
+	                        : a->set & PERF_SET_THREADS ? "--threads"
+	                        : a->set & PERF_SET_SCOPE   ? "--scope"
+	                        : a->host_mem               ? "--host-mem"
+	                        : a->set & PERF_SET_GPU     ? "--gpu"
+	                                                    : NULL;
 
 	if (!(t->modes & (1u << a->mode->id)))
 		REFUSE("%s has no --mode %s (it runs in %s)", t->name, a->mode->name,
@@ -569,5 +447,21 @@ bool perf_args_check(const struct perf_args *a, char *why, size_t cap)
 		REFUSE("%s runs in one process: no server or client", t->name);
 	if (a->plot[0] && a->server)
 		REFUSE("--plot is for the side that reports (the client)");
-	return a->mode->gnic ? check_gnic(a, why, cap) : check_host(a, why, cap);
+	if (!a->mode->gnic && gnic_only)
+		REFUSE(
+		    "%s applies to the libgnic modes (gpu, gpu-bf, cpu-assisted, cpu-proxy), not "
+		    "to --mode host",
+		    gnic_only);
+	if (!a->mode->gnic && !a->duration && a->iters < a->qps_list[0])
+		REFUSE("--iters %ld is below --qp %d: some QPs would do nothing", a->iters,
+		       a->qps_list[0]);
+	for (int i = 0; a->mode->gnic && i < a->nscopes; i++)
+		if (a->scopes[i] != PERF_SCOPE_THREAD && !(t->flags & PERF_F_SCOPES))
+			REFUSE("--scope %s: gnic_dev has warp and CTA calls for puts only; %s runs "
+			       "at thread scope",
+			       perf_scope_name(a->scopes[i]), t->name);
+	if (a->mode->gnic && t->kind == PERF_LAT &&
+	    (perf_list_max(a->ctas_list, a->nctas) > 1 || a->threads > 1))
+		REFUSE("%s is one device thread per side: --ctas and --threads must be 1", t->name);
+	return true;
 }

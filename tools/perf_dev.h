@@ -23,8 +23,9 @@
  * catalogue (perf_args.c) and the device workers' dispatch (perf_dev_worker.h). */
 #define PERF_TESTS(X)                                                                              \
 	X(put_bw)                                                                                  \
-	X(get_bw) X(atomic_rate) X(post_rate) X(memcpy) X(put_lat) X(send_lat) X(signal_lat)       \
-	    X(get_lat) X(atomic_lat)
+	X(get_bw)                                                                                  \
+	X(atomic_rate) X(post_rate) X(memcpy) X(put_lat) X(send_lat) X(signal_lat) X(get_lat)      \
+	    X(atomic_lat)
 #define PERF_TEST_ENUM(name) PERF_TEST_##name,
 enum perf_test_id { PERF_TESTS(PERF_TEST_ENUM) PERF_NTESTS };
 
@@ -66,6 +67,50 @@ PERF_HD uint8_t perf_pat_byte(uint64_t key, uint64_t len, uint64_t off, uint8_t 
 	if (off == len - 1)
 		return marker;
 	return (uint8_t)(perf_pat_word(key, off / 8) >> (8 * (off % 8)));
+}
+
+/* A pattern word as it sits in memory: little-endian (GPUs are). */
+PERF_HD uint64_t perf_le64(uint64_t v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ && !defined(__CUDA_ARCH__)
+	return __builtin_bswap64(v);
+#else
+	return v;
+#endif
+}
+
+/* The pattern into p, XORed with flip (~0: the poison, which differs in
+ * every byte). Volatile: a NIC reads and writes this memory too. */
+PERF_HD void perf_pat_fill(uint8_t *p, uint64_t len, uint32_t side, uint32_t region, uint64_t flip)
+{
+	uint64_t key = perf_pat_key(side, region, len), w;
+	uint8_t marker = perf_pat_marker(side, region);
+
+	for (w = 0; w < len / 8; w++)
+		((volatile uint64_t *)p)[w] = perf_le64(perf_pat_word(key, w)) ^ flip;
+	for (w *= 8; w < len; w++)
+		((volatile uint8_t *)p)[w] = perf_pat_byte(key, len, w, marker) ^ (uint8_t)flip;
+	((volatile uint8_t *)p)[len - 1] = marker ^ (uint8_t)flip; /* last: "the rest is here" */
+}
+
+/* The first offset where p differs from the pattern (or poison), or -1;
+ * *seen and *want get the bytes there. */
+PERF_HD int64_t perf_pat_find(const uint8_t *p, uint64_t len, uint32_t side, uint32_t region,
+                              uint64_t flip, uint8_t *seen, uint8_t *want)
+{
+	uint64_t key = perf_pat_key(side, region, len), w;
+	uint8_t marker = perf_pat_marker(side, region);
+
+	for (w = 0; w + 1 < (len + 7) / 8; w++)
+		if (((const volatile uint64_t *)p)[w] != (perf_le64(perf_pat_word(key, w)) ^ flip))
+			break;
+	for (w *= 8; w < len; w++) {
+		*seen = ((const volatile uint8_t *)p)[w];
+		*want = perf_pat_byte(key, len, w, marker) ^ (uint8_t)flip;
+		if (*seen != *want)
+			return (int64_t)w;
+	}
+	return -1;
 }
 
 /* Fetch-adds: iteration i adds perf_pat_add(i) to a counter that starts

@@ -1,13 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Device workers on CPU threads: the same pd_worker() a CUDA kernel runs
- * (gnic_dev.cuh compiled as C), one thread per CTA (a CTA of one thread:
- * warp and CTA scope are gnic_dev.cuh's C fallbacks). Used when there is
- * no GPU: no CUDA build, or no device at run time. In a build without
- * CUDA this file also stands in for perf_dev_gpu.cu (no GPU is ever seen).
- *
- * Each thread takes its start and end time itself, after a barrier that
- * all of them and this thread pass, so thread creation is not timed.
+ * Device workers on CPU threads, when there is no GPU: the pd_worker() a
+ * CUDA kernel runs (gnic_dev.cuh compiled as C), one thread per CTA of one
+ * thread (warp and CTA scope: gnic_dev.cuh's C fallbacks). Each thread
+ * times itself after a barrier, so thread creation is not timed.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -93,50 +89,21 @@ void perf_cpu_run_one(const struct pd_side *s)
 	pd_worker(s, &t);
 }
 
-#ifndef GNIC_PERF_CUDA
+#ifndef GNIC_PERF_CUDA /* no CUDA build: no GPU is ever seen, nothing else is called */
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#define NO_CUDA(decl)                                                                              \
+	decl                                                                                       \
+	{                                                                                          \
+		perf_fatal("internal: a CUDA call in a build without CUDA");                       \
+	}
 int perf_gpu_count(void)
 {
 	return 0;
 }
-
-static void no_cuda(void) __attribute__((noreturn));
-static void no_cuda(void)
-{
-	perf_fatal("internal: a CUDA call in a build without CUDA");
-}
-
-void perf_gpu_use(int ordinal, char *name, size_t cap)
-{
-	(void)ordinal, (void)name, (void)cap;
-	no_cuda();
-}
-
-int perf_gpu_max_threads(void)
-{
-	no_cuda();
-}
-
-void *perf_gpu_alloc(size_t len, int host_mapped)
-{
-	(void)len, (void)host_mapped;
-	no_cuda();
-}
-
-void perf_gpu_free(void *p, int host_mapped)
-{
-	(void)p, (void)host_mapped;
-	no_cuda();
-}
-
-void perf_gpu_copy(void *dst, const void *src, size_t len, int to_dev)
-{
-	(void)dst, (void)src, (void)len, (void)to_dev;
-	no_cuda();
-}
-
-double perf_gpu_launch(const struct pd_launch *L)
-{
-	(void)L;
-	no_cuda();
-}
+NO_CUDA(void perf_gpu_use(int ordinal, char *name, size_t cap))
+NO_CUDA(int perf_gpu_max_threads(void))
+NO_CUDA(void *perf_gpu_alloc(size_t len, int host_mapped))
+NO_CUDA(void perf_gpu_free(void *p, int host_mapped))
+NO_CUDA(void perf_gpu_copy(void *dst, const void *src, size_t len, int to_dev))
+NO_CUDA(double perf_gpu_launch(const struct pd_launch *L))
 #endif

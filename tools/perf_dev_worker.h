@@ -87,37 +87,16 @@ GNIC_DEVFN int pd_fail(const struct pd_side *s, int rc, int op, uint32_t q, int6
 	return rc;
 }
 
-/* A pattern word as it sits in memory (little-endian; GPUs are). */
-GNIC_DEVFN uint64_t pd_le64(uint64_t v)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ && !GNIC_ON_GPU
-	return __builtin_bswap64(v);
-#else
-	return v;
-#endif
-}
-
-/* Message iter at local offset off against the peer's pattern region: 0,
- * or the failure recorded. Volatile loads: the NIC wrote it. */
+/* Message iter at local offset off against the peer's region: 0, or the
+ * failure recorded. */
 GNIC_DEVFN int pd_check(const struct pd_side *s, uint64_t off, uint32_t region, int64_t iter)
 {
-	const uint8_t *p = s->lbase + off;
-	uint64_t len = s->r.size, key = perf_pat_key(s->side ^ 1, region, len), w, o;
-	uint8_t marker = perf_pat_marker(s->side ^ 1, region);
+	uint8_t seen = 0, want = 0;
+	int64_t bad = s->validate ? perf_pat_find(s->lbase + off, s->r.size, s->side ^ 1, region, 0,
+	                                          &seen, &want)
+	                          : -1;
 
-	if (!s->validate)
-		return 0;
-	for (w = 0; w + 1 < (len + 7) / 8; w++)
-		if (((const volatile uint64_t *)p)[w] != pd_le64(perf_pat_word(key, w)))
-			break;
-	for (o = w * 8; o < len; o++) {
-		uint8_t b = ((const volatile uint8_t *)p)[o],
-		        want = perf_pat_byte(key, len, o, marker);
-
-		if (b != want)
-			return pd_fail(s, PD_BAD_DATA, PD_OP_CHECK, 0, iter, (int64_t)o, b, want);
-	}
-	return 0;
+	return bad < 0 ? 0 : pd_fail(s, PD_BAD_DATA, PD_OP_CHECK, 0, iter, bad, seen, want);
 }
 
 /* ---- the operations, through gnic_dev or the proxy ------------------------------------------ */

@@ -1,16 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Output: perftest's tables (bandwidth tests: #bytes, #iterations, BW peak,
- * BW average, MsgRate; latency tests: t_min, t_max, t_typical (the median),
- * t_avg, t_stdev, 99% and 99.9% percentiles), or CSV / JSON rows with the
- * same figures. With --repeat a row is the median of its runs, figure by
- * figure, plus the min-max spread of its headline figure (BW average,
- * MsgRate for rate tests, t_typical). Rows go out as they finish and are
- * kept for --plot, which writes them as the same CSV.
+ * Output: perftest's tables (bandwidth and rate tests: #bytes, #iterations,
+ * BW peak, BW average, MsgRate; latency tests: t_min, t_max, t_typical (the
+ * median), t_avg, t_stdev, 99% and 99.9% percentiles), or CSV / JSON rows
+ * of the same figures. With --repeat a row holds the medians of its runs,
+ * figure by figure, and the min-max spread of its headline figure (BW
+ * average; MsgRate for rate tests; t_typical). Rows are kept for --plot,
+ * which writes them as CSV and has tools/perf_plot.sh draw them.
  */
+#define _GNU_SOURCE
 #include <math.h>
+#include <stdarg.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "perf.h"
 
@@ -28,7 +33,7 @@ struct row {
 
 static struct {
 	const struct perf_session *s;
-	char connection[320], title[512], code[200], memory[200];
+	char connection[320], code[200], memory[200], title[600];
 	struct row *rows;
 	int n, cap;
 } rep;
@@ -38,13 +43,6 @@ static int cmp_double(const void *a, const void *b)
 	double x = *(const double *)a, y = *(const double *)b;
 
 	return (x > y) - (x < y);
-}
-
-static double rank(const double *v, long n, double q) /* nearest rank, v sorted */
-{
-	long k = (long)ceil(q * (double)n);
-
-	return v[k < 1 ? 0 : k - 1];
 }
 
 void perf_stats_lat(struct perf_stats *st, double *ns, long n)
@@ -62,10 +60,9 @@ void perf_stats_lat(struct perf_stats *st, double *ns, long n)
 	st->v[PERF_T_MAX] = ns[n - 1] / 1e3;
 	st->v[PERF_T_TYP] = (n % 2 ? ns[n / 2] : (ns[n / 2 - 1] + ns[n / 2]) / 2) / 1e3;
 	st->v[PERF_T_AVG] = sum / (double)n / 1e3;
-	st->v[PERF_T_SD] =
-	    sqrt(fmax(0, sq / (double)n - (sum / (double)n) * (sum / (double)n))) / 1e3;
-	st->v[PERF_T_P99] = rank(ns, n, 0.99) / 1e3;
-	st->v[PERF_T_P999] = rank(ns, n, 0.999) / 1e3;
+	st->v[PERF_T_SD] = sqrt(fmax(0, sq / (double)n - pow(sum / (double)n, 2))) / 1e3;
+	st->v[PERF_T_P99] = ns[(long)ceil(0.99 * (double)n) - 1] / 1e3; /* nearest rank */
+	st->v[PERF_T_P999] = ns[(long)ceil(0.999 * (double)n) - 1] / 1e3;
 }
 
 void perf_stats_bw(struct perf_stats *st, const struct perf_args *a, size_t size, long msgs,
@@ -80,71 +77,63 @@ void perf_stats_bw(struct perf_stats *st, const struct perf_args *a, size_t size
 	st->v[PERF_MPPS] = (double)msgs / ns * 1e3;
 }
 
-static int headline(const struct perf_args *a)
+static bool lat(const struct perf_args *a)
 {
-	return a->test->kind == PERF_LAT    ? PERF_T_TYP
-	       : a->test->kind == PERF_RATE ? PERF_MPPS
-	                                    : PERF_BW_AVG;
+	return a->test->kind == PERF_LAT;
 }
 
-static const char *bw_unit(const struct perf_args *a)
+/* ---- the table ---------------------------------------------------------------------------- */
+
+#define BYTES (-1)
+#define ITERS (-2)
+struct col {
+	const char *head;
+	int width, fig;
+};
+static const struct col bw_cols[] = {{"#bytes", 10, BYTES},
+                                     {"#iterations", 12, ITERS},
+                                     {"BW peak[%s]", 17, PERF_BW_PEAK},
+                                     {"BW average[%s]", 20, PERF_BW_AVG},
+                                     {"MsgRate[Mpps]", 13, PERF_MPPS}};
+/* heads are formats: %s is the bandwidth unit */
+static const struct col lat_cols[] = {{"#bytes", 10, BYTES},
+                                      {"#iterations", 12, ITERS},
+                                      {"t_min[usec]", 12, PERF_T_MIN},
+                                      {"t_max[usec]", 12, PERF_T_MAX},
+                                      {"t_typical[usec]", 16, PERF_T_TYP},
+                                      {"t_avg[usec]", 12, PERF_T_AVG},
+                                      {"t_stdev[usec]", 14, PERF_T_SD},
+                                      {"99%% percentile[usec]", 21, PERF_T_P99},
+                                      {"99.9%% percentile[usec]", 22, PERF_T_P999}};
+
+/* A row, or with w NULL the header. */
+static void table_line(const struct perf_args *a, const struct row *w)
 {
-	return a->gbits ? "Gb/s" : "MiB/s";
-}
+	const struct col *c = lat(a) ? lat_cols : bw_cols;
+	int n = lat(a) ? 9 : 5;
 
-/* ---- the table ------------------------------------------------------------------------------- */
+	if (a->mode->gnic && w)
+		printf(" %-12s %-6s %5d %7d %3d ", a->mode->name, perf_scope_name(w->scope),
+		       w->ctas, w->threads, w->qps);
+	else if (a->mode->gnic)
+		printf(" %-12s %-6s %5s %7s %3s ", "mode", "scope", "ctas", "threads", "qps");
+	for (int k = 0; k < n; k++) {
+		char cell[40];
 
-static void prefix(const struct perf_args *a, const char *mode, const char *scope, int ctas,
-                   int threads, int qps)
-{
-	if (!a->mode->gnic)
-		return;
-	if (ctas < 0)
-		printf(" %-12s %-6s %5s %7s %3s ", mode, scope, "ctas", "threads", "qps");
-	else
-		printf(" %-12s %-6s %5d %7d %3d ", mode, scope, ctas, threads, qps);
-}
-
-static void columns(const struct perf_args *a)
-{
-	char peak[32], avg[32];
-
-	prefix(a, "mode", "scope", -1, 0, 0);
-	if (a->server) {
-		printf(" %-10s %-12s data\n", "#bytes", "#iterations");
-		return;
+		if (!w)
+			snprintf(cell, sizeof(cell), c[k].head, a->gbits ? "Gb/s" : "MiB/s");
+		else if (c[k].fig == BYTES)
+			snprintf(cell, sizeof(cell), "%zu", w->size);
+		else if (c[k].fig == ITERS)
+			snprintf(cell, sizeof(cell), "%ld", w->st.iters);
+		else
+			snprintf(cell, sizeof(cell), "%.*f", c[k].fig == PERF_MPPS ? 4 : 2,
+			         w->st.v[c[k].fig]);
+		printf(" %-*s", k + 1 < n || a->repeat > 1 ? c[k].width : 0, cell);
 	}
-	if (a->test->kind == PERF_LAT) {
-		printf(" %-10s %-12s %-12s %-12s %-16s %-12s %-14s %-21s %-22s", "#bytes",
-		       "#iterations", "t_min[usec]", "t_max[usec]", "t_typical[usec]",
-		       "t_avg[usec]", "t_stdev[usec]", "99% percentile[usec]",
-		       "99.9% percentile[usec]");
-	} else {
-		snprintf(peak, sizeof(peak), "BW peak[%s]", bw_unit(a));
-		snprintf(avg, sizeof(avg), "BW average[%s]", bw_unit(a));
-		printf(" %-10s %-12s %-17s %-20s %-14s", "#bytes", "#iterations", peak, avg,
-		       "MsgRate[Mpps]");
-	}
-	if (a->repeat > 1)
-		printf(" spread (min-max)");
-	printf("\n");
-}
-
-static void table_row(const struct perf_args *a, const struct row *w)
-{
-	const double *v = w->st.v;
-
-	prefix(a, a->mode->name, perf_scope_name(w->scope), w->ctas, w->threads, w->qps);
-	if (a->test->kind == PERF_LAT)
-		printf(" %-10zu %-12ld %-12.2f %-12.2f %-16.2f %-12.2f %-14.2f %-21.2f %-22.2f",
-		       w->size, w->st.iters, v[PERF_T_MIN], v[PERF_T_MAX], v[PERF_T_TYP],
-		       v[PERF_T_AVG], v[PERF_T_SD], v[PERF_T_P99], v[PERF_T_P999]);
-	else
-		printf(" %-10zu %-12ld %-17.2f %-20.2f %-14.4f", w->size, w->st.iters,
-		       v[PERF_BW_PEAK], v[PERF_BW_AVG], v[PERF_MPPS]);
-	if (w->reps > 1)
+	if (a->repeat > 1 && w)
 		printf(" %.4g-%.4g", w->lo, w->hi);
-	printf("\n");
+	printf("%s\n", a->repeat > 1 && !w ? " spread (min-max)" : "");
 }
 
 static void print_list(const char *label, const int *v, int n)
@@ -154,24 +143,27 @@ static void print_list(const char *label, const int *v, int n)
 		printf("%s%d", i ? "," : " ", v[i]);
 }
 
-static void table_setup(const struct perf_session *s)
+static void table_begin(const struct perf_session *s)
 {
 	const struct perf_args *a = s->a;
 	const struct perf_ep *ep = s->ep[PERF_A] ? s->ep[PERF_A] : s->ep[PERF_B];
 	const char *spin = getenv("GNIC_EMU_SPIN_US");
 
-	if (!(a->test->flags & PERF_F_LOCAL)) {
-		printf(" Device       : %s\n", s->nic);
-		printf(" %-13s: %s\n", a->mode->gnic ? "Provider lib" : "libibverbs", s->lib);
-	}
-	if (a->mode->gnic) {
+	printf("%s\n", RULE);
+	if (s->emu)
+		printf(" NIC: gnic-emu (software emulator) — figures are emulator figures, not "
+		       "hardware\n");
+	printf(" gnic-perf %s: %s\n Mode         : %s: %s\n", a->test->name, a->test->help,
+	       a->mode->name, a->mode->help);
+	if (!(a->test->flags & PERF_F_LOCAL))
+		printf(" Device       : %s\n %-13s: %s\n", s->nic,
+		       a->mode->gnic ? "Provider lib" : "libibverbs", s->lib);
+	if (a->mode->gnic)
 		printf(" Device code  : %s\n Memory       : %s\n", rep.code, rep.memory);
-		if (s->emu)
-			printf(
-			    " gnic-emu     : GNIC_EMU_SPIN_US=%s (device-thread doorbells do not "
-			    "wake a sleeping engine)\n",
-			    spin ? spin : "auto");
-	}
+	if (a->mode->gnic && s->emu)
+		printf(" gnic-emu     : GNIC_EMU_SPIN_US=%s (device-thread doorbells do not wake a "
+		       "sleeping engine)\n",
+		       spin ? spin : "auto");
 	printf(" Connection   : %s\n", rep.connection);
 	if (a->mode->gnic) {
 		printf(" Scope        :");
@@ -180,33 +172,18 @@ static void table_setup(const struct perf_session *s)
 		print_list("   CTAs:", a->ctas_list, a->nctas);
 		printf("   threads/CTA: %d", a->threads);
 		print_list("   QPs:", a->qps_list, a->nqps);
-		printf("\n");
-		printf(" QP settings  : share %s, SQ depth %d, CQE every 16 BBs%s\n",
-		       a->mode->proxy || a->test->kind == PERF_LAT ? "EXCLUSIVE" : "GPU",
-		       a->tx_depth,
+		printf("\n QP settings  : share %s, SQ depth %d, CQE every 16 BBs%s\n",
+		       a->mode->proxy || lat(a) ? "EXCLUSIVE" : "GPU", a->tx_depth,
 		       a->mode->proxy ? " (the proxy's QPs; context without GPU)" : "");
 	} else if (ep) {
 		printf(
 		    " QPs          : %-8d TX depth : %-6u Signaled : every %u   Inline : <= %u B\n",
 		    a->qps_list[0], ep->sq_depth, ep->sq_signal, ep->max_inline);
 	}
-}
-
-static void table_begin(const struct perf_session *s)
-{
-	const struct perf_args *a = s->a;
-
-	printf("%s\n", RULE);
-	if (s->emu)
-		printf(" NIC: gnic-emu (software emulator) — figures are emulator figures, not "
-		       "hardware\n");
-	printf(" gnic-perf %s: %s\n", a->test->name, a->test->help);
-	printf(" Mode         : %s: %s\n", a->mode->name, a->mode->help);
-	table_setup(s);
-	if (a->test->flags & PERF_F_HALF_RTT)
-		printf(" Latency      : half a round trip (like perftest)\n");
-	else if (a->test->kind == PERF_LAT)
-		printf(" Latency      : one operation at a time, whole operation\n");
+	if (lat(a))
+		printf(" Latency      : %s\n", a->test->flags & PERF_F_HALF_RTT
+		                                   ? "half a round trip (like perftest)"
+		                                   : "one operation at a time, whole operation");
 	if (a->duration)
 		printf(" Duration     : %.0f s per row (+%ld warm-up iterations)\n", a->duration,
 		       a->warmup);
@@ -217,148 +194,155 @@ static void table_begin(const struct perf_session *s)
 	if (a->repeat > 1)
 		printf(" Repeat       : %d runs per row: medians, and the spread of %s\n",
 		       a->repeat,
-		       a->test->kind == PERF_LAT    ? "t_typical"
+		       lat(a)                       ? "t_typical"
 		       : a->test->kind == PERF_RATE ? "MsgRate"
 		                                    : "BW average");
 	printf(" Validation   : %s\n%s\n", a->validate ? "on" : "off", RULE);
-	columns(a);
-}
-
-/* ---- CSV and JSON
- * -------------------------------------------------------------------------------- */
-
-static const char *const csv_figs[PERF_NFIG] = {
-    "bw_peak",      "bw_avg",   "msg_rate_mpps", "t_min_us", "t_max_us",
-    "t_typical_us", "t_avg_us", "t_stdev_us",    "t_p99_us", "t_p999_us"};
-
-static const char *fig_name(int k, char *buf, size_t cap)
-{
-	if (k > PERF_BW_AVG)
-		return csv_figs[k];
-	snprintf(buf, cap, "%s_%s", csv_figs[k], rep.s->a->gbits ? "gbit_s" : "mib_s");
-	return buf;
-}
-
-static void csv_header(FILE *f)
-{
-	char buf[32];
-
-	fprintf(f, "test,mode,scope,ctas,threads,qps,bytes,iterations");
-	for (int k = 0; k < PERF_NFIG; k++)
-		fprintf(f, ",%s", fig_name(k, buf, sizeof(buf)));
-	fprintf(f, ",repeats,spread_min,spread_max,series,device,device_code,memory,provider,"
-	           "connection\n");
-}
-
-static bool fig_applies(const struct perf_args *a, int k)
-{
-	return a->test->kind == PERF_LAT ? k >= PERF_T_MIN : k <= PERF_MPPS;
-}
-
-static void csv_row(FILE *f, const struct perf_args *a, const struct row *w)
-{
-	fprintf(f, "%s,%s,", a->test->name, a->mode->name);
-	if (a->mode->gnic)
-		fprintf(f, "%s,%d,%d,%d,", perf_scope_name(w->scope), w->ctas, w->threads, w->qps);
+	if (a->server)
+		printf(" %-10s %-12s data\n", "#bytes", "#iterations");
 	else
-		fprintf(f, "-,-,-,%d,", w->qps);
-	fprintf(f, "%zu,%ld", w->size, w->st.iters);
-	for (int k = 0; k < PERF_NFIG; k++)
-		fprintf(f, fig_applies(a, k) ? ",%.6g" : ",", w->st.v[k]);
-	fprintf(f, ",%d,%.6g,%.6g,%s,%s,\"%s\",\"%s\",%s,\"%s\"\n", w->reps, w->lo, w->hi,
-	        w->series, rep.s->nic, rep.code, rep.memory, rep.s->emu ? "gnic-emu" : "rdma-core",
-	        rep.connection);
+		table_line(a, NULL);
+}
+
+/* ---- CSV and JSON: one list of fields ---------------------------------------------------------
+ */
+
+enum { NUM, STR, QSTR }; /* QSTR: quoted in CSV */
+struct field {
+	char name[24], val[200];
+	int kind;
+};
+
+static struct field *put(struct field *f, const char *name, int kind, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static struct field *put(struct field *f, const char *name, int kind, const char *fmt, ...)
+{
+	va_list ap;
+
+	snprintf(f->name, sizeof(f->name), "%s", name);
+	f->kind = kind;
+	va_start(ap, fmt);
+	vsnprintf(f->val, sizeof(f->val), fmt, ap);
+	va_end(ap);
+	return f + 1;
+}
+
+/* The row's fields (f has room for 32); returns how many. */
+static int fields(const struct perf_args *a, const struct row *w, struct field *f)
+{
+	static const char *const figs[PERF_NFIG] = {
+	    "bw_peak",      "bw_avg",   "msg_rate_mpps", "t_min_us", "t_max_us",
+	    "t_typical_us", "t_avg_us", "t_stdev_us",    "t_p99_us", "t_p999_us"};
+	struct field *p = put(f, "test", STR, "%s", a->test->name);
+
+	p = put(p, "mode", STR, "%s", a->mode->name);
+	if (a->mode->gnic) {
+		p = put(p, "scope", STR, "%s", perf_scope_name(w->scope));
+		p = put(p, "ctas", NUM, "%d", w->ctas);
+		p = put(p, "threads", NUM, "%d", w->threads);
+	} else {
+		p = put(put(put(p, "scope", STR, "-"), "ctas", STR, "-"), "threads", STR, "-");
+	}
+	p = put(p, "qps", NUM, "%d", w->qps);
+	p = put(p, "bytes", NUM, "%zu", w->size);
+	p = put(p, "iterations", NUM, "%ld", w->st.iters);
+	for (int k = 0; k < PERF_NFIG; k++) {
+		char name[24];
+
+		snprintf(name, sizeof(name), "%s%s", figs[k],
+		         k > PERF_BW_AVG ? ""
+		         : a->gbits      ? "_gbit_s"
+		                         : "_mib_s");
+		p = lat(a) == (k >= PERF_T_MIN) ? put(p, name, NUM, "%.6g", w->st.v[k])
+		                                : put(p, name, NUM, "%s", "");
+	}
+	p = put(p, "repeats", NUM, "%d", w->reps);
+	p = put(p, "spread_min", NUM, "%.6g", w->lo);
+	p = put(p, "spread_max", NUM, "%.6g", w->hi);
+	p = put(p, "series", STR, "%s", w->series);
+	p = put(p, "device", STR, "%s", rep.s->nic);
+	p = put(p, "device_code", QSTR, "%s", rep.code);
+	p = put(p, "memory", QSTR, "%s", rep.memory);
+	p = put(p, "provider", STR, "%s", rep.s->emu ? "gnic-emu" : "rdma-core");
+	return (int)(put(p, "connection", QSTR, "%s", rep.connection) - f);
+}
+
+static void csv_row(FILE *f, const struct perf_args *a, const struct row *w, bool header)
+{
+	struct field fs[32];
+	int n = fields(a, w, fs);
+
+	for (int i = 0; i < n; i++)
+		fprintf(f, fs[i].kind == QSTR && !header ? "%s\"%s\"" : "%s%s", i ? "," : "",
+		        header ? fs[i].name : fs[i].val);
+	fprintf(f, "\n");
 }
 
 /* Our strings and the provider's: escape what could break JSON anyway. */
-static void json_str(const char *key, const char *v, const char *sep)
+static void json_str(const char *v)
 {
-	printf("\"%s\": \"", key);
+	putchar('"');
 	for (; *v; v++)
 		printf(*v == '"' || *v == '\\' ? "\\%c" : "%c", *v);
-	printf("\"%s", sep);
-}
-
-static void json_begin(const struct perf_session *s)
-{
-	printf("{");
-	json_str("test", s->a->test->name, ", ");
-	json_str("mode", s->a->mode->name, ", ");
-	json_str("device", s->nic, ", ");
-	json_str("provider_lib", s->lib, ", ");
-	printf("\"emulator\": %s, ", s->emu ? "true" : "false");
-	json_str("connection", rep.connection, ", ");
-	json_str("device_code", rep.code, ", ");
-	json_str("memory", rep.memory, ", ");
-	printf("\"iterations\": %ld, \"warmup\": %ld, \"duration_s\": %.0f, \"repeat\": %d, "
-	       "\"validate\": %s, \"results\": [",
-	       s->a->iters, s->a->warmup, s->a->duration, s->a->repeat,
-	       s->a->validate ? "true" : "false");
+	putchar('"');
 }
 
 static void json_row(const struct perf_args *a, const struct row *w)
 {
-	char buf[32];
+	struct field fs[32];
+	int n = fields(a, w, fs);
 
-	printf("%s{", rep.n > 1 ? ", " : "");
-	if (a->mode->gnic)
-		printf("\"scope\": \"%s\", \"ctas\": %d, \"threads\": %d, ",
-		       perf_scope_name(w->scope), w->ctas, w->threads);
-	printf("\"qps\": %d, \"bytes\": %zu, \"iterations\": %ld", w->qps, w->size, w->st.iters);
-	for (int k = 0; k < PERF_NFIG; k++)
-		if (fig_applies(a, k))
-			printf(", \"%s\": %.6g", fig_name(k, buf, sizeof(buf)), w->st.v[k]);
-	if (w->reps > 1)
-		printf(", \"repeats\": %d, \"spread_min\": %.6g, \"spread_max\": %.6g", w->reps,
-		       w->lo, w->hi);
+	printf("%s{", rep.n > 1 ? ",\n  " : "\n  ");
+	for (int i = 0, first = 1; i < n; i++) {
+		if (!fs[i].val[0])
+			continue; /* a figure the test does not have */
+		printf("%s\"%s\": ", first ? "" : ", ", fs[i].name);
+		if (fs[i].kind == NUM)
+			printf("%s", fs[i].val);
+		else
+			json_str(fs[i].val);
+		first = 0;
+	}
 	printf("}");
 }
 
-/* ---- rows
- * ----------------------------------------------------------------------------------------- */
+/* ---- rows -------------------------------------------------------------------------------------
+ */
 
-static void describe(const struct perf_session *s)
+void perf_report_begin(const struct perf_session *s)
 {
 	const struct perf_args *a = s->a;
 
-	if (a->test->flags & PERF_F_LOCAL)
-		snprintf(rep.connection, sizeof(rep.connection), "local (no NIC)");
-	else if (a->test->flags & PERF_F_UNCONNECTED)
-		snprintf(rep.connection, sizeof(rep.connection), "none (QPs left unconnected)");
-	else if (a->server)
+	rep.s = s;
+	if (a->server)
 		snprintf(rep.connection, sizeof(rep.connection), "server on TCP port %d (side B)",
 		         a->port);
 	else if (a->host[0])
 		snprintf(rep.connection, sizeof(rep.connection), "client of %s port %d (side A)",
 		         a->host, a->port);
 	else
-		snprintf(rep.connection, sizeof(rep.connection), "in-process (sides A and B)");
+		snprintf(rep.connection, sizeof(rep.connection), "%s",
+		         a->test->flags & PERF_F_LOCAL         ? "local (no NIC)"
+		         : a->test->flags & PERF_F_UNCONNECTED ? "none (QPs left unconnected)"
+		                                               : "in-process (sides A and B)");
 	snprintf(rep.code, sizeof(rep.code), "%s",
 	         a->mode->gnic ? a->dev_name : "host CPU thread (verbs)");
 	snprintf(rep.memory, sizeof(rep.memory), "%s",
 	         !a->mode->gnic || !a->on_gpu ? "host memory"
 	         : a->host_mem                ? "pinned host memory (--host-mem)"
-	                       : "GPU memory (gnic-emu moves each message with a CUDA "
-	                         "copy; --host-mem shows the posting path better)");
+	                       : "GPU memory (gnic-emu moves each message with a CUDA copy; "
+	                         "--host-mem shows the posting path better)");
 	snprintf(rep.title, sizeof(rep.title), "gnic-perf %s (%s, %s)", a->test->name,
 	         a->mode->gnic ? a->dev_name : "host mode", rep.connection);
-}
-
-void perf_report_begin(const struct perf_session *s)
-{
-	rep.s = s;
-	rep.n = 0;
-	describe(s);
-	if (s->emu && s->a->format != PERF_FMT_TABLE)
+	if (s->emu && a->format != PERF_FMT_TABLE)
 		fprintf(stderr,
 		        "gnic-perf: NIC: gnic-emu (software emulator) — figures are emulator "
 		        "figures, not hardware\n");
-	if (s->a->format == PERF_FMT_TABLE)
+	if (a->format == PERF_FMT_TABLE)
 		table_begin(s);
-	else if (s->a->format == PERF_FMT_CSV && !s->a->server)
-		csv_header(stdout);
-	else if (!s->a->server)
-		json_begin(s);
+	else if (a->format == PERF_FMT_JSON && !a->server)
+		printf("{\"test\": \"%s\", \"mode\": \"%s\", \"emulator\": %s, \"results\": [",
+		       a->test->name, a->mode->name, s->emu ? "true" : "false");
 	fflush(stdout);
 }
 
@@ -368,16 +352,15 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static struct row *add_row(const struct perf_args *a, size_t size, const struct perf_stats *reps,
-                           int n)
+void perf_report_row(const struct perf_args *a, size_t size, const struct perf_stats *reps, int n)
 {
+	int head = lat(a) ? PERF_T_TYP : a->test->kind == PERF_RATE ? PERF_MPPS : PERF_BW_AVG;
 	double v[100];
 	struct row *w;
 
 	if (rep.n == rep.cap) {
 		rep.cap = rep.cap ? 2 * rep.cap : 64;
-		rep.rows = realloc(rep.rows, (size_t)rep.cap * sizeof(*rep.rows));
-		if (!rep.rows)
+		if (!(rep.rows = realloc(rep.rows, (size_t)rep.cap * sizeof(*rep.rows))))
 			perf_fatal("out of memory");
 	}
 	w = &rep.rows[rep.n++];
@@ -392,27 +375,20 @@ static struct row *add_row(const struct perf_args *a, size_t size, const struct 
 		for (int i = 0; i < n; i++)
 			v[i] = reps[i].v[k];
 		w->st.v[k] = median(v, n);
-		if (k == headline(a)) {
-			w->lo = v[0];
-			w->hi = v[n - 1];
-		}
+		w->lo = k == head ? v[0] : w->lo;
+		w->hi = k == head ? v[n - 1] : w->hi;
 	}
 	if (a->mode->gnic)
 		snprintf(w->series, sizeof(w->series), "%s %s %dx%d q%d", a->mode->name,
 		         perf_scope_name(a->scope), a->ctas, a->threads, a->qps);
 	else
 		snprintf(w->series, sizeof(w->series), "%s q%d", a->mode->name, a->qps);
-	return w;
-}
-
-void perf_report_row(const struct perf_args *a, size_t size, const struct perf_stats *reps, int n)
-{
-	struct row *w = add_row(a, size, reps, n);
-
+	if (a->format == PERF_FMT_CSV && rep.n == 1)
+		csv_row(stdout, a, w, true);
 	if (a->format == PERF_FMT_TABLE)
-		table_row(a, w);
+		table_line(a, w);
 	else if (a->format == PERF_FMT_CSV)
-		csv_row(stdout, a, w);
+		csv_row(stdout, a, w, false);
 	else
 		json_row(a, w);
 	fflush(stdout);
@@ -420,10 +396,9 @@ void perf_report_row(const struct perf_args *a, size_t size, const struct perf_s
 
 void perf_report_server_row(const struct perf_args *a, size_t size)
 {
-	if (a->format != PERF_FMT_TABLE)
-		return;
-	prefix(a, a->mode->name, perf_scope_name(a->scope), a->ctas, a->threads, a->qps);
-	printf(" %-10zu %-12ld %s\n", size, a->iters, a->validate ? "validated" : "not validated");
+	if (a->format == PERF_FMT_TABLE)
+		printf(" %-10zu %-12ld %s\n", size, a->iters,
+		       a->validate ? "validated" : "not validated");
 	fflush(stdout);
 }
 
@@ -432,46 +407,59 @@ void perf_report_end(const struct perf_args *a)
 	if (a->format == PERF_FMT_TABLE)
 		printf("%s\n", RULE);
 	else if (a->format == PERF_FMT_JSON && !a->server)
-		printf("]}\n");
+		printf("\n]}\n");
 	fflush(stdout);
 }
 
-void perf_report_csv(FILE *f)
-{
-	csv_header(f);
-	for (int i = 0; i < rep.n; i++)
-		csv_row(f, rep.s->a, &rep.rows[i]);
-}
+/* ---- --plot: the rows as CSV, drawn by perf_plot.sh ---------------------------------------------
+ */
 
-const char *perf_report_title(void)
+/* Installed next to gnic-perf as gnic-perf-plot; else the source tree's. */
+static const char *plot_script(void)
 {
-	return rep.title;
-}
+	static char path[4096];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 20);
+	char *slash = n > 0 ? memrchr(path, '/', (size_t)n) : NULL;
 
-/* Distinct series, in the order of their first rows. */
-static int series_first(int index)
-{
-	for (int i = 0, n = 0; i < rep.n; i++) {
-		int k = 0;
-
-		while (k < i && strcmp(rep.rows[k].series, rep.rows[i].series))
-			k++;
-		if (k == i && n++ == index)
-			return i;
+	if (slash) {
+		strcpy(slash, "/gnic-perf-plot");
+		if (access(path, R_OK) == 0)
+			return path;
 	}
-	return -1;
+	return PERF_PLOT_SH;
 }
 
-int perf_report_nseries(void)
+void perf_plot_check(const struct perf_args *a)
 {
-	int n = 0;
-
-	while (series_first(n) >= 0)
-		n++;
-	return n;
+	if (strchr(a->plot, '\'') || strchr(a->plot, '\n'))
+		perf_usage_error("--plot: no quotes or newlines in the file name, please");
+	if (system("command -v gnuplot >/dev/null 2>&1") != 0)
+		perf_usage_error("--plot needs gnuplot, which is not installed (Debian/Ubuntu: "
+		                 "apt-get install -y gnuplot-nox)");
+	if (access(plot_script(), R_OK))
+		perf_usage_error("--plot: %s is missing", plot_script());
 }
 
-const char *perf_report_series(int i)
+void perf_plot_write(const struct perf_args *a)
 {
-	return rep.rows[series_first(i)].series;
+	size_t n = strlen(a->plot) -
+	           (strlen(a->plot) > 4 && !strcmp(strchr(a->plot, 0) - 4, ".png") ? 4 : 0);
+	char csv[600],
+	    *argv[] = {"sh", (char *)plot_script(), "-o", (char *)a->plot, "-t", rep.title, csv,
+	               NULL};
+	FILE *f;
+	pid_t pid;
+	int st;
+
+	snprintf(csv, sizeof(csv), "%.*s.csv", (int)n, a->plot);
+	if (!(f = fopen(csv, "w")))
+		perf_fatal("--plot: cannot write %s", csv);
+	for (int i = 0; i < rep.n; i++) {
+		if (i == 0)
+			csv_row(f, a, &rep.rows[0], true);
+		csv_row(f, a, &rep.rows[i], false);
+	}
+	if (fclose(f) || posix_spawn(&pid, "/bin/sh", NULL, NULL, argv, NULL) ||
+	    waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+		perf_fatal("--plot: perf_plot.sh could not draw %s (its data: %s)", a->plot, csv);
 }

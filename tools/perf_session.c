@@ -23,13 +23,13 @@
 #define FD_SCAN    1024        /* where the bootstrap's socket is looked for */
 #define WIRE_MAGIC 0x32465047u /* "GPF2": a gnic-perf speaking this layout */
 
-struct wire_params { /* the client's settings: the server runs them */
-	uint32_t magic, set;
+/* The client's settings, which the server runs: its perf_args as they are
+ * (both sides run this gnic-perf; args_size catches another build), with
+ * the test and mode by name. */
+struct wire_params {
+	uint32_t magic, args_size;
 	char test[32], mode[32];
-	int32_t nsizes, nscopes, nctas, nqps, tx_depth, threads, validate, host_mem, bidir, repeat;
-	int32_t scopes[PERF_MAX_LIST], ctas[PERF_MAX_LIST], qps[PERF_MAX_LIST];
-	int64_t iters, warmup, duration;
-	uint64_t sizes[PERF_MAX_SIZES];
+	struct perf_args a;
 };
 
 struct wire_verdict {
@@ -174,36 +174,9 @@ void perf_sync(struct perf_session *s)
 
 /* ---- settings ------------------------------------------------------------------------------- */
 
-static void encode(const struct perf_args *a, struct wire_params *w)
+static bool same(const int *x, int nx, const int *y, int ny)
 {
-	memset(w, 0, sizeof(*w));
-	w->magic = WIRE_MAGIC;
-	w->set = a->set;
-	snprintf(w->test, sizeof(w->test), "%s", a->test->name);
-	snprintf(w->mode, sizeof(w->mode), "%s", a->mode->name);
-	w->nsizes = a->nsizes;
-	for (int i = 0; i < a->nsizes; i++)
-		w->sizes[i] = a->sizes[i];
-	w->nscopes = a->nscopes;
-	w->nctas = a->nctas;
-	w->nqps = a->nqps;
-	memcpy(w->scopes, a->scopes, sizeof(w->scopes));
-	memcpy(w->ctas, a->ctas_list, sizeof(w->ctas));
-	memcpy(w->qps, a->qps_list, sizeof(w->qps));
-	w->tx_depth = a->tx_depth;
-	w->threads = a->threads;
-	w->validate = a->validate;
-	w->host_mem = a->host_mem;
-	w->bidir = a->bidir;
-	w->repeat = a->repeat;
-	w->iters = a->iters;
-	w->warmup = a->warmup;
-	w->duration = (int64_t)a->duration;
-}
-
-static bool same_list(const int32_t *w, int nw, const int *v, int n)
-{
-	return nw == n && !memcmp(w, v, (size_t)n * sizeof(*v));
+	return nx == ny && !memcmp(x, y, (size_t)nx * sizeof(*x));
 }
 
 #define REFUSE(...) return snprintf(why, cap, __VA_ARGS__), false
@@ -212,76 +185,62 @@ static bool same_list(const int32_t *w, int nw, const int *v, int n)
  * in one the server was given explicitly. */
 static bool adopt(struct perf_args *a, const struct wire_params *w, char *why, size_t cap)
 {
-	const struct perf_mode *mode = NULL;
-	bool sizes = w->nsizes == a->nsizes;
+	const struct perf_args *c = &w->a;
+	struct perf_args own = *a;
+	unsigned set = a->set;
 
-	if (w->magic != WIRE_MAGIC)
-		REFUSE("the client is another gnic-perf version");
+	if (w->magic != WIRE_MAGIC || w->args_size != sizeof(*a))
+		REFUSE("the client is another gnic-perf version or build");
 	if (strcmp(w->test, a->test->name))
 		REFUSE("the client runs %s, this server was started for %s", w->test,
 		       a->test->name);
-	for (int i = 0; i < PERF_NMODES; i++)
-		mode = strcmp(perf_modes[i].name, w->mode) ? mode : &perf_modes[i];
-	if (!mode || ((a->set & PERF_SET_MODE) && mode != a->mode))
+	if ((set & PERF_SET_MODE) && strcmp(w->mode, a->mode->name))
 		REFUSE("the client runs --mode %s, this server was started with --mode %s", w->mode,
 		       a->mode->name);
-	for (int i = 0; sizes && i < a->nsizes; i++)
-		sizes = w->sizes[i] == a->sizes[i];
-	if ((a->set & PERF_SET_SIZES) && (!sizes || w->nsizes < 1))
+	if ((set & PERF_SET_SIZES) &&
+	    (c->nsizes != a->nsizes || memcmp(c->sizes, a->sizes, sizeof(a->sizes[0]) * a->nsizes)))
 		REFUSE(
-		    "the client's message sizes (%d, from %llu B) are not this server's (%d, from "
+		    "the client's message sizes (%d, from %zu B) are not this server's (%d, from "
 		    "%zu B)",
-		    w->nsizes, (unsigned long long)w->sizes[0], a->nsizes, a->sizes[0]);
-	if ((a->set & PERF_SET_ITERS) && w->iters != a->iters)
-		REFUSE("the client runs --iters %lld, this server %ld", (long long)w->iters,
-		       a->iters);
-	if ((a->set & PERF_SET_DURATION) && w->duration != (int64_t)a->duration)
-		REFUSE("the client runs --duration %lld, this server %.0f", (long long)w->duration,
-		       a->duration);
-	if ((a->set & PERF_SET_QPS) && !same_list(w->qps, w->nqps, a->qps_list, a->nqps))
-		REFUSE("the client's --qp is not this server's");
-	if ((a->set & PERF_SET_DEPTH) && w->tx_depth != a->tx_depth)
-		REFUSE("the client runs --tx-depth %d, this server %d", w->tx_depth, a->tx_depth);
-	if ((a->set & PERF_SET_BIDIR) && !w->bidir)
-		REFUSE("this server was started with --bidirectional, the client without");
-	if (((a->set & PERF_SET_CTAS) && !same_list(w->ctas, w->nctas, a->ctas_list, a->nctas)) ||
-	    ((a->set & PERF_SET_SCOPE) && !same_list(w->scopes, w->nscopes, a->scopes, a->nscopes)))
-		REFUSE("the client's --ctas or --scope is not this server's");
-	if (w->nsizes < 1 || w->nsizes > PERF_MAX_SIZES || w->nscopes < 1 || w->nctas < 1 ||
-	    w->nqps < 1 || w->nscopes > 3 || w->nctas > PERF_MAX_LIST || w->nqps > PERF_MAX_LIST)
-		REFUSE("the client sent settings out of range");
-	a->mode = mode;
-	a->nsizes = w->nsizes;
-	for (int i = 0; i < w->nsizes; i++)
-		a->sizes[i] = (size_t)w->sizes[i];
-	a->nscopes = w->nscopes;
-	a->nctas = w->nctas;
-	a->nqps = w->nqps;
-	memcpy(a->scopes, w->scopes, sizeof(w->scopes));
-	memcpy(a->ctas_list, w->ctas, sizeof(w->ctas));
-	memcpy(a->qps_list, w->qps, sizeof(w->qps));
-	a->scope = a->scopes[0];
-	a->ctas = a->ctas_list[0];
-	a->qps = a->qps_list[0];
-	a->tx_depth = w->tx_depth;
-	a->threads = w->threads;
-	a->validate = w->validate;
-	a->host_mem = w->host_mem;
-	a->bidir = w->bidir;
-	a->repeat = w->repeat;
-	a->iters = (long)w->iters;
-	a->warmup = (long)w->warmup;
-	a->duration = (double)w->duration;
-	a->set = w->set; /* checked as the client's command line */
+		    c->nsizes, c->sizes[0], a->nsizes, a->sizes[0]);
+	if (((set & PERF_SET_ITERS) && c->iters != a->iters) ||
+	    ((set & PERF_SET_DURATION) && c->duration != a->duration) ||
+	    ((set & PERF_SET_BIDIR) && c->bidir != a->bidir))
+		REFUSE("the client's --iters, --duration or --bidirectional (%ld, %.0f, %s) are "
+		       "not this "
+		       "server's (%ld, %.0f, %s)",
+		       c->iters, c->duration, c->bidir ? "on" : "off", a->iters, a->duration,
+		       a->bidir ? "on" : "off");
+	if (((set & PERF_SET_QPS) && !same(c->qps_list, c->nqps, a->qps_list, a->nqps)) ||
+	    ((set & PERF_SET_CTAS) && !same(c->ctas_list, c->nctas, a->ctas_list, a->nctas)) ||
+	    ((set & PERF_SET_SCOPE) && !same(c->scopes, c->nscopes, a->scopes, a->nscopes)) ||
+	    ((set & PERF_SET_DEPTH) && c->tx_depth != a->tx_depth))
+		REFUSE("the client's --qp, --ctas, --scope or --tx-depth are not this server's");
+	*a = *c; /* then what is this process's own */
+	a->test = own.test;
+	for (a->mode = perf_modes; a->mode < perf_modes + PERF_NMODES; a->mode++)
+		if (!strcmp(a->mode->name, w->mode))
+			break;
+	if (a->mode == perf_modes + PERF_NMODES)
+		REFUSE("the client asks for --mode %s, which this server does not know", w->mode);
+	a->server = true;
+	a->host[0] = 0;
+	a->port = own.port;
+	a->format = own.format;
+	a->timeout_s = own.timeout_s;
+	a->gpu = own.gpu;
+	memcpy(a->device, own.device, sizeof(a->device));
+	memcpy(a->plot, own.plot, sizeof(a->plot));
 	return perf_args_check(a, why, cap);
 }
 
 static void negotiate(struct perf_session *s)
 {
-	struct wire_params mine, peer;
+	struct wire_params mine = {WIRE_MAGIC, sizeof(*s->a), "", "", *s->a}, peer;
 	struct wire_verdict v = {.ok = 1}, pv;
 
-	encode(s->a, &mine);
+	snprintf(mine.test, sizeof(mine.test), "%s", s->a->test->name);
+	snprintf(mine.mode, sizeof(mine.mode), "%s", s->a->mode->name);
 	perf_exchange(s, &mine, &peer, sizeof(mine));
 	if (s->a->server)
 		v.ok = adopt(s->a, &peer, v.why, sizeof(v.why));

@@ -9,7 +9,6 @@
  * what each slot must finally hold without being told.
  */
 #define _GNU_SOURCE
-#include <endian.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -140,77 +139,34 @@ void perf_free(void *p, size_t len)
 
 /* ---- patterns ------------------------------------------------------------------------- */
 
-/* The pattern, XORed with flip (~0: the poison, which differs in every byte). */
-static void fill(uint8_t *p, size_t len, enum perf_side side, uint32_t region, uint64_t flip)
-{
-	uint64_t key = perf_pat_key((uint32_t)side, region, len);
-	uint8_t marker = perf_pat_marker((uint32_t)side, region);
-	size_t w, off;
-
-	for (w = 0; w < len / 8; w++) {
-		uint64_t v = htole64(perf_pat_word(key, w)) ^ flip;
-
-		memcpy(p + w * 8, &v, 8);
-	}
-	for (off = w * 8; off < len; off++)
-		p[off] = perf_pat_byte(key, len, off, marker) ^ (uint8_t)flip;
-	p[len - 1] = marker ^ (uint8_t)flip; /* last: pollers take it as "the rest is here" */
-}
-
 void perf_pattern_fill(uint8_t *p, size_t len, enum perf_side side, uint32_t region)
 {
-	fill(p, len, side, region, 0);
+	perf_pat_fill(p, len, (uint32_t)side, region, 0);
 }
 
 void perf_pattern_poison(uint8_t *p, size_t len, enum perf_side side)
 {
-	fill(p, len, side, 0, ~0ull);
-}
-
-/* First differing offset or -1; *seen gets the byte read (a NIC may still
- * be writing the memory). */
-static long find(const uint8_t *p, size_t len, enum perf_side side, uint32_t region, uint64_t flip,
-                 uint8_t *seen, uint8_t *want)
-{
-	uint64_t key = perf_pat_key((uint32_t)side, region, len);
-	uint8_t marker = perf_pat_marker((uint32_t)side, region);
-	size_t w, off;
-
-	for (w = 0; w + 1 < (len + 7) / 8; w++) {
-		uint64_t v;
-
-		memcpy(&v, p + w * 8, 8);
-		if (v != (htole64(perf_pat_word(key, w)) ^ flip))
-			break;
-	}
-	for (off = w * 8; off < len; off++) {
-		*want = perf_pat_byte(key, len, off, marker) ^ (uint8_t)flip;
-		*seen = p[off];
-		if (*seen != *want)
-			return (long)off;
-	}
-	return -1;
+	perf_pat_fill(p, len, (uint32_t)side, 0, ~0ull);
 }
 
 static bool check(const uint8_t *p, size_t len, enum perf_side side, uint32_t region, uint64_t flip,
                   const char *what, long iter)
 {
 	uint8_t seen = 0, want = 0;
-	long off = find(p, len, side, region, flip, &seen, &want);
+	int64_t off = perf_pat_find(p, len, (uint32_t)side, region, flip, &seen, &want);
 
 	if (off < 0)
 		return true;
 	fflush(stdout);
 	fprintf(stderr,
-	        "gnic-perf: data mismatch in %s after iteration %ld: byte %ld of %zu is 0x%02x, "
-	        "expected 0x%02x (%s side %c, region %u)\n",
-	        what, iter, off, len, seen, want,
+	        "gnic-perf: data mismatch in %s after iteration %ld: byte %lld of %zu is 0x%02x, "
+	        "expected 0x%02x (%s side %c, region %u)%s\n",
+	        what, iter, (long long)off, len, seen, want,
 	        flip ? "never written: poison against" : "pattern of", side == PERF_A ? 'A' : 'B',
-	        region);
-	if (find(p, len, side, region, flip, &seen, &want) < 0)
-		fprintf(stderr,
-		        "gnic-perf: a second look finds the data right: it landed after the "
-		        "byte that signalled its arrival\n");
+	        region,
+	        perf_pat_find(p, len, (uint32_t)side, region, flip, &seen, &want) < 0
+	            ? "; a second look finds it right: it landed after the byte that signalled it"
+	            : "");
 	return false;
 }
 

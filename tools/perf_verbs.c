@@ -26,6 +26,9 @@
 #define MIN_RNR_TIMER 12  /* 0.64 ms */
 #define QP_TIMEOUT    14  /* 4.096 us * 2^14 = 67 ms */
 #define QP_RETRY      7
+#define ACCESS                                                                                     \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |               \
+	 IBV_ACCESS_REMOTE_ATOMIC)
 
 static uint32_t min_u32(uint32_t a, uint32_t b)
 {
@@ -99,8 +102,6 @@ static struct ibv_qp *make_qp(struct perf_ep *ep, uint32_t inline_len)
 struct perf_ep *perf_verbs_open(const struct perf_args *a, enum perf_side side, size_t len)
 {
 	struct perf_ep *ep = calloc(1, sizeof(*ep));
-	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-	             IBV_ACCESS_REMOTE_ATOMIC;
 	struct ibv_device_attr d;
 
 	if (!ep)
@@ -127,7 +128,7 @@ struct perf_ep *perf_verbs_open(const struct perf_args *a, enum perf_side side, 
 	}
 	ep->len = len;
 	ep->buf = ep->dev = perf_alloc(len);
-	ep->mr = ibv_reg_mr(ep->pd, ep->buf, len, access);
+	ep->mr = ibv_reg_mr(ep->pd, ep->buf, len, ACCESS);
 	if (!ep->mr)
 		perf_fatal("ibv_reg_mr(%zu bytes): %s", len, strerror(errno));
 	return ep;
@@ -153,53 +154,44 @@ void perf_verbs_info(const struct perf_ep *ep, struct perf_ep_info *info)
 	}
 }
 
-static void modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, const char *step)
-{
-	int ret = ibv_modify_qp(qp, attr, mask);
-
-	if (ret)
-		perf_fatal("ibv_modify_qp(QP 0x%x to %s): %s", qp->qp_num, step, strerror(ret));
-}
-
 /* INIT, RTR, RTS. RoCE ports (and gnic-emu) address peers by GID, IB by LID. */
 static void connect_qp(struct perf_ep *ep, int q, const struct perf_ep_info *peer)
 {
 	static const uint8_t zero_gid[16];
-	int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-	          IBV_ACCESS_REMOTE_ATOMIC;
 	struct ibv_qp_attr init = {
-	    .qp_state = IBV_QPS_INIT, .port_num = PORT_NUM, .qp_access_flags = (unsigned)all};
-	struct ibv_qp_attr rtr = {
-	    .qp_state = IBV_QPS_RTR,
-	    .path_mtu = ep->mtu,
-	    .dest_qp_num = peer->qpn[q],
-	    .rq_psn = peer->psn[q],
-	    .max_dest_rd_atomic = (uint8_t)ep->rd_atomic,
-	    .min_rnr_timer = MIN_RNR_TIMER,
-	    .ah_attr = {.dlid = (uint16_t)peer->lid, .port_num = PORT_NUM},
-	};
+	    .qp_state = IBV_QPS_INIT, .port_num = PORT_NUM, .qp_access_flags = ACCESS};
+	struct ibv_qp_attr rtr = {.qp_state = IBV_QPS_RTR,
+	                          .path_mtu = ep->mtu,
+	                          .dest_qp_num = peer->qpn[q],
+	                          .rq_psn = peer->psn[q],
+	                          .max_dest_rd_atomic = (uint8_t)ep->rd_atomic,
+	                          .min_rnr_timer = MIN_RNR_TIMER,
+	                          .ah_attr = {.dlid = (uint16_t)peer->lid, .port_num = PORT_NUM}};
 	struct ibv_qp_attr rts = {.qp_state = IBV_QPS_RTS,
 	                          .sq_psn = ep->psn[q],
 	                          .timeout = QP_TIMEOUT,
 	                          .retry_cnt = QP_RETRY,
 	                          .rnr_retry = QP_RETRY,
 	                          .max_rd_atomic = (uint8_t)ep->rd_atomic};
+	int ret;
 
 	if (memcmp(peer->gid, zero_gid, 16)) {
 		rtr.ah_attr.is_global = 1;
 		memcpy(rtr.ah_attr.grh.dgid.raw, peer->gid, 16);
 		rtr.ah_attr.grh.hop_limit = 64;
 	}
-	modify(ep->qp[q], &init,
-	       IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, "INIT");
-	modify(ep->qp[q], &rtr,
-	       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-	           IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
-	       "RTR");
-	modify(ep->qp[q], &rts,
-	       IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-	           IBV_QP_MAX_QP_RD_ATOMIC,
-	       "RTS");
+	if ((ret = ibv_modify_qp(ep->qp[q], &init,
+	                         IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+	                             IBV_QP_ACCESS_FLAGS)) ||
+	    (ret = ibv_modify_qp(ep->qp[q], &rtr,
+	                         IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+	                             IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+	                             IBV_QP_MIN_RNR_TIMER)) ||
+	    (ret = ibv_modify_qp(ep->qp[q], &rts,
+	                         IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+	                             IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC)))
+		perf_fatal("ibv_modify_qp(QP 0x%x to INIT, RTR, RTS): %s", ep->qp[q]->qp_num,
+		           strerror(ret));
 }
 
 void perf_verbs_connect(struct perf_ep *ep, const struct perf_ep_info *peer)
@@ -316,41 +308,25 @@ static int sq_reap(struct perf_ep *ep)
 	return n;
 }
 
-/* Reaps until cond(ep, q) holds. */
-static void sq_wait(struct perf_ep *ep, int q, bool (*cond)(const struct perf_ep *, int),
-                    const char *what)
+/* Reaps until QP q (every QP: q < 0) has at most busy requests outstanding. */
+static void sq_wait(struct perf_ep *ep, int q, uint32_t busy, const char *what)
 {
 	struct perf_wait w;
+	int k = q < 0 ? 0 : q;
 
 	perf_wait_start(&w, what);
-	while (!cond(ep, q))
-		if (sq_reap(ep))
+	while (k < (q < 0 ? ep->nqps : q + 1))
+		if (ep->sq_posted[k] - ep->sq_done[k] <= busy)
+			k++;
+		else if (sq_reap(ep))
 			perf_wait_progress(&w);
 		else
 			perf_wait_tick(&w);
 }
 
-static bool has_room(const struct perf_ep *ep, int q)
-{
-	return sq_room(ep, q) > 0;
-}
-
-static bool qp_idle(const struct perf_ep *ep, int q)
-{
-	return ep->sq_done[q] == ep->sq_posted[q];
-}
-
-static bool all_idle(const struct perf_ep *ep, int q)
-{
-	for (q = 0; q < ep->nqps; q++)
-		if (!qp_idle(ep, q))
-			return false;
-	return true;
-}
-
 void perf_sq_post(struct perf_ep *ep, int q, struct ibv_send_wr *wr, bool last)
 {
-	sq_wait(ep, q, has_room, "send queue room");
+	sq_wait(ep, q, ep->sq_depth - 1, "send queue room");
 	sq_prepare(ep, q, wr, last);
 	sq_post_chain(ep, q, wr);
 }
@@ -358,12 +334,12 @@ void perf_sq_post(struct perf_ep *ep, int q, struct ibv_send_wr *wr, bool last)
 void perf_sq_post_wait(struct perf_ep *ep, int q, struct ibv_send_wr *wr)
 {
 	perf_sq_post(ep, q, wr, true);
-	sq_wait(ep, q, qp_idle, "a send completion");
+	sq_wait(ep, q, 0, "a send completion");
 }
 
 void perf_sq_drain(struct perf_ep *ep)
 {
-	sq_wait(ep, 0, all_idle, "the last send completions");
+	sq_wait(ep, -1, 0, "the last send completions");
 }
 
 void perf_rq_post(struct perf_ep *ep, uint64_t off, uint32_t len, uint64_t wr_id)

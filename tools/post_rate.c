@@ -138,19 +138,8 @@ static bool validate(struct perf_run *r)
 	return true;
 }
 
-const struct perf_test perf_test_post_rate = {
-    .name = "post_rate",
-    .help = "WQEs device threads post per second with no consumer (unconnected QPs, retired "
-            "by the benchmark), per scope",
-    .id = PERF_TEST_post_rate,
-    .kind = PERF_RATE,
-    .modes = PERF_MODES_GNIC,
-    .flags = PERF_F_SCOPES | PERF_F_UNCONNECTED,
-    .sizes = "8",
-    .iters = 200000,
-    .quick_iters = 20000,
-    .setup = setup,
-    .run = run,
-    .validate = validate,
-};
+PERF_TEST_DEF(post_rate, PERF_RATE, PERF_MODES_GNIC, PERF_F_SCOPES | PERF_F_UNCONNECTED, "8",
+              200000, 20000, setup, run, validate,
+              "WQEs device threads post per second with no consumer (unconnected QPs, retired "
+              "by the benchmark), per scope");
 #endif

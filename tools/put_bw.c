@@ -44,18 +44,7 @@ static bool validate(struct perf_run *r)
 	return perf_stream_validate(r, PERF_A);
 }
 
-const struct perf_test perf_test_put_bw = {
-    .name = "put_bw",
-    .help = "RDMA WRITE bandwidth and message rate, many outstanding, every Nth signaled",
-    .id = PERF_TEST_put_bw,
-    .kind = PERF_BW,
-    .modes = PERF_MODES_ALL,
-    .flags = PERF_F_SCOPES | PERF_F_BIDIR,
-    .sizes = "1-1M",
-    .iters = 5000,
-    .quick_iters = 1000,
-    .setup = setup,
-    .run = run,
-    .validate = validate,
-};
+PERF_TEST_DEF(put_bw, PERF_BW, PERF_MODES_ALL, PERF_F_SCOPES | PERF_F_BIDIR, "1-1M", 5000, 1000,
+              setup, run, validate,
+              "RDMA WRITE bandwidth and message rate, many outstanding, every Nth signaled");
 #endif

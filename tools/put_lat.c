@@ -54,24 +54,7 @@ static void run(struct perf_run *r)
 		perf_host_pingpong(r, &hooks);
 }
 
-static bool validate(struct perf_run *r)
-{
-	(void)r;
-	return true; /* every message was checked on arrival */
-}
-
-const struct perf_test perf_test_put_lat = {
-    .name = "put_lat",
-    .help = "RDMA WRITE ping-pong; each side polls the last byte of its slot",
-    .id = PERF_TEST_put_lat,
-    .kind = PERF_LAT,
-    .modes = PERF_MODES_ALL,
-    .flags = PERF_F_HALF_RTT | PERF_F_PINGPONG,
-    .sizes = "8,64,4096",
-    .iters = 1000,
-    .quick_iters = 200,
-    .setup = perf_pingpong_setup,
-    .run = run,
-    .validate = validate,
-};
+PERF_TEST_DEF(put_lat, PERF_LAT, PERF_MODES_ALL, PERF_F_HALF_RTT | PERF_F_PINGPONG, "8,64,4096",
+              1000, 200, perf_pingpong_setup, run, NULL,
+              "RDMA WRITE ping-pong; each side polls the last byte of its slot");
 #endif

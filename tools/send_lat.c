@@ -99,24 +99,6 @@ static void run(struct perf_run *r)
 		perf_host_pingpong(r, &hooks);
 }
 
-static bool validate(struct perf_run *r)
-{
-	(void)r;
-	return true; /* every message was checked on arrival */
-}
-
-const struct perf_test perf_test_send_lat = {
-    .name = "send_lat",
-    .help = "SEND/RECV ping-pong",
-    .id = PERF_TEST_send_lat,
-    .kind = PERF_LAT,
-    .modes = PERF_MODES_ALL,
-    .flags = PERF_F_HALF_RTT | PERF_F_PINGPONG | PERF_F_RECV,
-    .sizes = "8,64,4096",
-    .iters = 1000,
-    .quick_iters = 200,
-    .setup = setup,
-    .run = run,
-    .validate = validate,
-};
+PERF_TEST_DEF(send_lat, PERF_LAT, PERF_MODES_ALL, PERF_F_HALF_RTT | PERF_F_PINGPONG | PERF_F_RECV,
+              "8,64,4096", 1000, 200, setup, run, NULL, "SEND/RECV ping-pong");
 #endif

@@ -88,25 +88,8 @@ static void run(struct perf_run *r)
 		perf_host_pingpong(r, &hooks);
 }
 
-static bool validate(struct perf_run *r)
-{
-	(void)r;
-	return true; /* every message was checked on arrival */
-}
-
-const struct perf_test perf_test_signal_lat = {
-    .name = "signal_lat",
-    .help = "ping-pong on a signal: host mode WRITE with immediate + receive completion, "
-            "libgnic modes put_signal + the signal word",
-    .id = PERF_TEST_signal_lat,
-    .kind = PERF_LAT,
-    .modes = PERF_MODES_ALL,
-    .flags = PERF_F_HALF_RTT | PERF_F_PINGPONG,
-    .sizes = "8,64,4096",
-    .iters = 1000,
-    .quick_iters = 200,
-    .setup = setup,
-    .run = run,
-    .validate = validate,
-};
+PERF_TEST_DEF(signal_lat, PERF_LAT, PERF_MODES_ALL, PERF_F_HALF_RTT | PERF_F_PINGPONG, "8,64,4096",
+              1000, 200, setup, run, NULL,
+              "ping-pong on a signal: host mode WRITE with immediate + receive completion, "
+              "libgnic modes put_signal + the signal word");
 #endif
