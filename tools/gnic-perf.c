@@ -57,13 +57,14 @@ static void progress_init(struct progress *p, const struct perf_args *a)
 }
 
 /* -D: chunks of an eighth of the duration at the rate so far (less when
- * less is left) until the time is up, then a last one of one granule: a
- * run's last iteration must be known before it starts (receives are not
- * posted past it). Latency runs also end at PERF_MAX_SAMPLES. */
+ * less is left, and at most a quarter of --timeout: the peer waits for
+ * each) until the time is up, then a last one of one granule: a run's last
+ * iteration must be known before it starts (receives are not posted past
+ * it). Latency runs also end at PERF_MAX_SAMPLES. */
 static long duration_chunk(struct progress *p, const struct perf_args *a, bool *last)
 {
 	uint64_t now = perf_now_ns();
-	double span = a->duration * 1e9, busy = (double)(now - p->t0) + 1, rate;
+	double span = a->duration * 1e9, busy = (double)(now - p->t0) + 1, rate, chunk;
 	long n, cap = a->test->kind == PERF_LAT ? PERF_MAX_SAMPLES - p->g - p->timed : LONG_MAX;
 
 	if (!p->timed) {
@@ -75,7 +76,9 @@ static long duration_chunk(struct progress *p, const struct perf_args *a, bool *
 		return p->g;
 	}
 	rate = (double)p->timed / busy;
-	p->per = round_up((long)(rate * span / PERF_SLICES) + 1, p->g);
+	chunk = span / PERF_SLICES < (double)perf_timeout_ns() / 4 ? span / PERF_SLICES
+	                                                           : (double)perf_timeout_ns() / 4;
+	p->per = round_up((long)(rate * chunk) + 1, p->g);
 	n = round_up((long)(rate * (span - busy)) + 1, p->g);
 	n = n < p->per ? n : p->per;
 	return n < cap ? n : cap;

@@ -58,6 +58,10 @@ double perf_cpu_launch(const struct pd_launch *L)
 
 	if (!w || !th)
 		perf_fatal("out of memory for %u CPU threads", n);
+	if (L->threads != 1) /* a server without GPU, given a GPU client's shape */
+		perf_fatal("no GPU here: a CTA is one CPU thread, not %u (give the other side "
+		           "--threads 1)",
+		           L->threads);
 	pthread_barrier_init(&start, NULL, n + 1);
 	for (uint32_t i = 0; i < n; i++) {
 		int ret;

@@ -272,59 +272,38 @@ void perf_gnic_env(struct perf_session *s)
 
 /* ---- a device thread's failure as one line --------------------------------------------------- */
 
-static const char *op_name(int op)
-{
-	static const char *const names[] = {
-	    "?",       "put",   "get",  "put_signal", "add",  "fetch-add", "send", "receive post",
-	    "receive", "quiet", "wait", "retire",     "check"};
-
-	return op > 0 && op < (int)(sizeof(names) / sizeof(names[0])) ? names[op] : "?";
-}
-
-static const char *status_name(int rc)
-{
-	return rc == GNIC_DEV_ERR_CQE       ? "GNIC_DEV_ERR_CQE (an error completion)"
-	       : rc == GNIC_DEV_ERR_TIMEOUT ? "GNIC_DEV_ERR_TIMEOUT (a bounded wait ran out)"
-	       : rc == GNIC_DEV_ERR_INVAL   ? "GNIC_DEV_ERR_INVAL (bad argument)"
-	       : rc == GNIC_DEV_ERR_QP      ? "GNIC_DEV_ERR_QP (the QP failed earlier)"
-	                                    : "unknown status";
-}
-
+/* A device thread's failure as one line. */
 static void describe(const struct pd_status *st, int side, char *buf, size_t cap)
 {
-	static const char *const counters[] = {"sq_reserved",       "sq_ready",
-	                                       "sq_rung",           "sq_retired",
-	                                       "CPU doorbell word", "doorbell record"};
-	static const char *const fields[] = {"ctrl word 0", "ctrl word 1",   "byte count",  "lkey",
-	                                     "rkey",        "remote offset", "local offset"};
-	unsigned long long got = st->got, want = st->want;
-	long long it = st->iter, off = st->off;
-	char c = side == PERF_A ? 'A' : 'B';
+	static const char *const ops[] = {
+	    "?",       "put",   "get",  "put_signal", "add",  "fetch-add", "send", "receive post",
+	    "receive", "quiet", "wait", "retire",     "check"};
+	static const char *const bad[] = {
+	    "data mismatch (at: the byte)",
+	    "a receive of the wrong length",
+	    "a wrong signal word",
+	    "a fetch-add fetched a wrong value",
+	    "a QP counter is off (at: 0 sq_reserved, 1 sq_ready, 2 sq_rung, 3 sq_retired, 4 CPU "
+	    "doorbell, 5 doorbell record)",
+	    "a WQE field is off (iteration: 0 ctrl word 0, 1 ctrl word 1, 2 length, 3 lkey, 4 "
+	    "rkey, "
+	    "5 remote offset, 6 local offset; at: its BB)"};
+	const char *what = st->rc >= PD_BAD_DATA && st->rc <= PD_BAD_WQE ? bad[st->rc - PD_BAD_DATA]
+	                   : st->rc == GNIC_DEV_ERR_CQE ? "GNIC_DEV_ERR_CQE (an error completion)"
+	                   : st->rc == GNIC_DEV_ERR_TIMEOUT
+	                       ? "GNIC_DEV_ERR_TIMEOUT (a wait ran out)"
+	                   : st->rc == GNIC_DEV_ERR_INVAL ? "GNIC_DEV_ERR_INVAL (bad argument)"
+	                   : st->rc == GNIC_DEV_ERR_QP ? "GNIC_DEV_ERR_QP (the QP failed earlier)"
+	                                               : "unknown status";
 
-	if (st->rc == PD_BAD_DATA)
-		snprintf(buf, cap,
-		         "data mismatch on side %c in message %lld: byte %lld is 0x%02llx, "
-		         "expected 0x%02llx",
-		         c, it, off, got, want);
-	else if (st->rc == PD_BAD_LEN)
-		snprintf(buf, cap, "side %c: receive %lld has %llu bytes, sent %llu", c, it, got,
-		         want);
-	else if (st->rc == PD_BAD_SIGNAL)
-		snprintf(buf, cap,
-		         "side %c: the signal word is %llu after message %lld, expected %llu", c,
-		         got, it, want);
-	else if (st->rc == PD_BAD_FETCH)
-		snprintf(buf, cap, "fetch-add %lld fetched 0x%llx, the counter held 0x%llx", it,
-		         got, want);
-	else if (st->rc == PD_BAD_COUNTER)
-		snprintf(buf, cap, "post_rate: QP %u %s is %llu, expected %llu", st->q,
-		         off >= 0 && off < 6 ? counters[off] : "?", got, want);
-	else if (st->rc == PD_BAD_WQE)
-		snprintf(buf, cap, "post_rate: QP %u WQE at BB %lld: %s is 0x%llx, expected 0x%llx",
-		         st->q, off, it >= 0 && it < 7 ? fields[it] : "?", got, want);
-	else
-		snprintf(buf, cap, "side %c: %s on QP %u failed at iteration %lld: %s", c,
-		         op_name(st->op), st->q, it, status_name(st->rc));
+	snprintf(buf, cap, "side %c, %s on QP %u, iteration %lld: %s", side ? 'B' : 'A',
+	         st->op > 0 && st->op <= PD_OP_CHECK ? ops[st->op] : "?", st->q,
+	         (long long)st->iter, what);
+	if (st->rc <= PD_BAD_WQE)
+		snprintf(buf + strlen(buf), cap - strlen(buf),
+		         " (at %lld: %llu = 0x%llx, expected %llu = 0x%llx)", (long long)st->off,
+		         (unsigned long long)st->got, (unsigned long long)st->got,
+		         (unsigned long long)st->want, (unsigned long long)st->want);
 }
 
 /* Exits with what failed where (and libgnic's record of the QP error). */
