@@ -15,7 +15,7 @@
  *   perf_proxy.c     the cpu-proxy mode, all of it (host thread and device side)
  *   perf_dev_worker.h, perf_dev_cpu.c, perf_dev_gpu.cu: the device workers
  *   perf_util.c      errors, deadlines, patterns and the buffer ring
- *   perf_report.c    table / CSV / JSON; perf_plot.c: --plot
+ *   perf_report.c    table / CSV / JSON, and --plot (through perf_plot.sh)
  *
  * Side A is the initiator (the client, or the first side in one process),
  * side B the target (the server). A process holds both sides or one; a
@@ -378,8 +378,7 @@ void perf_cpu_run_one(const struct pd_side *s); /* one device thread, here */
 }
 #endif
 
-/* ---- cpu-proxy (perf_proxy.c): the mode's whole machinery -------------------------------------
- */
+/* ---- cpu-proxy (perf_proxy.c): the mode's whole machinery --------------------------------- */
 void perf_proxy_start(void);
 void perf_proxy_stop(void); /* before the QPs it serves are destroyed */
 /* Serves qp (of a context without GPU, EXCLUSIVE: the proxy is its only
@@ -389,8 +388,7 @@ struct pp_ring *perf_proxy_attach(struct gnic_qp *qp, bool on_gpu, uint8_t *lbas
                                   uint64_t rbase, uint32_t rkey, bool post_only);
 void perf_proxy_active(bool on); /* spinning while device threads run */
 
-/* ---- output (perf_report.c, perf_plot.c) ------------------------------------------------------
- */
+/* ---- output (perf_report.c) ---------------------------------------------------------------- */
 enum perf_fig { /* bandwidth in MiB/s (Gb/s with --report_gbits), times in us */
 	        PERF_BW_PEAK,
 	        PERF_BW_AVG,

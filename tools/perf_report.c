@@ -396,8 +396,12 @@ void perf_report_row(const struct perf_args *a, size_t size, const struct perf_s
 
 void perf_report_server_row(const struct perf_args *a, size_t size)
 {
+	char iters[24] = "-"; /* with -D the client counts them */
+
+	if (!a->duration)
+		snprintf(iters, sizeof(iters), "%ld", a->iters);
 	if (a->format == PERF_FMT_TABLE)
-		printf(" %-10zu %-12ld %s\n", size, a->iters,
+		printf(" %-10zu %-12s %s\n", size, iters,
 		       a->validate ? "validated" : "not validated");
 	fflush(stdout);
 }
