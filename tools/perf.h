@@ -2,29 +2,25 @@
 /*
  * gnic-perf: a perftest-style benchmark for gnic-emu and libgnic.
  *
- * Pieces (one concern per file):
- *   perf_catalog.c   the tests and modes this binary knows
- *   perf_args.c      command line, --help, --list
- *   perf_report.c    header, table / CSV / JSON rows, latency statistics
- *   perf_wait.c      deadlines for every wait, fatal errors, clock
- *   perf_pattern.c   data patterns, buffer layouts, validation
- *   perf_oob.c       the out-of-band TCP socket between two processes
- *   perf_ep.c        one side's verbs objects (context, PD, CQs, QPs, MR)
- *   perf_session.c   the two sides: in-process, server or client
- *   perf_verbs.c     posting and polling with credits and error checks
- *   perf_host_*.c    mode "host": the CPU posts verbs work requests
- *   perf_memcpy.c    memcpy reference bandwidth (no NIC)
- *   perf_plot.c      --plot: a PNG through gnuplot
- *   perf_gnic*.c ... the libgnic modes (device threads post): see perf_gnic.h
+ * One file per test (put_bw.c, put_lat.c, ...: the list is PERF_TESTS in
+ * perf_dev.h), each holding the test's descriptor, its host-mode body
+ * (verbs) and its device body (the libgnic modes: CUDA threads or CPU
+ * threads) side by side. The harness (gnic-perf.c) runs the descriptors'
+ * hooks; it never looks at which test it runs. The rest:
+ *   perf_args.c      command line, --help, the mode table and the catalogue
+ *   perf_session.c   the two sides: one process, or a server and a client
+ *                    talking through libgnic's bootstrap (gnic_boot_*)
+ *   perf_verbs.c     host mode: verbs objects, posting, the shared loops
+ *   perf_gnic.c      libgnic modes: contexts, QPs, memory, launches
+ *   perf_proxy.c     the cpu-proxy mode, all of it (host thread and device side)
+ *   perf_dev_worker.h, perf_dev_cpu.c, perf_dev_gpu.cu: the device workers
+ *   perf_util.c      errors, deadlines, patterns and the buffer ring
+ *   perf_report.c    table / CSV / JSON, and --plot (through perf_plot.sh)
  *
- * Roles: side A is the initiator (the client, or the first QP set in one
- * process), side B the target (the server, or the second QP set). A session
- * drives the sides this process owns: both in-process, one otherwise. A test
- * is written once against the session and does only the steps of the sides
- * it holds, so the same code runs in one process or across two.
- *
- * Errors: this is a command-line tool; anything fatal prints one clear line
- * and exits (1 for run-time failures, 2 for bad usage).
+ * Side A is the initiator (the client, or the first side in one process),
+ * side B the target (the server). A process holds both sides or one; a
+ * test does the steps of the sides it holds, so one body serves both.
+ * Anything fatal prints "gnic-perf: FAIL: what" and exits 1 (2: bad usage).
  */
 #ifndef GNIC_PERF_H
 #define GNIC_PERF_H
@@ -35,76 +31,99 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <gnic/gnic.h>
+
+#include "perf_dev.h"
+
 #define PERF_MAX_SIZES         64
-#define PERF_MAX_QPS           64
-#define PERF_MAX_SIZE          (1ul << 30)
+#define PERF_MAX_LIST          16           /* values of --ctas, --qps, --scope */
+#define PERF_MAX_MSG           (2ul << 30)  /* the largest message an mlx5 NIC sends */
+#define PERF_RING_BUDGET       (32ul << 20) /* sources, and destinations, per side */
 #define PERF_MAX_DEPTH         8192
 #define PERF_DEFAULT_PORT      18600
 #define PERF_DEFAULT_TIMEOUT_S 30
-#define PERF_CHAIN             32  /* work requests per ibv_post_send call */
-#define PERF_POLL_BATCH        16  /* completions per ibv_poll_cq call */
-#define PERF_INLINE            128 /* inline data we ask the QP for */
+#define PERF_CPU_MAX_CTAS      64 /* CPU threads standing in for CTAs */
+#define PERF_SLICES            8  /* a bw run's chunks; BW peak is the best one */
+#define PERF_MAX_SAMPLES       (1l << 24)
 #define PERF_EXIT_FAIL         1
 #define PERF_EXIT_USAGE        2
-#define PERF_MAX_LIST          16          /* values of --ctas, --qps, --scope */
-#define PERF_CPU_MAX_CTAS      64          /* CPU threads standing in for CTAs */
-#define PERF_MAX_DEV_BUF       (4ul << 30) /* a side's buffer in the libgnic modes */
 
-enum perf_side { PERF_A, PERF_B };
+/* ---- modes and tests ----------------------------------------------------------------- */
+enum perf_mode_id {
+	PERF_HOST,
+	PERF_GPU,
+	PERF_GPU_BF,
+	PERF_CPU_ASSISTED,
+	PERF_CPU_PROXY,
+	PERF_NMODES
+};
+#define PERF_MODES_ALL  ((1u << PERF_NMODES) - 1)
+#define PERF_MODES_GNIC (PERF_MODES_ALL & ~(1u << PERF_HOST))
 
-/* ---- catalogue (perf_catalog.c) ----------------------------------------- */
-enum perf_test_id {
-	PERF_PUT_BW,
-	PERF_PUT_LAT,
-	PERF_GET_BW,
-	PERF_GET_LAT,
-	PERF_ATOMIC_RATE,
-	PERF_SEND_LAT,
-	PERF_SIGNAL_LAT,
-	PERF_MEMCPY,
-	PERF_POST_RATE,
+struct perf_mode {
+	const char *name, *help;
+	enum perf_mode_id id;
+	int db_mode; /* enum gnic_db_mode of the QPs device threads post on */
+	bool gnic;   /* device threads (GPU or CPU) drive libgnic QPs */
+	bool proxy;  /* they hand the work to a CPU proxy thread */
 };
 
-enum perf_kind {
-	PERF_KIND_BW,     /* many outstanding: bandwidth + message rate */
-	PERF_KIND_LAT,    /* one at a time: latency samples */
-	PERF_KIND_ATOMIC, /* rate phase + latency phase, 8-byte operands */
-	PERF_KIND_LOCAL,  /* no NIC: reference figures of this machine */
-	PERF_KIND_POST,   /* device threads post on unconnected QPs: WQE rate */
+enum perf_kind { PERF_BW, PERF_LAT, PERF_RATE };
+enum perf_flag {
+	PERF_F_SCOPES = 1 << 0,      /* warp and CTA scope (gnic_dev has them for puts) */
+	PERF_F_BIDIR = 1 << 1,       /* -b: both sides send */
+	PERF_F_HALF_RTT = 1 << 2,    /* a ping-pong: latency is half the round trip */
+	PERF_F_PINGPONG = 1 << 3,    /* buffer: two receive slots per side */
+	PERF_F_LOCAL = 1 << 4,       /* no NIC, no sides */
+	PERF_F_UNCONNECTED = 1 << 5, /* QPs stay in RESET (one process, side A only) */
+	PERF_F_OPERAND8 = 1 << 6,    /* 8-byte operands only */
+	PERF_F_RECV = 1 << 7,        /* receive queues */
 };
 
-struct perf_session;
-struct perf_result;
-
+struct perf_run;
 struct perf_test {
-	const char *name;
+	const char *name, *help;
 	enum perf_test_id id;
 	enum perf_kind kind;
-	bool half_rtt; /* latency reported as half a round trip (ping-pong) */
-	const char *help;
+	unsigned modes, flags;
+	const char *sizes; /* default --sizes */
+	long iters, quick_iters;
+	/* before the first chunk: sources, poison, first receives */
+	void (*setup)(struct perf_run *r);
+	/* iterations [r->first, r->first + r->count): r->ns, r->lat */
+	void (*run)(struct perf_run *r);
+	/* after the last chunk, on the sides this process holds (may be NULL) */
+	bool (*validate)(struct perf_run *r);
 };
 
-/* A mode is how work requests reach the NIC. */
-struct perf_mode {
-	const char *name;
-	const char *help;
-	bool gnic;   /* libgnic: device threads (GPU or CPU) drive the QPs */
-	int db_mode; /* enum gnic_db_mode of the QPs device threads post on */
-	bool proxy;  /* cpu-proxy: device threads hand requests to a CPU thread */
-	/* Runs test t for one message size; fills r. Fatal errors exit. */
-	void (*run)(struct perf_session *s, const struct perf_test *t, size_t size,
-	            struct perf_result *r);
-};
+/* A test's descriptor, in its file. */
+#define PERF_TEST_DEF(n, kind_, modes_, flags_, sizes_, iters_, quick_, setup_, run_, validate_,   \
+                      help_)                                                                       \
+	const struct perf_test perf_test_##n = {#n,     help_,  PERF_TEST_##n, kind_,              \
+	                                        modes_, flags_, sizes_,        iters_,             \
+	                                        quick_, setup_, run_,          validate_}
+extern const struct perf_mode perf_modes[PERF_NMODES];
+extern const struct perf_test *const perf_tests[PERF_NTESTS];
+#define PERF_TEST_DECL(name) extern const struct perf_test perf_test_##name;
+PERF_TESTS(PERF_TEST_DECL)
 
-const struct perf_test *perf_test_find(const char *name);
-const struct perf_mode *perf_mode_find(const char *name);
-void perf_catalog_list(void);
-bool perf_test_has_lat(const struct perf_test *t);
-
-/* ---- command line (perf_args.c) ----------------------------------------- */
+/* ---- command line (perf_args.c) -------------------------------------------------------- */
 enum perf_format { PERF_FMT_TABLE, PERF_FMT_CSV, PERF_FMT_JSON };
-enum perf_scope { PERF_SCOPE_THREAD, PERF_SCOPE_WARP, PERF_SCOPE_CTA };
-const char *perf_scope_name(int scope);
+/* Options given explicitly: a server refuses a client that differs in one. */
+enum perf_set {
+	PERF_SET_MODE = 1 << 0,
+	PERF_SET_SIZES = 1 << 1,
+	PERF_SET_ITERS = 1 << 2,
+	PERF_SET_QPS = 1 << 3,
+	PERF_SET_DEPTH = 1 << 4,
+	PERF_SET_SCOPE = 1 << 5,
+	PERF_SET_CTAS = 1 << 6,
+	PERF_SET_THREADS = 1 << 7,
+	PERF_SET_DURATION = 1 << 8,
+	PERF_SET_BIDIR = 1 << 9,
+	PERF_SET_WARMUP = 1 << 10,
+	PERF_SET_GPU = 1 << 11,
+};
 
 struct perf_args {
 	const struct perf_test *test;
@@ -112,301 +131,291 @@ struct perf_args {
 	size_t sizes[PERF_MAX_SIZES];
 	int nsizes;
 	long iters, warmup;
-	int qps, tx_depth; /* qps: of the current row */
-	/* lists swept, one row per combination and size (libgnic modes) */
+	double duration; /* -D seconds; 0: --iters */
+	int repeat;
+	bool bidir, gbits;
+	int tx_depth;
 	int scopes[PERF_MAX_LIST], nscopes;
 	int ctas_list[PERF_MAX_LIST], nctas;
 	int qps_list[PERF_MAX_LIST], nqps;
-	int scope, ctas; /* of the current row */
-	int threads;     /* per CTA; 0 until resolved */
-	bool host_mem;   /* libgnic modes on a GPU: buffers in pinned host memory */
-	int gpu;         /* CUDA ordinal */
-	char plot[512];  /* --plot PNG, "" = none */
-	/* resolved by perf_gnic_resolve() for the libgnic modes */
-	bool on_gpu;
+	int scope, ctas, qps; /* of the row being run */
+	int threads;          /* per CTA; 0 until resolved */
+	bool host_mem;        /* libgnic modes on a GPU: buffers in pinned host memory */
+	int gpu;
+	bool on_gpu;        /* resolved: the device code runs on a GPU */
 	char dev_name[160]; /* "CPU threads (no GPU)" or the GPU */
+	char plot[512];
 	bool server;
-	char connect_host[256]; /* empty: not a client */
+	char host[256]; /* the server a client connects to; "" otherwise */
 	int port;
 	enum perf_format format;
-	bool validate;
-	char device[64]; /* empty: the first device */
-	bool quick;
+	bool validate, quick;
+	char device[64];
 	int timeout_s;
-	/* what the user set explicitly (a server reports what it overrides) */
-	bool sizes_set, iters_set, warmup_set, qps_set, depth_set;
-	bool scope_set, ctas_set, threads_set, gpu_set;
+	unsigned set; /* enum perf_set */
 };
 
-/* Parses argv into a; --help and --list print and exit 0, errors exit 2. */
+/* Parses argv; --help and --list print and exit 0, errors exit 2. */
 void perf_args_parse(int argc, char **argv, struct perf_args *a);
-/* Checks combinations that depend on the test (a server calls it again
- * after adopting the client's settings). Exits 2 with a message. */
-void perf_args_check(const struct perf_args *a);
-bool perf_is_two_process(const struct perf_args *a);
+/* Combinations the test or mode cannot honour: exit 2 (a server checks
+ * again with its client's settings, and refuses: the text goes to why). */
+bool perf_args_check(const struct perf_args *a, char *why, size_t cap);
+bool perf_two_process(const struct perf_args *a);
 int perf_list_max(const int *v, int n);
+const char *perf_scope_name(int scope);
 
-/* ---- deadlines, errors, clock (perf_wait.c) ----------------------------- */
+/* ---- errors, clock, waits (perf_util.c) ------------------------------------------------- */
 void perf_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 void perf_usage_error(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+void perf_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 uint64_t perf_now_ns(void);
-/* Every wait runs under the --timeout deadline; in two-process runs it also
- * stops when the peer's socket closes (the peer failed). */
-void perf_wait_setup(int timeout_s, int oob_fd);
+/* Every wait ends after --timeout without progress; with a peer process
+ * also when its socket (peer_fd) closes: it failed and will never answer. */
+void perf_wait_setup(int timeout_s, int peer_fd);
 struct perf_wait {
 	uint64_t deadline_ns, next_check_ns;
 	uint32_t spins;
-	bool progressed; /* work got done: the deadline moves on */
 	const char *what;
 };
 void perf_wait_start(struct perf_wait *w, const char *what);
-/* Waiting for device threads whose own waits end after --timeout: give
- * them slack_s more to report why. */
-#define PERF_DEVICE_SLACK_S 10
-void perf_wait_start_slack(struct perf_wait *w, const char *what, int slack_s);
 void perf_wait_check(struct perf_wait *w); /* exits on timeout or a dead peer */
 static inline void perf_wait_tick(struct perf_wait *w)
 {
-	/* Reading the clock on every spin would slow the polls measured. */
-	if ((++w->spins & 255) == 0)
+	if ((++w->spins & 255) == 0) /* reading the clock every spin would slow the polls */
 		perf_wait_check(w);
 }
-/* For loops that wait and work: each bit of work restarts the deadline (the
- * clock is read only when the loop next waits). */
-static inline void perf_wait_progress(struct perf_wait *w)
-{
-	w->progressed = true;
-}
-int perf_timeout_ms(void);
+void perf_wait_progress(struct perf_wait *w); /* work got done: the deadline moves on */
+uint64_t perf_timeout_ns(void);
+/* Page-aligned, zeroed lazily (pages are faulted in when first written). */
+void *perf_alloc(size_t len);
+void perf_free(void *p, size_t len);
 
-/* ---- patterns and layouts (perf_pattern.c) ------------------------------
- * A buffer holds nsrc source regions then nslots destination slots per QP,
- * each stride bytes (size rounded up to 64). Region r of side X is filled with pattern (X, r);
- * its last byte is a marker distinct for every r < 128, so a poller can tell
- * consecutive messages apart. */
-struct perf_layout {
-	size_t size, stride;
-	uint32_t nqps, nslots, nsrc;
-	size_t src_off, dst_off, total;
-};
-
-void perf_layout_stream(struct perf_layout *l, size_t size, int nqps, long total_iters);
-void perf_layout_pingpong(struct perf_layout *l, size_t size);
-void perf_layout_atomic(struct perf_layout *l, int nqps, int depth);
-void perf_layout_for(struct perf_layout *l, const struct perf_args *a, size_t size);
-size_t perf_buffer_len(const struct perf_args *a);
-static inline size_t perf_src(const struct perf_layout *l, uint32_t r)
-{
-	return l->src_off + (size_t)r * l->stride;
-}
-static inline size_t perf_dst(const struct perf_layout *l, uint32_t q, uint32_t s)
-{
-	return l->dst_off + ((size_t)q * l->nslots + s) * l->stride;
-}
-/* Streams: iteration i goes through QP i % nqps into that QP's slot
- * (i / nqps) % nslots, from source region i % nsrc. */
-uint32_t perf_stream_slot(const struct perf_layout *l, long i);
-uint32_t perf_stream_region(const struct perf_layout *l, long i);
-/* The last of total iterations that wrote slot (q, s). */
-long perf_stream_last_iter(const struct perf_layout *l, uint32_t q, uint32_t s, long total);
+/* ---- patterns and the ring (perf_util.c) ------------------------------------------------ */
 void perf_pattern_fill(uint8_t *p, size_t len, enum perf_side side, uint32_t region);
-void perf_pattern_poison(uint8_t *p, size_t len, enum perf_side side, uint32_t region);
-uint8_t perf_pattern_marker(enum perf_side side, uint32_t region);
-/* Offset of the first byte that differs from pattern (side, region), or -1. */
-long perf_pattern_find(const uint8_t *p, size_t len, enum perf_side side, uint32_t region);
-/* Checks; on a mismatch prints where and returns false (check) or exits 1
- * (expect). what names the place, iter the last iteration that wrote it. */
+void perf_pattern_poison(uint8_t *p, size_t len, enum perf_side side);
+/* On a mismatch prints where (what, iteration) and returns false. */
 bool perf_pattern_check(const uint8_t *p, size_t len, enum perf_side side, uint32_t region,
                         const char *what, long iter);
-void perf_pattern_expect(const uint8_t *p, size_t len, enum perf_side side, uint32_t region,
-                         const char *what, long iter);
-/* Fill every source region of a buffer with its pattern. */
-void perf_fill_sources(uint8_t *buf, const struct perf_layout *l, enum perf_side side);
-/* Streams: before the run every destination slot holds the complement of
- * what it must hold after total iterations; afterwards each is checked
- * (unit names the layout's "QP": a QP, or a device thread; holder is the
- * side whose buffer it is). */
-void perf_stream_poison(uint8_t *buf, const struct perf_layout *l, enum perf_side src, long total);
-bool perf_stream_check(const uint8_t *buf, const struct perf_layout *l, enum perf_side src,
-                       long total, const char *unit, enum perf_side holder);
+/* Streams: nw writers; pingpong: two slots, one writer. */
+void perf_ring_stream(struct perf_ring *r, size_t size, uint32_t nw, uint32_t depth);
+void perf_ring_pingpong(struct perf_ring *r, size_t size);
+/* The ring of a row (the test's shape, the row's writers and depth). */
+void perf_ring_for(struct perf_ring *r, const struct perf_args *a, size_t size);
+/* The last of total iterations that wrote slot, or -1. */
+long perf_ring_last(const struct perf_ring *r, uint32_t slot, long total);
+void perf_ring_fill(uint8_t *buf, const struct perf_ring *r, enum perf_side side);
+void perf_ring_poison(uint8_t *buf, const struct perf_ring *r, enum perf_side src);
+/* Every destination slot against the last write of total iterations (a
+ * slot never written still holds the poison). */
+bool perf_ring_check(const uint8_t *buf, const struct perf_ring *r, enum perf_side src, long total,
+                     enum perf_side holder);
 
-/* ---- out-of-band socket (perf_oob.c) ------------------------------------ */
-int perf_oob_listen(int port);                    /* listening fd; exits on error */
-int perf_oob_accept(int lfd);                     /* waits at most the timeout */
-int perf_oob_connect(const char *host, int port); /* retries until the timeout */
-void perf_oob_send(int fd, uint32_t type, const void *body, uint32_t len);
-/* Receives one message of this type and exactly len bytes, or exits. */
-void perf_oob_recv(int fd, uint32_t type, void *body, uint32_t len);
-enum perf_oob_type {
-	PERF_OOB_PARAMS = 1,
-	PERF_OOB_EP_INFO,
-	PERF_OOB_BARRIER,
-	PERF_OOB_VERDICT,
-	PERF_OOB_GEP_INFO,
-};
-/* Wire encoding helpers: big-endian, at *pos, advancing it. */
-void perf_put32(uint8_t **pos, uint32_t v);
-void perf_put64(uint8_t **pos, uint64_t v);
-uint32_t perf_get32(const uint8_t **pos);
-uint64_t perf_get64(const uint8_t **pos);
-
-/* ---- one side's verbs objects (perf_ep.c) ------------------------------- */
-struct perf_remote {
-	uint64_t addr; /* the peer's buffer as its rkey sees it */
-	uint32_t rkey;
-	uint64_t len;
-};
-
+/* ---- one side's objects ---------------------------------------------------------------- */
 struct perf_ep {
 	enum perf_side side;
+	uint8_t *buf; /* the CPU's view of the buffer */
+	uint8_t *dev; /* as registered and as device threads see it: buf, or GPU memory */
+	size_t len;
+	bool on_gpu, gpu_mem, mapped;
+	int nqps;
+	uint64_t raddr, rlen; /* the peer's buffer */
+	uint32_t rkey;
+	/* host mode (perf_verbs.c) */
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_cq *scq, *rcq;
+	struct ibv_mr *mr;
 	struct ibv_qp *qp[PERF_MAX_QPS];
 	uint32_t psn[PERF_MAX_QPS];
-	int nqps;
-	uint8_t *buf;
-	size_t len;
-	struct ibv_mr *mr;
-	uint32_t max_inline;
-	uint32_t sq_depth;  /* max_send_wr of each QP */
-	uint32_t rd_atomic; /* max_rd_atomic we use */
+	uint32_t max_inline, sq_depth, sq_signal, rd_atomic, max_msg;
 	enum ibv_mtu mtu;
-	struct perf_remote remote;
-	/* send queue accounting (perf_verbs.c), per QP */
 	uint64_t sq_posted[PERF_MAX_QPS], sq_done[PERF_MAX_QPS];
-	uint32_t sq_signal; /* signal every Nth work request */
+	/* libgnic modes (perf_gnic.c) */
+	struct gnic_ctx *gctx;
+	struct gnic_qp *gqp[PERF_MAX_QPS];
+	struct gnic_dev_qp *dqp[PERF_MAX_QPS]; /* gnic_qp_dev(): a device pointer on a GPU */
+	struct gnic_mr *gmr;
+	struct pp_ring *ring[PERF_MAX_QPS]; /* cpu-proxy */
+	struct pd_status *st;
+	uint64_t *lat;
+	size_t lat_cap;
+	uint64_t posted[PERF_MAX_QPS], posted_row[PERF_MAX_QPS]; /* post_rate: BBs taken */
 };
 
-/* What one side tells the other to connect. */
+/* What a side tells the other to connect (host mode: GID, QPNs, PSNs;
+ * libgnic modes: blobs), and its buffer. */
 struct perf_ep_info {
-	union ibv_gid gid;
-	uint16_t lid;
-	uint64_t addr;
-	uint32_t rkey;
-	uint64_t len;
-	uint32_t nqps;
+	uint32_t nqps, lid, rkey, rsvd;
+	uint64_t addr, len;
+	uint8_t gid[16];
 	uint32_t qpn[PERF_MAX_QPS], psn[PERF_MAX_QPS];
+	struct gnic_blob blob[PERF_MAX_QPS];
 };
-#define PERF_EP_INFO_WIRE (16 + 4 + 8 + 4 + 8 + 4 + PERF_MAX_QPS * 8)
 
-struct perf_ep *perf_ep_open(const struct perf_args *a, enum perf_side side, size_t len);
-void perf_ep_info(const struct perf_ep *ep, struct perf_ep_info *info);
-void perf_ep_connect(struct perf_ep *ep, const struct perf_ep_info *peer);
-void perf_ep_close(struct perf_ep *ep);
-void perf_ep_info_encode(const struct perf_ep_info *info, uint8_t *wire);
-void perf_ep_info_decode(const uint8_t *wire, struct perf_ep_info *info);
-
-/* Which library answered, for the header. */
-struct perf_env {
-	char device[64];
-	const char *provider; /* "gnic-emu" or "other" */
-	char libibverbs[512];
-	/* libgnic modes */
-	char devices[160]; /* who runs the device code: "CPU threads (no GPU)" or the GPU */
-	char memory[160];  /* where the buffers are */
-	char qps[160];     /* QP settings */
-};
-void perf_env_probe(const struct perf_args *a, struct perf_env *env);
-
-/* ---- the two sides (perf_session.c) ------------------------------------- */
-struct perf_gep; /* a side in the libgnic modes (perf_gnic.h) */
-
+/* ---- the session (perf_session.c) --------------------------------------------------------- */
 struct perf_session {
-	struct perf_args *args;
-	struct perf_ep *ep[2];   /* host mode; NULL: that side lives in the other process */
-	struct perf_gep *gep[2]; /* libgnic modes; the same */
-	int oob;                 /* -1 in-process */
-	int listen_fd;
+	struct perf_args *a;
+	struct gnic_boot *boot; /* two processes; NULL in one */
+	int peer_fd;            /* the bootstrap's socket: a closed one means the peer died */
+	struct perf_ep *ep[2];  /* the sides this process holds */
+	/* the NIC, for the header */
+	char nic[64], lib[512];
+	bool emu;
 };
 
-/* Opens the sides this process owns and connects them; a server first
- * adopts the client's settings into s->args. */
 void perf_session_open(struct perf_session *s, struct perf_args *a);
 void perf_session_close(struct perf_session *s);
-/* Both processes reach this point before either goes on (no-op in-process). */
-void perf_session_barrier(struct perf_session *s, uint32_t step);
-/* Side B's validation verdict reaches side A; returns whether it passed. */
-bool perf_session_verdict(struct perf_session *s, bool b_ok);
-static inline struct perf_ep *perf_a(struct perf_session *s)
-{
-	return s->ep[PERF_A];
-}
-static inline struct perf_ep *perf_b(struct perf_session *s)
-{
-	return s->ep[PERF_B];
-}
+void perf_sync(struct perf_session *s); /* both processes meet (no-op in one) */
+/* Two processes: mine goes to the peer, the peer's to peer (len bytes). */
+void perf_exchange(struct perf_session *s, const void *mine, void *peer, size_t len);
 
-/* ---- posting and polling (perf_verbs.c) --------------------------------- */
-void perf_wr_init(struct ibv_send_wr *wr, struct ibv_sge *sge, struct perf_ep *ep,
-                  enum ibv_wr_opcode op, size_t local_off, uint32_t len, size_t remote_off);
-/* Numbers wr for QP q and signals it when due (or when last is set). */
-void perf_sq_prepare(struct perf_ep *ep, int q, struct ibv_send_wr *wr, bool last);
-void perf_sq_post(struct perf_ep *ep, int q, struct ibv_send_wr *first);
-/* How many more work requests QP q may take: depth minus those posted and
- * not yet retired by a completion (unsignaled ones count too). */
-uint32_t perf_sq_room(const struct perf_ep *ep, int q, uint32_t depth);
-int perf_sq_reap(struct perf_ep *ep); /* polls once; returns completions */
-void perf_sq_wait_room(struct perf_ep *ep, int q, uint32_t depth);
-void perf_sq_drain(struct perf_ep *ep);
-/* Posts, waits for and checks the completion of one signaled request. */
-void perf_sq_post_wait(struct perf_ep *ep, int q, struct ibv_send_wr *wr);
-/* Posts iterations [first, first + count) of a stream of op round-robin
- * over side A's QPs, at most depth outstanding per QP, then waits for all. */
-void perf_stream_post(struct perf_ep *ep, const struct perf_layout *l, enum ibv_wr_opcode op,
-                      long first, long count);
-uint64_t perf_atomic_add(long i); /* addend of fetch-add iteration i */
-void perf_rq_post(struct perf_ep *ep, int q, size_t off, uint32_t len, uint64_t wr_id);
-/* Waits for the next receive completion; checks status and wr_id. */
-void perf_rq_wait(struct perf_ep *ep, uint64_t wr_id, struct ibv_wc *wc);
-void perf_check_wc(const struct ibv_wc *wc, const char *where);
-void perf_wait_byte(const volatile uint8_t *p, uint8_t value, const char *what);
-
-/* ---- results and output (perf_report.c) --------------------------------- */
-struct perf_result {
+/* ---- a test run (gnic-perf.c) ------------------------------------------------------------ */
+struct perf_run {
+	struct perf_session *s;
+	struct perf_args *a;
+	const struct perf_test *t;
+	struct perf_ep *ep[2]; /* s->ep: NULL where the other process holds the side */
+	struct perf_ring ring;
 	size_t size;
-	long iters;
-	double elapsed_ns;
-	double *lat_ns; /* iters samples (latency tests), owned by the caller */
-	long nlat;
+	long first, count; /* this chunk */
+	long stop;         /* no iteration at or after stop follows (LONG_MAX: unknown) */
+	long done;         /* iterations run so far, warm-up included */
+	double ns;         /* the chunk's time */
+	double *lat;       /* its latency samples (side A, ns), count of them */
+	uint8_t *local;    /* a local test's buffer */
 };
+static inline bool perf_gnic(const struct perf_run *r)
+{
+	return r->a->mode->gnic;
+}
+/* Streams: the side whose sources are written, and the peer. */
+static inline enum perf_side perf_peer(enum perf_side side)
+{
+	return side == PERF_A ? PERF_B : PERF_A;
+}
 
-void perf_report_begin(const struct perf_args *a, const struct perf_env *env,
-                       const struct perf_session *s);
-void perf_report_row(const struct perf_args *a, const struct perf_result *r);
-void perf_report_end(const struct perf_args *a);
-void perf_report_progress(const struct perf_args *a, int index, int total, size_t size);
-/* The CSV header and one row, as --csv prints them (and --plot writes). */
-void perf_report_csv_header(FILE *f);
-void perf_report_csv_rows(FILE *f);
-const char *perf_report_title(void);
-/* The rows' series (all settings but the size), in order. */
-int perf_report_nseries(void);
-const char *perf_report_series(int index);
+/* Shared hooks. Streams: the sources are side src's (both with -b); a
+ * chunk runs side A's (and with -b B's) work requests or device threads.
+ * Counters: side B's word at sig_off, PERF_COUNTER_BASE plus every add. */
+typedef void perf_wr_fn(struct perf_run *r, struct perf_ep *ep, long i, struct ibv_send_wr *wr,
+                        struct ibv_sge *sge);
+void perf_stream_setup(struct perf_run *r, enum perf_side src);
+void perf_stream_run(struct perf_run *r, perf_wr_fn *wr);
+bool perf_stream_validate(struct perf_run *r, enum perf_side src);
+void perf_counter_setup(struct perf_run *r);
+bool perf_counter_check(struct perf_run *r);
 
-/* ---- --plot (perf_plot.c) ----------------------------------------------- */
-/* Exits 2 with how to install gnuplot when it is missing. */
-void perf_plot_check(const struct perf_args *a);
-/* Writes the rows as CSV next to the PNG and has gnuplot draw it. */
-void perf_plot_write(const struct perf_args *a);
-void perf_report_server(const struct perf_args *a, size_t size, bool ok);
+/* ---- host mode (perf_verbs.c) ---------------------------------------------------------------- */
+struct perf_ep *perf_verbs_open(const struct perf_args *a, enum perf_side side, size_t len);
+void perf_verbs_info(const struct perf_ep *ep, struct perf_ep_info *info);
+void perf_verbs_connect(struct perf_ep *ep, const struct perf_ep_info *peer);
+void perf_verbs_close(struct perf_ep *ep);
+void perf_verbs_env(struct perf_session *s);
+void perf_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, struct perf_ep *ep, enum ibv_wr_opcode op,
+             uint64_t loff, uint32_t len, uint64_t roff);
+void perf_sq_post(struct perf_ep *ep, int q, struct ibv_send_wr *wr, bool last);
+void perf_sq_post_wait(struct perf_ep *ep, int q, struct ibv_send_wr *wr);
+void perf_sq_drain(struct perf_ep *ep);
+void perf_rq_post(struct perf_ep *ep, uint64_t off, uint32_t len, uint64_t wr_id);
+void perf_rq_wait(struct perf_ep *ep, uint64_t wr_id, struct ibv_wc *wc);
+void perf_wait_byte(const uint8_t *p, uint8_t value, const char *what);
+/* Posts the chunk round-robin over the QPs of side A (and B with -b), at
+ * most tx-depth outstanding per QP, and waits for all: r->ns. */
+void perf_host_stream(struct perf_run *r, perf_wr_fn *wr);
+/* Ping-pongs: message i of ep's side out, its arrival, its slot given back. */
+struct perf_pp_host {
+	void (*send)(struct perf_run *r, struct perf_ep *ep, long i);
+	void (*await)(struct perf_run *r, struct perf_ep *ep, long i);
+	void (*done)(struct perf_run *r, struct perf_ep *ep, long i); /* may be NULL */
+};
+void perf_host_pingpong(struct perf_run *r, const struct perf_pp_host *h);
+void perf_pingpong_setup(struct perf_run *r);
+/* Ping-pong slot and source of message i. */
+uint64_t perf_pp_slot(const struct perf_run *r, long i);
+uint64_t perf_pp_src(const struct perf_run *r, long i);
 
-/* ---- modes and tests ---------------------------------------------------- */
-void perf_host_run(struct perf_session *s, const struct perf_test *t, size_t size,
-                   struct perf_result *r);
-void perf_host_stream(struct perf_session *s, const struct perf_test *t, size_t size,
-                      struct perf_result *r);
-void perf_host_pingpong(struct perf_session *s, const struct perf_test *t, size_t size,
-                        struct perf_result *r);
-void perf_host_get_lat(struct perf_session *s, size_t size, struct perf_result *r);
-void perf_host_atomic(struct perf_session *s, struct perf_result *r);
-void perf_memcpy_run(const struct perf_args *a, size_t size, struct perf_result *r);
-/* The libgnic modes (perf_gnic.h). */
-void perf_gnic_run(struct perf_session *s, const struct perf_test *t, size_t size,
-                   struct perf_result *r);
+/* ---- libgnic modes (perf_gnic.c) ------------------------------------------------------------- */
 void perf_gnic_resolve(struct perf_args *a);
 bool perf_gnic_row_ok(const struct perf_args *a);
-struct perf_env;
-void perf_gnic_env(const struct perf_session *s, struct perf_env *env);
+uint32_t perf_writers(const struct perf_args *a); /* a row's writers: QPs, or device threads */
+long perf_granule(const struct perf_args *a);     /* chunks are multiples of it */
+struct perf_ep *perf_gnic_open(const struct perf_args *a, enum perf_side side, size_t len);
+void perf_gnic_info(const struct perf_ep *ep, struct perf_ep_info *info);
+void perf_gnic_connect(struct perf_ep *ep, const struct perf_args *a,
+                       const struct perf_ep_info *peer);
+void perf_gnic_close(struct perf_ep *ep);
+void perf_gnic_env(struct perf_session *s);
+/* The CPU's view of [off, off + len) to the device's, or back (GPU memory). */
+void perf_ep_push(struct perf_ep *ep, size_t off, size_t len);
+void perf_ep_pull(struct perf_ep *ep, size_t off, size_t len);
+/* Runs the chunk's device body on the sides in mask this process holds,
+ * phase for tests with several launches; r->ns, r->lat. PERF_RUN_QPS: on
+ * the QPs themselves (not the proxy's rings), where their structs live. */
+#define PERF_RUN_A   1u
+#define PERF_RUN_B   2u
+#define PERF_RUN_QPS 4u
+void perf_dev_run(struct perf_run *r, unsigned mask, uint32_t phase);
+/* Device-accessible memory: GPU memory, or host memory on CPU threads. */
+void *perf_devmem_alloc(bool on_gpu, size_t len);
+void perf_devmem_free(bool on_gpu, void *p, size_t len);
+void perf_devmem_put(bool on_gpu, void *dev, const void *host, size_t len);
+void perf_devmem_get(bool on_gpu, void *host, const void *dev, size_t len);
+
+/* The CUDA side (perf_dev_gpu.cu; without CUDA, stubs in perf_dev_cpu.c). */
+#ifdef __cplusplus
+extern "C" {
+#endif
+int perf_gpu_count(void); /* 0 without CUDA, a driver or a GPU */
+void perf_gpu_use(int ordinal, char *name, size_t cap);
+int perf_gpu_max_threads(void);
+void *perf_gpu_alloc(size_t len, int host_mapped);
+void perf_gpu_free(void *p, int host_mapped);
+void perf_gpu_copy(void *dst, const void *src, size_t len, int to_dev);
+double perf_gpu_launch(const struct pd_launch *L);
+double perf_cpu_launch(const struct pd_launch *L);
+void perf_cpu_run_one(const struct pd_side *s); /* one device thread, here */
+#ifdef __cplusplus
+}
+#endif
+
+/* ---- cpu-proxy (perf_proxy.c): the mode's whole machinery --------------------------------- */
+void perf_proxy_start(void);
+void perf_proxy_stop(void); /* before the QPs it serves are destroyed */
+/* Serves qp (of a context without GPU, EXCLUSIVE: the proxy is its only
+ * user) for device threads; returns the ring they post into. post_only:
+ * the QP stays unconnected, its WQEs are retired as soon as posted. */
+struct pp_ring *perf_proxy_attach(struct gnic_qp *qp, bool on_gpu, uint8_t *lbase, uint32_t lkey,
+                                  uint64_t rbase, uint32_t rkey, bool post_only);
+void perf_proxy_active(bool on); /* spinning while device threads run */
+
+/* ---- output (perf_report.c) ---------------------------------------------------------------- */
+enum perf_fig { /* bandwidth in MiB/s (Gb/s with --report_gbits), times in us */
+	        PERF_BW_PEAK,
+	        PERF_BW_AVG,
+	        PERF_MPPS,
+	        PERF_T_MIN,
+	        PERF_T_MAX,
+	        PERF_T_TYP,
+	        PERF_T_AVG,
+	        PERF_T_SD,
+	        PERF_T_P99,
+	        PERF_T_P999,
+	        PERF_NFIG
+};
+struct perf_stats {
+	long iters;
+	double v[PERF_NFIG];
+};
+/* msgs messages of size bytes in ns; the best chunk did best messages per ns. */
+void perf_stats_bw(struct perf_stats *st, const struct perf_args *a, size_t size, long msgs,
+                   double ns, double best);
+void perf_stats_lat(struct perf_stats *st, double *ns, long n);
+void perf_report_begin(const struct perf_session *s);
+/* One row: the median of n repeats, with the spread of the headline figure. */
+void perf_report_row(const struct perf_args *a, size_t size, const struct perf_stats *reps, int n);
+void perf_report_server_row(const struct perf_args *a, size_t size);
+void perf_report_end(const struct perf_args *a);
+void perf_plot_check(const struct perf_args *a);
+void perf_plot_write(const struct perf_args *a);
 
 #endif /* GNIC_PERF_H */

@@ -1,142 +1,142 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Command line of gnic-perf. Parsing fills struct perf_args; defaults that
- * depend on the test (sizes, iterations) are applied after parsing, and
- * combinations a test or mode cannot honour are refused with exit 2.
+ * Command line (perftest's flags and gnic-perf's own), the modes and the
+ * catalogue of tests. Defaults that depend on the test come from its
+ * descriptor; combinations a test or mode cannot honour are refused.
  */
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
-#include <limits.h>
-#include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "perf.h"
 
-static void usage(FILE *f)
+#define PERF_TEST_PTR(name) &perf_test_##name,
+const struct perf_test *const perf_tests[PERF_NTESTS] = {PERF_TESTS(PERF_TEST_PTR)};
+
+const struct perf_mode perf_modes[PERF_NMODES] = {
+    {"host", "the CPU posts verbs work requests (ibv_post_send chains, ibv_poll_cq batches)",
+     PERF_HOST, 0, false, false},
+    {"gpu", "device threads write WQEs and ring the doorbell themselves (GNIC_DB_SM)", PERF_GPU,
+     GNIC_DB_SM, true, false},
+    {"gpu-bf", "device threads write WQEs and ring with BlueFlame copies (GNIC_DB_BF)", PERF_GPU_BF,
+     GNIC_DB_BF, true, false},
+    {"cpu-assisted", "device threads write WQEs, libgnic's progress thread rings (GNIC_DB_CPU)",
+     PERF_CPU_ASSISTED, GNIC_DB_CPU, true, false},
+    /* the proxy's own QPs ring like host software: SM doorbells from a CPU thread */
+    {"cpu-proxy",
+     "device threads hand descriptors to a CPU proxy thread that builds and posts the WQEs",
+     PERF_CPU_PROXY, GNIC_DB_SM, true, true},
+};
+
+static const char usage_text[] =
+    "Usage: gnic-perf TEST [options]                 both sides in this process\n"
+    "       gnic-perf TEST --server | -p PORT [opts] the server (side B)\n"
+    "       gnic-perf TEST [options] HOST            its client (or --connect HOST[:PORT])\n"
+    "       gnic-perf --list | --help\n\n"
+    "perftest's options:\n"
+    "  -s, --size N          one message size (suffixes K, M, G; at most 2G)\n"
+    "  -a, --all             sizes 2 .. 8M, every power of two\n"
+    "  -n, --iters N         timed iterations per size (default per test: --list)\n"
+    "  -D, --duration S      run each size S seconds, counting the iterations\n"
+    "  -b, --bidirectional   both sides send at once (put_bw, get_bw)\n"
+    "  -q, --qp N[,N...]     QPs used round-robin; a list sweeps (libgnic modes: CTA c\n"
+    "                        posts on QP c %% qps)\n"
+    "  -t, --tx-depth N      work requests in flight per QP (default 128; libgnic\n"
+    "                        modes: the SQ depth, default 1024)\n"
+    "  -d, --ib-dev NAME     RDMA device (default: the first); also --device\n"
+    "  -p, --port P          the server's TCP port (default %d)\n"
+    "  -F                    accepted: there is no CPU-frequency check to skip (the\n"
+    "                        clock is CLOC0, not a cycle counter)\n"
+    "  --report_gbits        bandwidth in Gb/s instead of MiB/s\n\n"
+    "gnic-perf's options:\n"
+    "  --mode MODE           how work reaches the NIC (default host; post_rate: gpu).\n"
+    "                        gpu, gpu-bf, cpu-assisted and cpu-proxy run device threads\n"
+    "                        through libgnic: CUDA threads on a GPU, else CPU threads\n"
+    "  --sizes LIST          sizes such as 8,64,4096 or 1-1M (powers of two)\n"
+    "  --warmup N            untimed iterations first (default iters / 10)\n"
+    "  --repeat N            each row N times: the medians and the min-max spread\n"
+    "  --ctas N[,N...]       libgnic modes: CTAs (CPU threads without a GPU, at most\n"
+    "                        %d); a list sweeps\n"
+    "  --threads N           threads per CTA (default 128 on a GPU for bw and rate\n"
+    "                        tests, else 1; 1 on CPU threads)\n"
+    "  --scope S[,S...]      thread, warp or cta: how device threads post (put_bw and\n"
+    "                        post_rate; post_rate's default: all three)\n"
+    "  --host-mem            on a GPU: buffers in pinned host memory, not GPU memory\n"
+    "  --gpu N               CUDA device (default 0)\n"
+    "  --server              wait for one client; --connect HOST[:PORT] is one. Both\n"
+    "                        use the client's settings; a server refuses a client that\n"
+    "                        differs in one given to it. A refused connection is\n"
+    "                        retried for 1 s, then reported\n"
+    "  --csv | --json        machine-readable rows instead of the table\n"
+    "  --plot FILE.png       also draw the rows with gnuplot (data: FILE.csv)\n"
+    "  --no-validate         skip data validation (on by default)\n"
+    "  --quick               short sweep: sizes 8,64,4096,65536, fewer iterations\n"
+    "  --timeout S           longest wait for anything (default %d s)\n"
+    "  --list                tests and modes\n\n"
+    "The last line is gnic-perf: PASS or gnic-perf: FAIL: why (with the table on\n"
+    "stdout, else on stderr). Exit status: 0 pass, 1 failure, 2 bad usage.\n";
+
+static void list(void)
 {
-	fprintf(f,
-	        "Usage: gnic-perf TEST [options]\n"
-	        "       gnic-perf --list | --help\n"
-	        "\n"
-	        "Runs TEST (see --list) and prints one row per message size. With neither\n"
-	        "--server nor --connect both sides run in this process.\n"
-	        "\n"
-	        "Options:\n"
-	        "  --mode MODE          how work requests reach the NIC (default host;\n"
-	        "                       post_rate: gpu). gpu, gpu-bf, cpu-assisted and\n"
-	        "                       cpu-proxy run device threads through libgnic: CUDA\n"
-	        "                       threads on a GPU, else CPU threads (same code)\n"
-	        "  --sizes LIST         sizes in bytes: 8,64,4096 or ranges of powers of two\n"
-	        "                       such as 1-1M (suffixes K, M, G are binary); default\n"
-	        "                       1-1M for bw tests, 8,64,4096 for lat tests\n"
-	        "  --iters N            timed iterations per size (default: bw 5000, lat 1000,\n"
-	        "                       atomic_rate 10000, post_rate 200000; --quick: 1000,\n"
-	        "                       200, 2000, 20000)\n"
-	        "  --warmup N           untimed iterations before them (default iters/10);\n"
-	        "                       libgnic modes round both up to a multiple of the\n"
-	        "                       device threads\n"
-	        "  --qps N[,N...]       QPs used round-robin (bw tests and atomic_rate); a\n"
-	        "                       list sweeps (libgnic modes; CTA c uses QP c %% qps)\n"
-	        "  --ctas N[,N...]      libgnic modes: CTAs (CPU threads without a GPU, at\n"
-	        "                       most %d); a list sweeps (default 1)\n"
-	        "  --threads N          libgnic modes: threads per CTA (default 128 on a GPU\n"
-	        "                       for bw tests, else 1; always 1 on CPU threads)\n"
-	        "  --scope S[,S...]     thread, warp or cta: how device threads post (put_bw,\n"
-	        "                       post_rate; default thread, post_rate all three)\n"
-	        "  --host-mem           libgnic modes on a GPU: buffers in pinned host\n"
-	        "                       memory instead of GPU memory\n"
-	        "  --gpu N              CUDA device to use (default 0)\n"
-	        "  --tx-depth N         work requests outstanding per QP (default 128; libgnic\n"
-	        "                       modes: the SQ depth, default 1024)\n"
-	        "  --server             wait for one client (the side that validates)\n"
-	        "  --port P             server's TCP port (default %d)\n"
-	        "  --connect HOST[:PORT]\n"
-	        "                       run as the client of a server (the client's settings\n"
-	        "                       are used by both sides)\n"
-	        "  --csv | --json       machine-readable rows instead of the table\n"
-	        "  --plot FILE.png      also draw bandwidth and message rate against size\n"
-	        "                       with gnuplot (its data: FILE.csv, written too)\n"
-	        "  --no-validate        skip data validation (on by default)\n"
-	        "  --device NAME        verbs device (default: the first one)\n"
-	        "  --quick              short sweep: sizes 8,64,4096,65536, few iterations\n"
-	        "  --timeout S          longest wait for anything (default %d s)\n"
-	        "  --list               list tests and modes\n"
-	        "  --help               this text\n"
-	        "\n"
-	        "Exit status: 0 success, 1 run-time failure or data mismatch, 2 bad usage.\n",
-	        PERF_CPU_MAX_CTAS, PERF_DEFAULT_PORT, PERF_DEFAULT_TIMEOUT_S);
+	static const char *const kinds[] = {"bw", "lat", "rate"};
+
+	printf("Tests (kind, modes, default iterations):\n");
+	for (int i = 0; i < PERF_NTESTS; i++) {
+		const struct perf_test *t = perf_tests[i];
+
+		printf("  %-12s %-4s %-7s %6ld  %s\n", t->name, kinds[t->kind],
+		       t->modes == PERF_MODES_ALL ? "all"
+		       : t->modes & 1             ? "host"
+		                                  : "libgnic",
+		       t->iters, t->help);
+	}
+	printf("Modes:\n");
+	for (int i = 0; i < PERF_NMODES; i++)
+		printf("  %-12s %s\n", perf_modes[i].name, perf_modes[i].help);
 }
 
-/* A size with an optional binary suffix; 0 if it does not parse. */
+/* A size with an optional binary suffix; 0 if it does not parse or is too big. */
 static size_t parse_size(const char *s, const char *end)
 {
-	unsigned long long v = 0, mult = 1;
-	const char *p = s;
+	unsigned long long v = 0, shift = 0;
+	const char *p = s, *u;
 
 	if (p == end || !isdigit((unsigned char)*p))
 		return 0;
-	for (; p < end && isdigit((unsigned char)*p); p++) {
-		v = v * 10 + (unsigned)(*p - '0');
-		if (v > PERF_MAX_SIZE)
+	for (; p < end && isdigit((unsigned char)*p); p++)
+		if ((v = v * 10 + (unsigned)(*p - '0')) > PERF_MAX_MSG)
 			return 0;
-	}
-	if (p < end) {
-		switch (toupper((unsigned char)*p++)) {
-		case 'K':
-			mult = 1ull << 10;
-			break;
-		case 'M':
-			mult = 1ull << 20;
-			break;
-		case 'G':
-			mult = 1ull << 30;
-			break;
-		default:
-			return 0;
-		}
-	}
-	if (p != end || v * mult > PERF_MAX_SIZE)
-		return 0;
-	return (size_t)(v * mult);
+	if (p < end && (u = strchr("KMG", toupper((unsigned char)*p++))) != NULL)
+		shift = 10 * (unsigned)(u - "KMG" + 1);
+	return p == end && (v << shift) <= PERF_MAX_MSG ? (size_t)(v << shift) : 0;
 }
 
-static void add_size(struct perf_args *a, size_t v)
-{
-	if (a->nsizes == PERF_MAX_SIZES)
-		perf_usage_error("--sizes: at most %d sizes", PERF_MAX_SIZES);
-	a->sizes[a->nsizes++] = v;
-}
-
-/* One comma-separated item: a size, or LO-HI meaning LO, 2*LO, ... <= HI. */
-static void parse_size_item(struct perf_args *a, const char *s, const char *end)
-{
-	const char *dash = memchr(s, '-', (size_t)(end - s));
-	size_t lo = parse_size(s, dash ? dash : end);
-	size_t hi = dash ? parse_size(dash + 1, end) : lo;
-
-	if (!lo || !hi || hi < lo)
-		perf_usage_error("--sizes: bad item '%.*s' (sizes are 1 B .. 1G)", (int)(end - s),
-		                 s);
-	for (size_t v = lo; v <= hi; v *= 2)
-		add_size(a, v);
-}
-
-static void parse_sizes(struct perf_args *a, const char *s)
+/* Items: a size, or LO-HI meaning LO, 2 LO, ... <= HI. */
+static void parse_sizes(struct perf_args *a, const char *s, const char *opt)
 {
 	a->nsizes = 0;
 	while (*s) {
-		const char *end = strchr(s, ',');
+		const char *end = s + strcspn(s, ","), *dash = memchr(s, '-', (size_t)(end - s));
+		size_t lo = parse_size(s, dash ? dash : end),
+		       hi = dash ? parse_size(dash + 1, end) : lo;
 
-		if (!end)
-			end = s + strlen(s);
-		parse_size_item(a, s, end);
+		if (!lo || !hi || hi < lo)
+			perf_usage_error(
+			    "%s: bad size '%.*s' (1 B .. 2G: an mlx5 NIC sends messages "
+			    "of at most 2 GiB)",
+			    opt, (int)(end - s), s);
+		for (size_t v = lo; v <= hi; v *= 2) {
+			if (a->nsizes == PERF_MAX_SIZES)
+				perf_usage_error("%s: at most %d sizes", opt, PERF_MAX_SIZES);
+			a->sizes[a->nsizes++] = v;
+		}
 		s = *end ? end + 1 : end;
 	}
 	if (!a->nsizes)
-		perf_usage_error("--sizes: empty list");
-	a->sizes_set = true;
+		perf_usage_error("%s: no sizes", opt);
 }
 
 static long parse_long(const char *opt, const char *s, long min, long max)
@@ -151,25 +151,6 @@ static long parse_long(const char *opt, const char *s, long min, long max)
 	return v;
 }
 
-/* N[,N...] of integers in [min, max]. */
-static int parse_int_list(const char *opt, const char *s, int min, int max, int *out)
-{
-	char buf[256], *save = NULL, *tok;
-	int n = 0;
-
-	if (strlen(s) >= sizeof(buf))
-		perf_usage_error("%s: list too long", opt);
-	strcpy(buf, s);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (n == PERF_MAX_LIST)
-			perf_usage_error("%s: at most %d values", opt, PERF_MAX_LIST);
-		out[n++] = (int)parse_long(opt, tok, min, max);
-	}
-	if (!n || s[strlen(s) - 1] == ',' || s[0] == ',' || strstr(s, ",,"))
-		perf_usage_error("%s: '%s' is not a list such as 1,2,4", opt, s);
-	return n;
-}
-
 static const char *const scope_names[] = {"thread", "warp", "cta"};
 
 const char *perf_scope_name(int scope)
@@ -177,28 +158,30 @@ const char *perf_scope_name(int scope)
 	return scope >= 0 && scope < 3 ? scope_names[scope] : "?";
 }
 
-static void parse_scopes(struct perf_args *a, const char *s)
+/* N[,N...] of integers in [min, max], or of scope names. */
+static int parse_list(const char *opt, const char *s, int min, int max, int *out, bool names)
 {
-	char buf[128], *save = NULL, *tok;
+	int n = 0;
 
-	if (strlen(s) >= sizeof(buf))
-		perf_usage_error("--scope: list too long");
-	strcpy(buf, s);
-	a->nscopes = 0;
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		int k;
+	while (*s) {
+		size_t len = strcspn(s, ",");
+		char tok[32];
 
-		for (k = 0; k < 3 && strcmp(tok, scope_names[k]); k++)
+		if (n == PERF_MAX_LIST || !len || len >= sizeof(tok) || (s[len] && !s[len + 1]))
+			perf_usage_error("%s: not a list of up to %d values such as 1,2,4", opt,
+			                 PERF_MAX_LIST);
+		memcpy(tok, s, len);
+		tok[len] = 0;
+		for (out[n] = 0; names && out[n] < 3 && strcmp(tok, scope_names[out[n]]); out[n]++)
 			;
-		if (k == 3)
-			perf_usage_error("--scope: '%s' is not thread, warp or cta", tok);
-		if (a->nscopes == 3)
-			perf_usage_error("--scope: at most the three scopes");
-		a->scopes[a->nscopes++] = k;
+		if (names && out[n] == 3)
+			perf_usage_error("%s: '%s' is not thread, warp or cta", opt, tok);
+		if (!names)
+			out[n] = (int)parse_long(opt, tok, min, max);
+		n++;
+		s += len + (s[len] == ',');
 	}
-	if (!a->nscopes)
-		perf_usage_error("--scope: empty list");
-	a->scope_set = true;
+	return n;
 }
 
 int perf_list_max(const int *v, int n)
@@ -210,363 +193,275 @@ int perf_list_max(const int *v, int n)
 	return m;
 }
 
-static void copy_str(char *dst, size_t cap, const char *src, const char *opt)
-{
-	if (strlen(src) >= cap)
-		perf_usage_error("%s: too long", opt);
-	strcpy(dst, src);
-}
-
 /* HOST, HOST:PORT, [V6ADDR] or [V6ADDR]:PORT. */
-static void parse_connect(struct perf_args *a, const char *s)
+static void parse_host(struct perf_args *a, const char *s)
 {
-	const char *colon, *host = s;
-	size_t hlen;
+	const char *close = *s == '[' ? strchr(s, ']') : NULL, *host = close ? s + 1 : s;
+	const char *colon = close ? (close[1] == ':' ? close + 1 : NULL) : strchr(s, ':');
+	size_t hlen = close ? (size_t)(close - host) : colon ? (size_t)(colon - s) : strlen(s);
 
-	if (*s == '[') {
-		const char *close = strchr(s, ']');
-
-		if (!close || (close[1] && close[1] != ':'))
-			perf_usage_error("--connect: bad address '%s'", s);
-		host = s + 1;
-		hlen = (size_t)(close - host);
-		colon = close[1] ? close + 1 : NULL;
-	} else {
-		colon = strchr(s, ':');
-		if (colon && strchr(colon + 1, ':'))
-			perf_usage_error("--connect: write IPv6 addresses as [ADDR]:PORT");
-		hlen = colon ? (size_t)(colon - s) : strlen(s);
-	}
-	if (!hlen || hlen >= sizeof(a->connect_host))
-		perf_usage_error("--connect: bad host in '%s'", s);
-	memcpy(a->connect_host, host, hlen);
-	a->connect_host[hlen] = 0;
+	if ((*s == '[' && (!close || (close[1] && !colon))) ||
+	    (!close && colon && strchr(colon + 1, ':')))
+		perf_usage_error("bad server address '%s' (IPv6: [ADDR]:PORT)", s);
+	if (!hlen || hlen >= sizeof(a->host))
+		perf_usage_error("bad server address '%s'", s);
+	memcpy(a->host, host, hlen);
+	a->host[hlen] = 0;
 	if (colon)
-		a->port = (int)parse_long("--connect port", colon + 1, 1, 65535);
+		a->port = (int)parse_long("server port", colon + 1, 1, 65535);
 }
 
-enum {
-	OPT_MODE = 256,
-	OPT_SIZES,
-	OPT_ITERS,
-	OPT_WARMUP,
-	OPT_QPS,
-	OPT_DEPTH,
-	OPT_SERVER,
-	OPT_PORT,
-	OPT_CONNECT,
-	OPT_CSV,
-	OPT_JSON,
-	OPT_NO_VALIDATE,
-	OPT_DEVICE,
-	OPT_QUICK,
-	OPT_TIMEOUT,
-	OPT_HELP,
-	OPT_LIST,
-	OPT_CTAS,
-	OPT_THREADS,
-	OPT_SCOPE,
-	OPT_HOST_MEM,
-	OPT_GPU,
-	OPT_PLOT,
+/* Options that set a field: numbers, flags and strings; the rest is below. */
+enum { O_LONG, O_INT, O_TRUE, O_FALSE, O_STR, O_OTHER, O_FLAG /* O_OTHER, no argument */ };
+struct opt {
+	const char *name;
+	int key, kind;
+	size_t off;
+	unsigned set; /* enum perf_set */
+	long min, max;
 };
-
-static const struct option options[] = {
-    {"mode", required_argument, NULL, OPT_MODE},
-    {"sizes", required_argument, NULL, OPT_SIZES},
-    {"iters", required_argument, NULL, OPT_ITERS},
-    {"warmup", required_argument, NULL, OPT_WARMUP},
-    {"qps", required_argument, NULL, OPT_QPS},
-    {"tx-depth", required_argument, NULL, OPT_DEPTH},
-    {"server", no_argument, NULL, OPT_SERVER},
-    {"port", required_argument, NULL, OPT_PORT},
-    {"connect", required_argument, NULL, OPT_CONNECT},
-    {"csv", no_argument, NULL, OPT_CSV},
-    {"json", no_argument, NULL, OPT_JSON},
-    {"no-validate", no_argument, NULL, OPT_NO_VALIDATE},
-    {"device", required_argument, NULL, OPT_DEVICE},
-    {"quick", no_argument, NULL, OPT_QUICK},
-    {"timeout", required_argument, NULL, OPT_TIMEOUT},
-    {"help", no_argument, NULL, OPT_HELP},
-    {"list", no_argument, NULL, OPT_LIST},
-    {"ctas", required_argument, NULL, OPT_CTAS},
-    {"threads", required_argument, NULL, OPT_THREADS},
-    {"scope", required_argument, NULL, OPT_SCOPE},
-    {"host-mem", no_argument, NULL, OPT_HOST_MEM},
-    {"gpu", required_argument, NULL, OPT_GPU},
-    {"plot", required_argument, NULL, OPT_PLOT},
-    {NULL, 0, NULL, 0},
+#define F(field)   offsetof(struct perf_args, field)
+#define LEN(field) sizeof(((struct perf_args *)0)->field)
+/* key: the short option, or 0 (getopt then returns 256 + its index) */
+static const struct opt opts[] = {
+    {"iters", 'n', O_LONG, F(iters), PERF_SET_ITERS, 1, 1000000000},
+    {"warmup", 0, O_LONG, F(warmup), PERF_SET_WARMUP, 0, 1000000000},
+    {"tx-depth", 't', O_INT, F(tx_depth), PERF_SET_DEPTH, 1, 32768},
+    {"port", 'p', O_INT, F(port), 0, 1, 65535},
+    {"repeat", 0, O_INT, F(repeat), 0, 1, 100},
+    {"timeout", 0, O_INT, F(timeout_s), 0, 1, 86400},
+    {"threads", 0, O_INT, F(threads), PERF_SET_THREADS, 1, 1024},
+    {"gpu", 0, O_INT, F(gpu), PERF_SET_GPU, 0, 1023},
+    {"bidirectional", 'b', O_TRUE, F(bidir), PERF_SET_BIDIR, 0, 0},
+    {"report_gbits", 0, O_TRUE, F(gbits), 0, 0, 0},
+    {"report-gbits", 0, O_TRUE, F(gbits), 0, 0, 0},
+    {"server", 0, O_TRUE, F(server), 0, 0, 0},
+    {"host-mem", 0, O_TRUE, F(host_mem), 0, 0, 0},
+    {"quick", 0, O_TRUE, F(quick), 0, 0, 0},
+    {"no-validate", 0, O_FALSE, F(validate), 0, 0, 0},
+    {"ib-dev", 'd', O_STR, F(device), 0, 0, LEN(device)},
+    {"device", 'd', O_STR, F(device), 0, 0, LEN(device)},
+    {"plot", 0, O_STR, F(plot), 0, 0, LEN(plot)},
+    {"size", 's', O_OTHER, 0, 0, 0, 0},
+    {"all", 'a', O_FLAG, 0, 0, 0, 0},
+    {"duration", 'D', O_OTHER, 0, 0, 0, 0},
+    {"qp", 'q', O_OTHER, 0, 0, 0, 0},
+    {"qps", 'q', O_OTHER, 0, 0, 0, 0},
+    {"CPU-freq", 'F', O_FLAG, 0, 0, 0, 0},
+    {"help", 'h', O_FLAG, 0, 0, 0, 0},
+    {"mode", 0, O_OTHER, 0, 0, 0, 0},
+    {"sizes", 0, O_OTHER, 0, 0, 0, 0},
+    {"connect", 0, O_OTHER, 0, 0, 0, 0},
+    {"csv", 0, O_FLAG, 0, 0, 0, 0},
+    {"json", 0, O_FLAG, 0, 0, 0, 0},
+    {"list", 0, O_FLAG, 0, 0, 0, 0},
+    {"ctas", 0, O_OTHER, 0, 0, 0, 0},
+    {"scope", 0, O_OTHER, 0, 0, 0, 0},
 };
-
-static void set_format(struct perf_args *a, enum perf_format f)
+#define NOPTS (sizeof(opts) / sizeof(opts[0]))
+static bool is_flag(const struct opt *o)
 {
-	if (a->format != PERF_FMT_TABLE && a->format != f)
-		perf_usage_error("--csv and --json exclude each other");
-	a->format = f;
+	return o->kind == O_TRUE || o->kind == O_FALSE || o->kind == O_FLAG;
 }
 
-static void parse_option(struct perf_args *a, int c, const char *arg, bool *port_set)
+static void parse_other(struct perf_args *a, const char *name, const char *arg)
 {
-	switch (c) {
-	case OPT_MODE:
-		a->mode = perf_mode_find(arg);
-		if (!a->mode)
+	if (!strcmp(name, "size") || !strcmp(name, "all") || !strcmp(name, "sizes")) {
+		parse_sizes(a, name[0] == 'a' ? "2-8M" : arg,
+		            name[0] == 's' ? "--size" : "--sizes");
+		a->set |= PERF_SET_SIZES;
+	} else if (!strcmp(name, "duration")) {
+		a->duration = (double)parse_long("--duration", arg, 1, 86400);
+		a->set |= PERF_SET_DURATION;
+	} else if (!strncmp(name, "qp", 2)) {
+		a->nqps = parse_list("--qp", arg, 1, PERF_MAX_QPS, a->qps_list, false);
+		a->set |= PERF_SET_QPS;
+	} else if (!strcmp(name, "ctas")) {
+		a->nctas = parse_list("--ctas", arg, 1, 1 << 20, a->ctas_list, false);
+		a->set |= PERF_SET_CTAS;
+	} else if (!strcmp(name, "scope")) {
+		a->nscopes = parse_list("--scope", arg, 0, 2, a->scopes, true);
+		a->set |= PERF_SET_SCOPE;
+	} else if (!strcmp(name, "mode")) {
+		for (a->mode = perf_modes; a->mode < perf_modes + PERF_NMODES; a->mode++)
+			if (!strcmp(a->mode->name, arg))
+				break;
+		if (a->mode == perf_modes + PERF_NMODES)
 			perf_usage_error("unknown mode '%s' (see --list)", arg);
-		break;
-	case OPT_SIZES:
-		parse_sizes(a, arg);
-		break;
-	case OPT_ITERS:
-		a->iters = parse_long("--iters", arg, 1, 1000000000);
-		a->iters_set = true;
-		break;
-	case OPT_WARMUP:
-		a->warmup = parse_long("--warmup", arg, 0, 1000000000);
-		a->warmup_set = true;
-		break;
-	case OPT_QPS:
-		a->nqps = parse_int_list("--qps", arg, 1, PERF_MAX_QPS, a->qps_list);
-		a->qps = a->qps_list[0];
-		a->qps_set = true;
-		break;
-	case OPT_CTAS:
-		a->nctas = parse_int_list("--ctas", arg, 1, 1 << 20, a->ctas_list);
-		a->ctas = a->ctas_list[0];
-		a->ctas_set = true;
-		break;
-	case OPT_THREADS:
-		a->threads = (int)parse_long("--threads", arg, 1, 1024);
-		a->threads_set = true;
-		break;
-	case OPT_SCOPE:
-		parse_scopes(a, arg);
-		a->scope = a->scopes[0];
-		break;
-	case OPT_HOST_MEM:
-		a->host_mem = true;
-		break;
-	case OPT_GPU:
-		a->gpu = (int)parse_long("--gpu", arg, 0, 1023);
-		a->gpu_set = true;
-		break;
-	case OPT_PLOT:
-		copy_str(a->plot, sizeof(a->plot), arg, "--plot");
-		break;
-	case OPT_DEPTH:
-		a->tx_depth = (int)parse_long("--tx-depth", arg, 1, PERF_MAX_DEPTH);
-		a->depth_set = true;
-		break;
-	case OPT_SERVER:
-		a->server = true;
-		break;
-	case OPT_PORT:
-		a->port = (int)parse_long("--port", arg, 1, 65535);
-		*port_set = true;
-		break;
-	case OPT_CONNECT:
-		parse_connect(a, arg);
-		break;
-	case OPT_CSV:
-		set_format(a, PERF_FMT_CSV);
-		break;
-	case OPT_JSON:
-		set_format(a, PERF_FMT_JSON);
-		break;
-	case OPT_NO_VALIDATE:
-		a->validate = false;
-		break;
-	case OPT_DEVICE:
-		copy_str(a->device, sizeof(a->device), arg, "--device");
-		break;
-	case OPT_QUICK:
-		a->quick = true;
-		break;
-	case OPT_TIMEOUT:
-		a->timeout_s = (int)parse_long("--timeout", arg, 1, 86400);
-		break;
-	case OPT_HELP:
-		usage(stdout);
+		a->set |= PERF_SET_MODE;
+	} else if (!strcmp(name, "connect")) {
+		parse_host(a, arg);
+	} else if (!strcmp(name, "csv") || !strcmp(name, "json")) {
+		if (a->format != PERF_FMT_TABLE)
+			perf_usage_error("--csv and --json exclude each other");
+		a->format = name[0] == 'c' ? PERF_FMT_CSV : PERF_FMT_JSON;
+	} else if (!strcmp(name, "help")) {
+		printf(usage_text, PERF_DEFAULT_PORT, PERF_CPU_MAX_CTAS, PERF_DEFAULT_TIMEOUT_S);
 		exit(0);
-	case OPT_LIST:
-		perf_catalog_list();
+	} else if (!strcmp(name, "list")) {
+		list();
 		exit(0);
-	default:
-		usage(stderr);
-		exit(PERF_EXIT_USAGE);
-	}
+	} /* -F, perftest's "do not fail on cpufreq": nothing here reads a cycle counter */
 }
 
-static void default_sizes(struct perf_args *a)
+static void parse_option(struct perf_args *a, const struct opt *o, const char *arg)
 {
-	if (a->test->kind == PERF_KIND_ATOMIC || a->test->kind == PERF_KIND_POST)
-		parse_sizes(a, "8");
-	else if (a->quick)
-		parse_sizes(a, "8,64,4096,65536");
-	else if (a->test->kind == PERF_KIND_LAT)
-		parse_sizes(a, "8,64,4096");
-	else
-		parse_sizes(a, "1-1M");
-	a->sizes_set = false;
-}
+	char *field = (char *)a + o->off;
 
-static long default_iters(const struct perf_args *a)
-{
-	switch (a->test->kind) {
-	case PERF_KIND_LAT:
-		return a->quick ? 200 : 1000;
-	case PERF_KIND_ATOMIC:
-		return a->quick ? 2000 : 10000;
-	case PERF_KIND_POST:
-		return a->quick ? 20000 : 200000;
-	default:
-		return a->quick ? 1000 : 5000;
-	}
+	a->set |= o->set;
+	if (o->kind == O_LONG)
+		*(long *)field = parse_long(o->name, arg, o->min, o->max);
+	else if (o->kind == O_INT)
+		*(int *)field = (int)parse_long(o->name, arg, o->min, o->max);
+	else if (o->kind == O_TRUE || o->kind == O_FALSE)
+		*(bool *)field = o->kind == O_TRUE;
+	else if (o->kind == O_STR && strlen(arg) >= (size_t)o->max)
+		perf_usage_error("--%s: too long", o->name);
+	else if (o->kind == O_STR)
+		strcpy(field, arg);
+	else /* O_OTHER, O_FLAG */
+		parse_other(a, o->name, arg);
 }
 
 static void apply_defaults(struct perf_args *a)
 {
-	if (!a->mode) /* post-only needs device threads; everything else compares to host */
-		a->mode = perf_mode_find(a->test->kind == PERF_KIND_POST ? "gpu" : "host");
-	if (!a->nscopes) {
-		if (a->test->kind == PERF_KIND_POST)
-			parse_scopes(a, "thread,warp,cta");
-		else
-			parse_scopes(a, "thread");
-		a->scope_set = false;
-	}
-	a->scope = a->scopes[0];
+	const struct perf_test *t = a->test;
+	bool fixed = t->kind == PERF_RATE || t->flags & PERF_F_OPERAND8;
+
+	if (!a->mode) /* post_rate needs device threads; the rest compares with host */
+		a->mode = &perf_modes[t->modes & 1 ? PERF_HOST : PERF_GPU];
+	if (!a->nscopes)
+		a->nscopes = parse_list(
+		    "--scope",
+		    t->flags & PERF_F_SCOPES && t->kind == PERF_RATE ? "thread,warp,cta" : "thread",
+		    0, 2, a->scopes, true);
 	if (!a->nsizes)
-		default_sizes(a);
-	if (!a->iters_set)
-		a->iters = default_iters(a);
-	if (!a->warmup_set)
+		parse_sizes(a, a->quick && !fixed ? "8,64,4096,65536" : t->sizes, "--sizes");
+	if (!(a->set & PERF_SET_ITERS))
+		a->iters = a->quick ? t->quick_iters : t->iters;
+	if (!(a->set & PERF_SET_WARMUP))
 		a->warmup = a->iters / 10;
+	if (!(a->set & PERF_SET_DEPTH))
+		a->tx_depth = a->mode->gnic ? 0 : 128; /* libgnic modes: from the CTA size */
+	a->scope = a->scopes[0];
+	a->qps = a->qps_list[0];
+	a->ctas = a->ctas_list[0];
 }
 
-static void init_args(struct perf_args *a)
+/* TEST first, then HOST (perftest's client). */
+static void positional(struct perf_args *a, const char *arg)
 {
-	memset(a, 0, sizeof(*a));
-	a->qps = 1;
-	a->qps_list[0] = 1;
-	a->nqps = 1;
-	a->ctas = 1;
-	a->ctas_list[0] = 1;
-	a->nctas = 1;
-	a->tx_depth = 128;
-	a->port = PERF_DEFAULT_PORT;
-	a->validate = true;
-	a->timeout_s = PERF_DEFAULT_TIMEOUT_S;
+	if (a->test && a->host[0])
+		perf_usage_error("'%s': one TEST and at most one HOST, please", arg);
+	if (a->test) {
+		parse_host(a, arg);
+		return;
+	}
+	for (int i = 0; i < PERF_NTESTS && !a->test; i++)
+		if (!strcmp(perf_tests[i]->name, arg))
+			a->test = perf_tests[i];
+	if (!a->test)
+		perf_usage_error("unknown test '%s' (see --list)", arg);
 }
 
 void perf_args_parse(int argc, char **argv, struct perf_args *a)
 {
+	struct option lopts[NOPTS + 1] = {{0}};
+	char shorts[64] = "+", why[256];
 	bool port_set = false;
 	int c;
 
-	init_args(a);
+	for (size_t i = 0; i < NOPTS; i++) {
+		char k[3] = {(char)opts[i].key, is_flag(&opts[i]) ? 0 : ':', 0};
+
+		lopts[i] = (struct option){opts[i].name,
+		                           is_flag(&opts[i]) ? no_argument : required_argument,
+		                           NULL, opts[i].key ? opts[i].key : 256 + (int)i};
+		if (opts[i].key && !strchr(shorts, k[0]))
+			strcat(shorts, k);
+	}
+	memset(a, 0, sizeof(*a));
+	a->qps_list[0] = a->ctas_list[0] = a->nqps = a->nctas = a->repeat = 1;
+	a->port = PERF_DEFAULT_PORT;
+	a->validate = true;
+	a->timeout_s = PERF_DEFAULT_TIMEOUT_S;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
-		if (c == '?')
+	while ((c = getopt_long(argc, argv, shorts, lopts, NULL)) != -1 || optind < argc) {
+		size_t i = 0;
+
+		if (c == -1) {
+			positional(a, argv[optind++]);
+			continue;
+		}
+		while (i < NOPTS && opts[i].key != c && 256 + (int)i != c)
+			i++;
+		if (i == NOPTS)
 			perf_usage_error("unknown or incomplete option '%s' (see --help)",
 			                 argv[optind - 1]);
-		parse_option(a, c, optarg, &port_set);
+		port_set |= c == 'p';
+		parse_option(a, &opts[i], optarg);
 	}
-	if (optind != argc - 1)
-		perf_usage_error(optind == argc ? "no TEST given (see --list)"
-		                                : "exactly one TEST, please (see --help)");
-	a->test = perf_test_find(argv[optind]);
 	if (!a->test)
-		perf_usage_error("unknown test '%s' (see --list)", argv[optind]);
-	if (a->server && a->connect_host[0])
-		perf_usage_error("--server and --connect exclude each other");
-	if (port_set && !a->server)
-		perf_usage_error("--port is for --server; a client writes --connect HOST:PORT");
+		perf_usage_error("no TEST given (see --list)");
+	if (a->server && a->host[0])
+		perf_usage_error("--server and a server to connect to exclude each other");
+	a->server |= port_set && !a->host[0]; /* perftest: a port and no host is a server */
+	if ((a->set & PERF_SET_ITERS) && a->duration)
+		perf_usage_error("--iters and --duration exclude each other");
 	apply_defaults(a);
-	perf_args_check(a);
+	if (!perf_args_check(a, why, sizeof(why)))
+		perf_usage_error("%s", why);
 }
 
-bool perf_is_two_process(const struct perf_args *a)
+bool perf_two_process(const struct perf_args *a)
 {
-	return a->server || a->connect_host[0];
+	return a->server || a->host[0];
 }
 
-static void check_sizes(const struct perf_args *a)
+#define REFUSE(...) return snprintf(why, cap, __VA_ARGS__), false
+
+bool perf_args_check(const struct perf_args *a, char *why, size_t cap)
 {
-	if (a->test->kind != PERF_KIND_ATOMIC)
-		return;
+	const struct perf_test *t = a->test;
+	const char *gnic_only = a->nqps > 1                 ? "a --qp list"
+	                        : a->set & PERF_SET_CTAS    ? "--ctas"
+	                        : a->set & PERF_SET_THREADS ? "--threads"
+	                        : a->set & PERF_SET_SCOPE   ? "--scope"
+	                        : a->host_mem               ? "--host-mem"
+	                        : a->set & PERF_SET_GPU     ? "--gpu"
+	                                                    : NULL;
+
+	if (!(t->modes & (1u << a->mode->id)))
+		REFUSE("%s has no --mode %s (it runs in %s)", t->name, a->mode->name,
+		       t->modes & 1 ? "host mode only" : "the libgnic modes only");
 	for (int i = 0; i < a->nsizes; i++)
-		if (a->sizes[i] != 8)
-			perf_usage_error("atomic_rate works on 8-byte operands: --sizes 8 only");
-}
-
-/* Options only the libgnic modes have. */
-static void check_host_mode(const struct perf_args *a)
-{
-	const char *opt = a->nqps > 1      ? "a --qps list"
-	                  : a->ctas_set    ? "--ctas"
-	                  : a->threads_set ? "--threads"
-	                  : a->scope_set   ? "--scope"
-	                  : a->host_mem    ? "--host-mem"
-	                  : a->gpu_set     ? "--gpu"
-	                                   : NULL;
-
-	if (opt)
-		perf_usage_error("%s applies to the libgnic modes (gpu, gpu-bf, cpu-assisted, "
-		                 "cpu-proxy), not to --mode %s",
-		                 opt, a->mode->name);
-	if (a->test->kind == PERF_KIND_POST)
-		perf_usage_error("%s measures device threads posting WQEs: use --mode gpu, gpu-bf, "
-		                 "cpu-assisted or cpu-proxy",
-		                 a->test->name);
-}
-
-static void check_gnic_mode(const struct perf_args *a)
-{
-	const char *name = a->test->name;
-	bool one_thread = a->test->kind == PERF_KIND_LAT;
-
-	if (a->test->kind == PERF_KIND_LOCAL)
-		perf_usage_error("%s measures this machine's memcpy: it has only --mode host",
-		                 name);
-	if (a->test->kind == PERF_KIND_POST && perf_is_two_process(a))
-		perf_usage_error("%s posts on unconnected QPs: no --server / --connect", name);
-	for (int i = 0; i < a->nscopes; i++)
-		if (a->scopes[i] != PERF_SCOPE_THREAD && a->test->id != PERF_PUT_BW &&
-		    a->test->kind != PERF_KIND_POST)
-			perf_usage_error(
-			    "--scope %s: gnic_dev has warp and CTA calls for puts only; "
-			    "%s runs at thread scope",
-			    perf_scope_name(a->scopes[i]), name);
-	if (one_thread && (perf_list_max(a->ctas_list, a->nctas) > 1 || a->threads > 1))
-		perf_usage_error("%s is one device thread per side: --ctas and --threads must be 1",
-		                 name);
-	if (a->depth_set && a->tx_depth > 32768)
-		perf_usage_error("--tx-depth %d: a libgnic QP holds at most 32768 WQEs",
-		                 a->tx_depth);
-}
-
-void perf_args_check(const struct perf_args *a)
-{
-	const char *name = a->test->name;
-	bool lat = a->test->kind == PERF_KIND_LAT;
-	int qmax = perf_list_max(a->qps_list, a->nqps);
-
-	check_sizes(a);
-	if (a->mode->gnic)
-		check_gnic_mode(a);
-	else
-		check_host_mode(a);
-	if (lat && qmax > 1)
-		perf_usage_error("%s measures one QP: --qps must be 1", name);
-	if (lat && a->depth_set)
-		perf_usage_error("%s keeps one message in flight: --tx-depth does not apply", name);
-	if (a->test->kind == PERF_KIND_LOCAL && perf_is_two_process(a))
-		perf_usage_error("%s is a local test: no --server / --connect", name);
-	if (a->test->kind == PERF_KIND_LOCAL && qmax > 1)
-		perf_usage_error("%s uses no QPs: --qps does not apply", name);
-	if (!a->mode->gnic && a->iters < a->qps)
-		perf_usage_error("--iters %ld is below --qps %d: some QPs would do nothing",
-		                 a->iters, a->qps);
+		if (t->flags & PERF_F_OPERAND8 && a->sizes[i] != 8)
+			REFUSE("%s works on 8-byte operands: --size 8 only", t->name);
+	if (a->bidir && !(t->flags & PERF_F_BIDIR))
+		REFUSE("%s has no --bidirectional (put_bw and get_bw have)", t->name);
+	if (t->kind == PERF_LAT && perf_list_max(a->qps_list, a->nqps) > 1)
+		REFUSE("%s measures one QP: --qp must be 1", t->name);
+	if (t->kind == PERF_LAT && a->set & PERF_SET_DEPTH)
+		REFUSE("%s keeps one message in flight: --tx-depth does not apply", t->name);
+	if (t->flags & (PERF_F_LOCAL | PERF_F_UNCONNECTED) && perf_two_process(a))
+		REFUSE("%s runs in one process: no server or client", t->name);
 	if (a->plot[0] && a->server)
-		perf_usage_error("--plot is for the side that reports (the client)");
+		REFUSE("--plot is for the side that reports (the client)");
+	if (!a->mode->gnic && gnic_only)
+		REFUSE(
+		    "%s applies to the libgnic modes (gpu, gpu-bf, cpu-assisted, cpu-proxy), not "
+		    "to --mode host",
+		    gnic_only);
+	if (!a->mode->gnic && !a->duration && a->iters < a->qps_list[0])
+		REFUSE("--iters %ld is below --qp %d: some QPs would do nothing", a->iters,
+		       a->qps_list[0]);
+	for (int i = 0; a->mode->gnic && i < a->nscopes; i++)
+		if (a->scopes[i] != PERF_SCOPE_THREAD && !(t->flags & PERF_F_SCOPES))
+			REFUSE("--scope %s: gnic_dev has warp and CTA calls for puts only; %s runs "
+			       "at thread scope",
+			       perf_scope_name(a->scopes[i]), t->name);
+	if (a->mode->gnic && t->kind == PERF_LAT &&
+	    (perf_list_max(a->ctas_list, a->nctas) > 1 || a->threads > 1))
+		REFUSE("%s is one device thread per side: --ctas and --threads must be 1", t->name);
+	return true;
 }

@@ -1,13 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What gnic-perf's device workers see: plain C structs shared by the host
- * code (perf_gnic*.c), the CPU-thread runner (perf_dev_cpu.c), the CUDA
- * runner (perf_dev_gpu.cu) and the cpu-proxy thread (perf_proxy.c).
- *
- * A launch runs one or two sides' workers: ctas "CTAs" of threads threads
- * per side (a CUDA grid of nsides * ctas blocks, or nsides * ctas CPU
- * threads of one thread each). Device thread g = cta * threads + tid of a
- * side uses QP cta % nqps, so a warp or CTA always shares one QP.
+ * What gnic-perf's host code and its device workers share, in C that also
+ * compiles as CUDA: the list of tests, the buffer ring and its data
+ * patterns, and what a launch of device threads carries.
  */
 #ifndef GNIC_PERF_DEV_H
 #define GNIC_PERF_DEV_H
@@ -16,27 +11,172 @@
 
 #include <gnic/gnic_dev.h>
 
-#define PD_MAX_QPS 64   /* PERF_MAX_QPS */
-#define PP_SLOTS   4096 /* descriptors per cpu-proxy ring (power of two) */
-#define PP_NRES    64   /* fetched values per ring (by device thread % PP_NRES) */
-#define PP_RLEN    64   /* receive lengths a ring remembers */
+#if defined(__CUDACC__)
+#define PERF_HD static __host__ __device__ __forceinline__
+#else
+#define PERF_HD static inline
+#endif
 
-/* What a worker does; the host builds one launch per phase. */
-enum pd_test {
-	PD_PUT_BW = 1,  /* stream of puts at the launch's scope, then quiet */
-	PD_GET_BW,      /* stream of gets, then quiet */
-	PD_POST_RATE,   /* puts on unconnected QPs, retired by the workers */
-	PD_ATOMIC_RATE, /* stream of non-fetching adds, then quiet */
-	PD_ATOMIC_LAT,  /* one fetch-add at a time, each value checked */
-	PD_PUT_LAT,     /* ping-pong: put, poll the last byte */
-	PD_SEND_LAT,    /* ping-pong: send, wait for the receive */
-	PD_SIGNAL_LAT,  /* ping-pong: put_signal, wait for the signal word */
-	PD_GET_LAT,     /* one get at a time, each checked */
-	PD_RECV_PREP,   /* post the first two receives (send_lat) */
-	PD_POST_CHECK,  /* after post_rate: counters and WQE bytes of each QP */
+#define PERF_MAX_QPS 64
+
+/* Every test, one file each (NAME.c). The list makes the test enum, the
+ * catalogue (perf_args.c) and the device workers' dispatch (perf_dev_worker.h). */
+/* clang-format off */
+#define PERF_TESTS(X) X(put_bw) X(get_bw) X(atomic_rate) X(post_rate) X(memcpy) \
+	X(put_lat) X(send_lat) X(signal_lat) X(get_lat) X(atomic_lat)
+/* clang-format on */
+#define PERF_TEST_ENUM(name) PERF_TEST_##name,
+enum perf_test_id { PERF_TESTS(PERF_TEST_ENUM) PERF_NTESTS };
+
+enum perf_scope { PERF_SCOPE_THREAD, PERF_SCOPE_WARP, PERF_SCOPE_CTA };
+enum perf_side { PERF_A, PERF_B }; /* A: the initiator (client), B: the target (server) */
+
+/* ---- data patterns ----------------------------------------------------------------------
+ * Byte off of pattern (side, region, len) is byte off % 8 of the
+ * little-endian word perf_pat_word(key, off / 8), except the last byte: the
+ * region's marker, which pollers take as "the rest is here". */
+PERF_HD uint64_t perf_mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+PERF_HD uint64_t perf_pat_key(uint32_t side, uint32_t region, uint64_t len)
+{
+	return perf_mix64(((uint64_t)side << 60) ^ ((uint64_t)region << 40) ^ len ^
+	                  0x9e3779b97f4a7c15ull);
+}
+
+/* Never 0 (0 marks a consumed slot) and distinct for regions 0..127 of a side. */
+PERF_HD uint8_t perf_pat_marker(uint32_t side, uint32_t region)
+{
+	return (uint8_t)(1 + (region + side * 128) % 255);
+}
+
+PERF_HD uint64_t perf_pat_word(uint64_t key, uint64_t w)
+{
+	return perf_mix64(key + w);
+}
+
+PERF_HD uint8_t perf_pat_byte(uint64_t key, uint64_t len, uint64_t off, uint8_t marker)
+{
+	if (off == len - 1)
+		return marker;
+	return (uint8_t)(perf_pat_word(key, off / 8) >> (8 * (off % 8)));
+}
+
+/* A pattern word as it sits in memory: little-endian (GPUs are). */
+PERF_HD uint64_t perf_le64(uint64_t v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ && !defined(__CUDA_ARCH__)
+	return __builtin_bswap64(v);
+#else
+	return v;
+#endif
+}
+
+/* The pattern into p, XORed with flip (~0: the poison, which differs in
+ * every byte). Volatile: a NIC reads and writes this memory too. */
+PERF_HD void perf_pat_fill(uint8_t *p, uint64_t len, uint32_t side, uint32_t region, uint64_t flip)
+{
+	uint64_t key = perf_pat_key(side, region, len), w;
+	uint8_t marker = perf_pat_marker(side, region);
+
+	for (w = 0; w < len / 8; w++)
+		((volatile uint64_t *)p)[w] = perf_le64(perf_pat_word(key, w)) ^ flip;
+	for (w *= 8; w < len; w++)
+		((volatile uint8_t *)p)[w] = perf_pat_byte(key, len, w, marker) ^ (uint8_t)flip;
+	((volatile uint8_t *)p)[len - 1] = marker ^ (uint8_t)flip; /* last: "the rest is here" */
+}
+
+/* The first offset where p differs from the pattern (or poison), or -1;
+ * *seen and *want get the bytes there. */
+PERF_HD int64_t perf_pat_find(const uint8_t *p, uint64_t len, uint32_t side, uint32_t region,
+                              uint64_t flip, uint8_t *seen, uint8_t *want)
+{
+	uint64_t key = perf_pat_key(side, region, len), w;
+	uint8_t marker = perf_pat_marker(side, region);
+
+	for (w = 0; w + 1 < (len + 7) / 8; w++)
+		if (((const volatile uint64_t *)p)[w] != (perf_le64(perf_pat_word(key, w)) ^ flip))
+			break;
+	for (w *= 8; w < len; w++) {
+		*seen = ((const volatile uint8_t *)p)[w];
+		*want = perf_pat_byte(key, len, w, marker) ^ (uint8_t)flip;
+		if (*seen != *want)
+			return (int64_t)w;
+	}
+	return -1;
+}
+
+/* Fetch-adds: iteration i adds perf_pat_add(i) to a counter that starts
+ * at PERF_COUNTER_BASE; perf_add_sum(n) is what iterations 0..n-1 add. */
+#define PERF_COUNTER_BASE 0x0123456700000000ull
+PERF_HD uint64_t perf_pat_add(int64_t i)
+{
+	return (uint64_t)(i % 1000) + 1;
+}
+
+PERF_HD uint64_t perf_add_sum(int64_t n)
+{
+	uint64_t m = (uint64_t)n % 1000;
+
+	return (uint64_t)(n / 1000) * 500500u + m * (m + 1) / 2;
+}
+
+/* ---- the buffer ring ----------------------------------------------------------------------
+ * A side's buffer: nsrc source regions, the destination slots, then a
+ * 64-byte word (signal or counter), each region and slot stride bytes.
+ * Iteration i belongs to writer w = i % nw (a QP in host mode, a device
+ * thread in the libgnic modes: either posts in program order through one
+ * QP, so the last write to each of its slots is known) as its k = i / nw.
+ * Own slots: writer w has slots w * nslots + (0 .. nslots-1), iteration i
+ * goes to slot k % nslots from region i % nsrc, nsrc coprime with
+ * nw * nslots so that consecutive writes of a slot carry other patterns.
+ * Shared (own slots would not fit the memory budget): writer w always
+ * writes slot w % nslots from region 0, so every slot ends up the same
+ * whoever wrote it last. */
+struct perf_ring {
+	uint64_t size, stride;
+	uint64_t src_off, dst_off, sig_off, total;
+	uint32_t nw, nslots, nsrc, shared;
 };
 
-enum pd_scope { PD_SCOPE_THREAD, PD_SCOPE_WARP, PD_SCOPE_CTA };
+PERF_HD uint64_t perf_ring_src(const struct perf_ring *r, uint64_t region)
+{
+	return r->src_off + region * r->stride;
+}
+
+PERF_HD uint64_t perf_ring_dst(const struct perf_ring *r, uint64_t slot)
+{
+	return r->dst_off + slot * r->stride;
+}
+
+PERF_HD uint64_t perf_ring_slot(const struct perf_ring *r, int64_t i)
+{
+	uint64_t w = (uint64_t)i % r->nw, k = (uint64_t)i / r->nw;
+
+	return r->shared ? w % r->nslots : w * r->nslots + k % r->nslots;
+}
+
+PERF_HD uint32_t perf_ring_region(const struct perf_ring *r, int64_t i)
+{
+	return r->shared ? 0 : (uint32_t)((uint64_t)i % r->nsrc);
+}
+
+/* ---- a launch of device threads ----------------------------------------------------------
+ * ctas "CTAs" of threads threads per side (a CUDA grid of nsides * ctas
+ * blocks, or nsides * ctas CPU threads of one thread each); thread g = cta *
+ * threads + tid of a side posts on QP cta % nqps, so a warp or CTA shares one. */
+struct pp_ring; /* cpu-proxy hand-off ring (perf_proxy.c) */
+
+struct pd_qp {                  /* exactly one is set */
+	struct gnic_dev_qp *qp; /* gpu, gpu-bf, cpu-assisted: the device thread posts */
+	struct pp_ring *ring;   /* cpu-proxy: the device thread hands work to the proxy */
+};
 
 /* Which call failed (pd_status.op). */
 enum pd_op {
@@ -49,119 +189,52 @@ enum pd_op {
 	PD_OP_RECV_POST,
 	PD_OP_RECV_WAIT,
 	PD_OP_QUIET,
-	PD_OP_WAIT_DATA,
-	PD_OP_WAIT_SIGNAL,
+	PD_OP_WAIT,
 	PD_OP_RETIRE,
 	PD_OP_CHECK,
 };
 
-/* Failures found by the workers themselves (besides gnic_dev statuses). */
+/* Failures the workers find themselves, besides gnic_dev statuses. */
 enum pd_bad {
 	PD_BAD_DATA = -100, /* a byte differs from the pattern: off, got, want */
 	PD_BAD_LEN,         /* a receive has the wrong length: got, want */
 	PD_BAD_SIGNAL,      /* the signal word has the wrong value: got, want */
 	PD_BAD_FETCH,       /* a fetch-add returned the wrong value: got, want */
-	PD_BAD_COUNTER,     /* post_rate: a QP counter is off (off = which), got, want */
-	PD_BAD_WQE,         /* post_rate: a WQE field is wrong (off = BB index), got, want */
-	PD_PEER_FAILED,     /* not recorded: the peer side's status says why */
+	PD_BAD_COUNTER,     /* post_rate: a QP counter (off = which) is got, not want */
+	PD_BAD_WQE,         /* post_rate: WQE field iter at BB off is got, not want */
+	PD_PEER_FAILED,     /* not recorded: the other side's status says why */
 };
 
-/* ---- cpu-proxy hand-off ------------------------------------------------------
- * A device thread reserves ring slots (an atomic add on pp_ring.reserved, in
- * device memory), writes a descriptor into pinned host memory and publishes
- * it by storing seq = index + 1 last. The proxy thread consumes descriptors
- * in ring order, posts them as WQEs and reports back, in host memory, how
- * many it has taken (slots free again) and how many have completed. */
-enum pp_op { PP_PUT = 1, PP_GET, PP_PUT_SIGNAL, PP_ADD, PP_FADD, PP_SEND, PP_RECV };
-
-struct pp_desc {       /* one cache line each: writers of neighbours do not share one */
-	uint64_t seq;  /* index + 1 once the fields below are written */
-	uint32_t op;   /* enum pp_op */
-	uint32_t len;  /* bytes */
-	uint64_t loff; /* offset in the local buffer */
-	uint64_t roff; /* offset in the peer's buffer */
-	uint64_t arg0; /* PUT_SIGNAL: signal offset; ADD, FADD: addend */
-	uint64_t arg1; /* PUT_SIGNAL: addend; FADD: result slot */
-	uint64_t rsvd[2];
-};
-
-struct pp_host { /* pinned host memory, mapped into the GPU; the proxy writes it */
-	GNIC_DEV_ALIGNED uint64_t consumed; /* descriptors copied out: their slots are free */
-	GNIC_DEV_ALIGNED uint64_t done;     /* descriptors whose work has completed */
-	GNIC_DEV_ALIGNED uint64_t recv_done;
-	uint32_t status; /* a gnic_dev status of the proxy's QP; 0 = fine */
-	uint32_t recv_len[PP_RLEN];
-	uint64_t result[PP_NRES];
-	GNIC_DEV_ALIGNED struct pp_desc desc[PP_SLOTS];
-};
-
-struct pp_ring {                            /* device memory: the device threads' side */
-	GNIC_DEV_ALIGNED uint64_t reserved; /* descriptor slots handed out */
-	struct pp_host *h;                  /* as the device addresses it */
-	uint32_t nslots;
-	uint32_t rsvd;
-};
-
-/* ---- what a launch carries --------------------------------------------------- */
-struct pd_qp {                  /* exactly one of the two is set */
-	struct gnic_dev_qp *qp; /* gpu, gpu-bf, cpu-assisted: the device posts itself */
-	struct pp_ring *ring;   /* cpu-proxy: hand-off ring of this QP */
-};
-
-struct pd_mem {
-	uint8_t *lbase; /* local buffer as registered (device-accessible) */
-	uint64_t rbase; /* the peer's buffer */
-	uint32_t lkey, rkey;
-};
-
-struct pd_layout { /* struct perf_layout's fields (perf_pattern.c) */
-	uint64_t size, stride, src_off, dst_off;
-	uint32_t nq, nslots, nsrc, rsvd;
-};
-
-struct pd_status { /* first failure of a launch, plus the latency run's span */
+struct pd_status { /* the launch's first failure and the span of its iterations */
 	uint32_t claimed;
-	int32_t rc; /* 0, a gnic_dev status or an enum pd_bad */
-	int32_t op; /* enum pd_op */
-	uint32_t q; /* QP index */
-	int64_t iter;
-	int64_t off;
+	int32_t rc, op;
+	uint32_t q;
+	int64_t iter, off;
 	uint64_t got, want;
-	uint64_t t_start, t_end; /* ns (gnic_now_ns): span of the timed iterations */
-	uint64_t c_start, c_end; /* the same span in pd_clock() units (samples' unit) */
+	uint64_t t_start, t_end; /* ns (gnic_now_ns) */
+	uint64_t c_start, c_end; /* pd_clock() units, the samples' unit */
 };
 
 struct pd_side {
-	struct pd_qp qp[PD_MAX_QPS];
-	struct pd_mem mem;
-	struct pd_layout l;
-	uint64_t sig_off;   /* signal word (signal_lat) or counter (atomics) */
-	int64_t first;      /* first iteration of this launch */
-	int64_t count;      /* iterations (streams: a multiple of the device threads) */
-	int64_t warmup;     /* latency tests: untimed iterations among count */
-	uint64_t expect;    /* ATOMIC_LAT: the counter before iteration first */
-	uint64_t recv_base; /* cpu-proxy: receives the ring of QP 0 reported before */
-	uint64_t *lat;      /* latency samples in pd_clock() units, count - warmup */
+	struct pd_qp qp[PERF_MAX_QPS];
+	struct perf_ring r;
+	uint8_t *lbase; /* the local buffer as registered, device-accessible */
+	uint64_t rbase; /* the peer's buffer */
+	uint32_t lkey, rkey;
+	int64_t first, count; /* iterations [first, first + count) */
+	int64_t stop;         /* no iteration at or after stop will follow */
+	uint64_t *lat;        /* latency samples in pd_clock() units, count of them */
 	struct pd_status *st;
 	struct pd_status *peer_st; /* in-process ping-pong: stop when the peer failed */
 	uint64_t timeout_ns;
-	uint32_t nqps;
-	uint32_t side; /* enum perf_side: 0 = A, 1 = B */
-	uint32_t test; /* enum pd_test */
-	uint32_t scope;
-	uint32_t validate;
-	uint32_t rsvd;
-	/* POST_CHECK: QP q has taken want_bb[q] BBs since it was created,
-	 * those from from_bb[q] on in the row just run */
-	uint64_t want_bb[PD_MAX_QPS], from_bb[PD_MAX_QPS];
+	uint32_t nqps, side, test, phase, scope, validate;
+	/* post_rate's check: QP q has taken want_bb[q] BBs, from_bb[q] on in this row */
+	uint64_t want_bb[PERF_MAX_QPS], from_bb[PERF_MAX_QPS];
 };
 
 struct pd_launch {
 	struct pd_side side[2];
-	uint32_t nsides;  /* 1 or 2 (both sides of a ping-pong in one process) */
-	uint32_t ctas;    /* per side */
-	uint32_t threads; /* per CTA */
-	uint32_t rsvd;
+	uint32_t nsides, ctas, threads, rsvd;
 };
 
 #endif /* GNIC_PERF_DEV_H */

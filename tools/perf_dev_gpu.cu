@@ -2,7 +2,7 @@
 /*
  * Device workers as a CUDA kernel: block b runs side b / ctas, CTA b % ctas,
  * and every thread calls the same pd_worker() the CPU threads call. Plus
- * the few CUDA runtime calls gnic-perf needs (perf_gpu.h).
+ * the few CUDA runtime calls gnic-perf needs (declared in perf.h).
  *
  * The kernel is timed with CUDA events; the host waits for it by polling
  * the end event under the --timeout deadline (the device's own waits are
@@ -17,7 +17,6 @@ extern "C" {
 #include "perf.h"
 }
 #include "perf_dev_worker.h"
-#include "perf_gpu.h"
 
 #define CK(call)                                                                                   \
 	do {                                                                                       \
@@ -29,17 +28,16 @@ extern "C" {
 
 __global__ void pd_kernel(const struct pd_launch *L)
 {
-	uint32_t side = blockIdx.x / L->ctas, cta = blockIdx.x % L->ctas;
+	struct pd_thread t = {blockIdx.x % L->ctas, threadIdx.x, blockDim.x, L->ctas};
 
-	pd_worker(&L->side[side], cta, threadIdx.x, blockDim.x, L->ctas);
+	pd_worker(&L->side[blockIdx.x / L->ctas], &t);
 }
 
 extern "C" int perf_gpu_count(void)
 {
 	int n = 0;
 
-	/* no driver or no device: CPU threads, not an error */
-	if (cudaGetDeviceCount(&n) != cudaSuccess) {
+	if (cudaGetDeviceCount(&n) != cudaSuccess) { /* no driver or no device: CPU threads */
 		cudaGetLastError();
 		return 0;
 	}
@@ -64,6 +62,8 @@ extern "C" int perf_gpu_max_threads(void)
 	return fa.maxThreadsPerBlock; /* bounded by its registers */
 }
 
+/* len bytes of GPU memory, or (host_mapped) pinned host memory mapped into
+ * the GPU at the same address; zeroed. */
 extern "C" void *perf_gpu_alloc(size_t len, int host_mapped)
 {
 	void *p = NULL;
@@ -80,41 +80,28 @@ extern "C" void *perf_gpu_alloc(size_t len, int host_mapped)
 
 extern "C" void perf_gpu_free(void *p, int host_mapped)
 {
-	if (!p)
-		return;
-	if (host_mapped)
+	if (p && host_mapped)
 		CK(cudaFreeHost(p));
-	else
+	else if (p)
 		CK(cudaFree(p));
 }
 
 /* A failed copy names its addresses and what the driver knows of them. */
-static void copy_failed(cudaError_t e, const char *dir, const void *dev, const void *host,
-                        size_t len)
+extern "C" void perf_gpu_copy(void *dst, const void *src, size_t len, int to_dev)
 {
+	cudaError_t e =
+	    cudaMemcpy(dst, src, len, to_dev ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost);
+	const void *dev = to_dev ? dst : src;
 	cudaPointerAttributes pa = {};
-	cudaError_t pe = cudaPointerGetAttributes(&pa, dev);
 
-	perf_fatal("cudaMemcpy %s of %zu bytes (device %p, host %p): %s (%s); the device "
-	           "address is %s memory type %d",
-	           dir, len, dev, host, cudaGetErrorName(e), cudaGetErrorString(e),
-	           pe == cudaSuccess ? "known," : "unknown to the runtime,", (int)pa.type);
-}
-
-extern "C" void perf_gpu_to_dev(void *dev, const void *host, size_t len)
-{
-	cudaError_t e = cudaMemcpy(dev, host, len, cudaMemcpyHostToDevice);
-
-	if (e != cudaSuccess)
-		copy_failed(e, "to the GPU", dev, host, len);
-}
-
-extern "C" void perf_gpu_to_host(void *host, const void *dev, size_t len)
-{
-	cudaError_t e = cudaMemcpy(host, dev, len, cudaMemcpyDeviceToHost);
-
-	if (e != cudaSuccess)
-		copy_failed(e, "from the GPU", dev, host, len);
+	if (e == cudaSuccess)
+		return;
+	perf_fatal("cudaMemcpy %s of %zu bytes (device %p): %s (%s); the device address is %s, "
+	           "memory type %d",
+	           to_dev ? "to the GPU" : "from the GPU", len, dev, cudaGetErrorName(e),
+	           cudaGetErrorString(e),
+	           cudaPointerGetAttributes(&pa, dev) == cudaSuccess ? "known" : "unknown",
+	           (int)pa.type);
 }
 
 static void wait_event(cudaEvent_t ev)
@@ -123,7 +110,8 @@ static void wait_event(cudaEvent_t ev)
 	struct perf_wait w;
 	cudaError_t e;
 
-	perf_wait_start_slack(&w, "the GPU kernel to finish", PERF_DEVICE_SLACK_S);
+	perf_wait_start(&w, "the GPU kernel to finish");
+	w.deadline_ns += 10000000000ull; /* slack for its threads to report why they stopped */
 	while ((e = cudaEventQuery(ev)) == cudaErrorNotReady) {
 		nanosleep(&nap, NULL);
 		perf_wait_check(&w);

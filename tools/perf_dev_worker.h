@@ -1,29 +1,32 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gnic-perf's per-thread workers, written once for CUDA kernels
- * (perf_dev_gpu.cu) and CPU threads (perf_dev_cpu.c). pd_worker() is the
- * whole body of a device thread; which test and which side come from
- * struct pd_side (perf_dev.h), the posting goes through perf_dev_ops.h.
+ * gnic-perf's device workers, written once for CUDA kernels (perf_dev_gpu.cu)
+ * and CPU threads (perf_dev_cpu.c; gnic_dev.cuh compiles as C): the
+ * operations the tests' device bodies use, the loops they share, the bodies
+ * themselves (the PERF_DEV_PASS part of each test's file) and pd_worker(),
+ * the whole of a device thread.
  *
- * Streams (put_bw, get_bw, atomic_rate, post_rate): device thread g of N
- * does iterations first + g, first + g + N, ... in order; iteration i goes
- * into thread g's slot (i / N) % nslots from source region i % nsrc, which
- * is struct perf_layout's stream with one "QP" per device thread, so the
- * host checks the slots exactly as in host mode. A thread's own writes go
- * through one QP in program order, so the last one to each slot is known.
- *
- * Latency tests run on one thread per side and check every message on the
- * device, against the same patterns (perf_pattern.h).
+ * The operations are the hand-off point between the modes: a QP with a
+ * gnic_dev_qp is driven by the device thread itself (gpu, gpu-bf,
+ * cpu-assisted: the doorbell mode is the QP's), a QP with a pp_ring goes
+ * through the cpu-proxy thread (perf_proxy.c). Everything above them is
+ * the same code in every mode.
  */
 #ifndef GNIC_PERF_DEV_WORKER_H
 #define GNIC_PERF_DEV_WORKER_H
+#define PERF_DEV_PASS
 
-#include "perf_dev_ops.h"
-#include "perf_pattern.h"
+#include <gnic/gnic_dev.cuh>
 
-/* Samples are taken with pd_clock(): SM cycles on a GPU (fine-grained; the
- * host converts them with the ns/cycle ratio of the whole run), ns on CPU
- * threads. */
+#include "perf_dev.h"
+#include "perf_proxy.c"
+
+struct pd_thread {
+	uint32_t cta, tid, ntid, nctas;
+};
+
+/* Samples: SM cycles on a GPU (the host converts them with the run's
+ * ns/cycle ratio), ns on CPU threads. */
 GNIC_DEVFN uint64_t pd_clock(void)
 {
 #if GNIC_ON_GPU
@@ -33,14 +36,47 @@ GNIC_DEVFN uint64_t pd_clock(void)
 #endif
 }
 
+GNIC_DEVFN void pd_sync_cta(void)
+{
+#if GNIC_ON_GPU
+	__syncthreads();
+#endif
+}
+
+/* The thread that speaks for its warp / CTA (every thread at thread scope). */
+GNIC_DEVFN int pd_is_leader(uint32_t scope)
+{
+#if GNIC_ON_GPU
+	if (scope == PERF_SCOPE_WARP)
+		return (threadIdx.x & 31) == (uint32_t)(__ffs(__activemask()) - 1);
+	if (scope == PERF_SCOPE_CTA)
+		return threadIdx.x == 0;
+#endif
+	(void)scope;
+	return 1;
+}
+
+/* A byte the NIC writes (a put_lat marker). */
+GNIC_DEVFN uint8_t pd_load_acq8(const uint8_t *p)
+{
+#if GNIC_ON_GPU
+	uint32_t v;
+
+	asm volatile("ld.acquire.sys.global.u8 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return (uint8_t)v;
+#else
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+}
+
 /* Record the launch's first failure (later ones are dropped). */
-GNIC_DEVFN void pd_fail(const struct pd_side *s, int rc, int op, uint32_t q, int64_t iter,
-                        int64_t off, uint64_t got, uint64_t want)
+GNIC_DEVFN int pd_fail(const struct pd_side *s, int rc, int op, uint32_t q, int64_t iter,
+                       int64_t off, uint64_t got, uint64_t want)
 {
 	struct pd_status *st = s->st;
 
-	if (gnic_cas32(&st->claimed, 0, 1) != 0)
-		return;
+	if (rc == PD_PEER_FAILED || gnic_cas32(&st->claimed, 0, 1) != 0)
+		return rc;
 	st->op = op;
 	st->q = q;
 	st->iter = iter;
@@ -48,481 +84,266 @@ GNIC_DEVFN void pd_fail(const struct pd_side *s, int rc, int op, uint32_t q, int
 	st->got = got;
 	st->want = want;
 	gnic_store_rel32((uint32_t *)&st->rc, (uint32_t)rc);
-}
-
-GNIC_DEVFN uint64_t pd_src(const struct pd_layout *l, uint64_t region)
-{
-	return l->src_off + region * l->stride;
-}
-
-GNIC_DEVFN uint64_t pd_dst(const struct pd_layout *l, uint64_t q, uint64_t slot)
-{
-	return l->dst_off + (q * l->nslots + slot) * l->stride;
-}
-
-/* A pattern word as it sits in memory (little-endian; GPUs are). */
-GNIC_DEVFN uint64_t pd_le64(uint64_t v)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ && !GNIC_ON_GPU
-	return __builtin_bswap64(v);
-#else
-	return v;
-#endif
-}
-
-/* First offset where p differs from pattern (side, region), or -1. The
- * loads are volatile: the NIC wrote this memory behind the compiler. */
-GNIC_DEVFN int64_t pd_find(const uint8_t *p, uint64_t len, uint32_t side, uint32_t region,
-                           uint8_t *seen)
-{
-	uint64_t key = perf_pat_key(side, region, len);
-	uint8_t marker = perf_pat_marker(side, region);
-	const volatile uint64_t *pw = (const volatile uint64_t *)p;
-	uint64_t w, off;
-
-	for (w = 0; w + 1 < (len + 7) / 8; w++)
-		if (pw[w] != pd_le64(perf_pat_word(key, w)))
-			break;
-	for (off = w * 8; off < len; off++) {
-		uint8_t b = ((const volatile uint8_t *)p)[off];
-
-		if (b != perf_pat_byte(key, len, off, marker)) {
-			*seen = b;
-			return (int64_t)off;
-		}
-	}
-	return -1;
-}
-
-/* The pattern, or with flip = ~0 its complement (poison). */
-GNIC_DEVFN void pd_fill(uint8_t *p, uint64_t len, uint32_t side, uint32_t region, uint64_t flip)
-{
-	uint64_t key = perf_pat_key(side, region, len);
-	uint8_t marker = perf_pat_marker(side, region);
-	volatile uint64_t *pw = (volatile uint64_t *)p;
-	uint64_t w, off;
-
-	for (w = 0; w < len / 8; w++)
-		pw[w] = pd_le64(perf_pat_word(key, w) ^ flip);
-	for (off = w * 8; off < len; off++)
-		((volatile uint8_t *)p)[off] = perf_pat_byte(key, len, off, marker) ^ (uint8_t)flip;
-	((volatile uint8_t *)p)[len - 1] = marker ^ (uint8_t)flip;
-}
-
-/* Check message iter in local slot off against the peer's region. */
-GNIC_DEVFN int pd_check_msg(const struct pd_side *s, uint64_t off, uint32_t region, int64_t iter)
-{
-	uint8_t seen = 0;
-	int64_t bad;
-
-	if (!s->validate)
-		return 0;
-	bad = pd_find(s->mem.lbase + off, s->l.size, s->side ^ 1, region, &seen);
-	if (bad < 0)
-		return 0;
-	pd_fail(s, PD_BAD_DATA, PD_OP_CHECK, 0, iter, bad, seen,
-	        perf_pat_byte(perf_pat_key(s->side ^ 1, region, s->l.size), s->l.size,
-	                      (uint64_t)bad, perf_pat_marker(s->side ^ 1, region)));
-	return PD_BAD_DATA;
-}
-
-/* ---- streams ------------------------------------------------------------------- */
-
-/* Iteration i of thread g: returns the status, *op the call made. */
-GNIC_DEVFN int pd_stream_op(const struct pd_side *s, const struct pd_qp *q, uint64_t g, uint64_t n,
-                            int64_t i, int *op)
-{
-	const struct pd_layout *l = &s->l;
-	uint64_t slot, src;
-	int rc;
-
-	if (s->test == PD_ATOMIC_RATE) {
-		*op = PD_OP_ADD;
-		return pd_add(s, q, s->sig_off, perf_pat_add(i));
-	}
-	slot = pd_dst(l, g, ((uint64_t)i / n) % l->nslots);
-	src = pd_src(l, (uint64_t)i % l->nsrc);
-	if (s->test == PD_GET_BW) {
-		*op = PD_OP_GET;
-		return pd_get(s, q, slot, src, (uint32_t)l->size);
-	}
-	*op = PD_OP_PUT;
-	rc = pd_put(s, q, src, slot, (uint32_t)l->size);
-	if (rc == 0 && s->test == PD_POST_RATE && !q->ring && pd_is_leader(s->scope)) {
-		*op = PD_OP_RETIRE;
-		rc = pd_retire(s, q->qp);
-	}
 	return rc;
 }
 
-GNIC_DEVFN void pd_stream(const struct pd_side *s, uint32_t cta, uint32_t tid, uint32_t ntid,
-                          uint32_t nctas)
+/* Message iter at local offset off against the peer's region: 0, or the
+ * failure recorded. */
+GNIC_DEVFN int pd_check(const struct pd_side *s, uint64_t off, uint32_t region, int64_t iter)
 {
-	uint32_t qi = cta % s->nqps;
+	uint8_t seen = 0, want = 0;
+	int64_t bad = s->validate ? perf_pat_find(s->lbase + off, s->r.size, s->side ^ 1, region, 0,
+	                                          &seen, &want)
+	                          : -1;
+
+	return bad < 0 ? 0 : pd_fail(s, PD_BAD_DATA, PD_OP_CHECK, 0, iter, bad, seen, want);
+}
+
+/* ---- the operations, through gnic_dev or the proxy ------------------------------------------ */
+
+GNIC_DEVFN void *pd_l(const struct pd_side *s, uint64_t off)
+{
+	return s->lbase + off;
+}
+
+/* len bytes at the side's scope (warp / CTA: every thread calls). */
+GNIC_DEVFN int pd_put(const struct pd_side *s, const struct pd_qp *q, uint64_t loff, uint64_t roff,
+                      uint32_t len)
+{
+	uint64_t ra = s->rbase + roff;
+
+	if (q->ring)
+		return pp_post(q->ring, s->scope, s->timeout_ns, PP_PUT, len, loff, roff, 0, 0, 0);
+	if (s->scope == PERF_SCOPE_WARP)
+		return gnic_dev_put_warp(q->qp, pd_l(s, loff), s->lkey, ra, s->rkey, len, 0);
+	if (s->scope == PERF_SCOPE_CTA)
+		return gnic_dev_put_cta(q->qp, pd_l(s, loff), s->lkey, ra, s->rkey, len, 0);
+	return gnic_dev_put(q->qp, pd_l(s, loff), s->lkey, ra, s->rkey, len, 0, 0);
+}
+
+/* len bytes of the peer's roff into loff; with wait, returns once they are there. */
+GNIC_DEVFN int pd_get(const struct pd_side *s, const struct pd_qp *q, uint64_t loff, uint64_t roff,
+                      uint32_t len, int wait)
+{
+	uint64_t ticket = 0;
+	int rc;
+
+	if (!q->ring && wait)
+		return gnic_dev_get_wait(q->qp, pd_l(s, loff), s->lkey, s->rbase + roff, s->rkey,
+		                         len);
+	if (!q->ring)
+		return gnic_dev_get(q->qp, pd_l(s, loff), s->lkey, s->rbase + roff, s->rkey, len,
+		                    0);
+	rc = pp_post(q->ring, PERF_SCOPE_THREAD, s->timeout_ns, PP_GET, len, loff, roff, 0, 0,
+	             &ticket);
+	return rc || !wait ? rc : pp_wait_done(q->ring, ticket, s->timeout_ns);
+}
+
+/* A put, then an add to the peer's word at sig_roff, under one doorbell. */
+GNIC_DEVFN int pd_put_signal(const struct pd_side *s, const struct pd_qp *q, uint64_t loff,
+                             uint64_t roff, uint32_t len, uint64_t sig_roff)
+{
+	if (q->ring)
+		return pp_post(q->ring, PERF_SCOPE_THREAD, s->timeout_ns, PP_PUT_SIGNAL, len, loff,
+		               roff, sig_roff, 1, 0);
+	return gnic_dev_put_signal(q->qp, pd_l(s, loff), s->lkey, s->rbase + roff, s->rkey, len,
+	                           s->rbase + sig_roff, s->rkey, 1, 0);
+}
+
+/* A non-fetching add to the peer's word at roff (completes at quiet). */
+GNIC_DEVFN int pd_add(const struct pd_side *s, const struct pd_qp *q, uint64_t roff, uint64_t add)
+{
+	if (q->ring)
+		return pp_post(q->ring, PERF_SCOPE_THREAD, s->timeout_ns, PP_ADD, 8, 0, roff, add,
+		               0, 0);
+	return gnic_dev_signal(q->qp, s->rbase + roff, s->rkey, add, 0);
+}
+
+GNIC_DEVFN int pd_fetch_add(const struct pd_side *s, const struct pd_qp *q, uint64_t roff,
+                            uint64_t add, uint64_t *old)
+{
+	uint64_t ticket = 0;
+	int rc;
+
+	if (!q->ring)
+		return gnic_dev_atomic_fetch_add(q->qp, s->rbase + roff, s->rkey, add, old);
+	rc = pp_post(q->ring, PERF_SCOPE_THREAD, s->timeout_ns, PP_FADD, 8, 0, roff, add, 0,
+	             &ticket);
+	if (!rc)
+		rc = pp_wait_done(q->ring, ticket, s->timeout_ns);
+	if (!rc)
+		*old = pp_result(q->ring, 0);
+	return rc;
+}
+
+GNIC_DEVFN int pd_send(const struct pd_side *s, const struct pd_qp *q, uint64_t loff, uint32_t len)
+{
+	if (q->ring)
+		return pp_post(q->ring, PERF_SCOPE_THREAD, s->timeout_ns, PP_SEND, len, loff, 0, 0,
+		               0, 0);
+	return gnic_dev_send(q->qp, pd_l(s, loff), s->lkey, len, 0);
+}
+
+GNIC_DEVFN int pd_recv_post(const struct pd_side *s, const struct pd_qp *q, uint64_t loff,
+                            uint32_t len)
+{
+	if (q->ring)
+		return pp_post(q->ring, PERF_SCOPE_THREAD, s->timeout_ns, PP_RECV, len, loff, 0, 0,
+		               0, 0);
+	return gnic_dev_recv_post(q->qp, pd_l(s, loff), s->lkey, len);
+}
+
+/* Whether the next receive completion is there (an EXCLUSIVE QP: ours). */
+GNIC_DEVFN int pd_recv_ready(const struct pd_qp *q)
+{
+	const struct gnic_dev_qp *qp = q->qp;
+	const struct gnic_mlx5_cqe64 *cqe;
+
+	if (q->ring)
+		return pp_recv_ready(q->ring);
+	cqe = &qp->rcq.buf[qp->rcq_ci & (qp->rcq.cqe_cnt - 1)];
+	return gnic_mlx5_cqe_sw_owned((uint8_t)(gnic_cqe_tail(cqe) >> 24), (uint32_t)qp->rcq_ci,
+	                              qp->rcq.cqe_cnt);
+}
+
+GNIC_DEVFN int pd_recv_wait(const struct pd_side *s, const struct pd_qp *q, uint32_t *len)
+{
+	if (q->ring)
+		return pp_recv_wait(q->ring, s->timeout_ns, len);
+	return gnic_dev_recv_wait(q->qp, len, 0);
+}
+
+/* Everything posted on q before the call has completed. */
+GNIC_DEVFN int pd_quiet(const struct pd_side *s, const struct pd_qp *q)
+{
+	if (q->ring)
+		return pp_quiet(q->ring, s->timeout_ns);
+	return gnic_dev_quiet(q->qp);
+}
+
+/* ---- shared loops ---------------------------------------------------------------------------- */
+
+GNIC_DEVFN void pd_span(const struct pd_side *s, int end)
+{
+	if (end) {
+		s->st->c_end = pd_clock();
+		s->st->t_end = gnic_now_ns();
+	} else {
+		s->st->t_start = gnic_now_ns();
+		s->st->c_start = pd_clock();
+	}
+}
+
+/* Streams: device thread g of n does iterations first + g, first + g + n,
+ * ... (first is a multiple of n: g is the ring's writer), then one thread a
+ * CTA quiets its QP (quiet covers everything reserved on it before, so
+ * every thread's work). count is a multiple of n, so warp and CTA calls see
+ * every thread; their status is the same for the whole warp / CTA. */
+typedef int pd_iter_fn(const struct pd_side *s, const struct pd_qp *q, int64_t i, int *op);
+
+GNIC_DEVFN void pd_stream(const struct pd_side *s, const struct pd_thread *t, pd_iter_fn *iter,
+                          int quiet_qps)
+{
+	uint32_t qi = t->cta % s->nqps;
 	const struct pd_qp *q = &s->qp[qi];
-	uint64_t g = (uint64_t)cta * ntid + tid, n = (uint64_t)nctas * ntid;
+	uint64_t g = (uint64_t)t->cta * t->ntid + t->tid, n = (uint64_t)t->nctas * t->ntid;
 	int64_t i, end = s->first + s->count;
 	int rc = 0, op = 0;
 
-	/* count is a multiple of n: every thread makes the same number of
-	 * calls, as warp- and CTA-scope calls need; their status is the same
-	 * for the whole warp / CTA, so they leave the loop together. */
-	for (i = s->first + (int64_t)g; i < end; i += (int64_t)n) {
-		rc = pd_stream_op(s, q, g, n, i, &op);
-		if (rc)
-			break;
-	}
+	for (i = s->first + (int64_t)g; i < end && !rc; i += (int64_t)n)
+		rc = iter(s, q, i, &op);
 	if (rc)
-		pd_fail(s, rc, op, qi, i, -1, 0, 0);
+		pd_fail(s, rc, op, qi, i - (int64_t)n, -1, 0, 0);
 	pd_sync_cta();
-	/* One quiet per CTA covers every thread's puts (quiet waits for all
-	 * that was reserved on the QP before it). post_rate's QPs never
-	 * complete anything: the workers retired their WQEs. */
-	if (tid == 0 && !(s->test == PD_POST_RATE && !q->ring)) {
-		rc = pd_quiet(s, q);
-		if (rc)
-			pd_fail(s, rc, PD_OP_QUIET, qi, end, -1, 0, 0);
-	}
+	if (t->tid == 0 && (quiet_qps || q->ring) && (rc = pd_quiet(s, q)) != 0)
+		pd_fail(s, rc, PD_OP_QUIET, qi, end, -1, 0, 0);
 }
 
-/* ---- ping-pongs: put_lat, send_lat, signal_lat -------------------------------------
- * Message i goes from source region i % nsrc into the peer's slot i % 2; side
- * A times send -> the answer's arrival (half of it is reported), side B
- * answers each message; each side checks what it received. */
+/* Ping-pongs, one device thread a side: message i goes from region i % nsrc
+ * into the peer's slot i % 2. Side A times its send to the answer's
+ * arrival (arrived(): non-blocking; take(): after it, e.g. consume the
+ * receive), side B answers; each checks what it received, zeroes its
+ * marker (the next message in the slot is then seen whatever it carries)
+ * and hands the slot back (done(), may be NULL). */
+typedef int pd_pp_fn(const struct pd_side *s, int64_t i);
 
-GNIC_DEVFN uint32_t pd_region(const struct pd_side *s, int64_t i)
+GNIC_DEVFN uint64_t pd_pp_slot(const struct pd_side *s, int64_t i)
 {
-	return (uint32_t)((uint64_t)i % s->l.nsrc);
+	return perf_ring_dst(&s->r, (uint64_t)i % 2);
 }
 
-GNIC_DEVFN uint64_t pd_slot(const struct pd_side *s, int64_t i)
+GNIC_DEVFN uint64_t pd_pp_src(const struct pd_side *s, int64_t i)
 {
-	return pd_dst(&s->l, 0, (uint64_t)i % 2);
+	return perf_ring_src(&s->r, (uint64_t)i % s->r.nsrc);
 }
 
-GNIC_DEVFN int pd_pp_send(const struct pd_side *s, int64_t i, int *op)
-{
-	const struct pd_qp *q = &s->qp[0];
-	uint64_t src = pd_src(&s->l, pd_region(s, i));
-	uint32_t len = (uint32_t)s->l.size;
-
-	if (s->test == PD_SEND_LAT) {
-		*op = PD_OP_SEND;
-		return pd_send(s, q, src, len);
-	}
-	if (s->test == PD_SIGNAL_LAT) {
-		*op = PD_OP_PUT_SIGNAL;
-		return pd_put_signal(s, q, src, pd_slot(s, i), len, s->sig_off, 1);
-	}
-	*op = PD_OP_PUT;
-	return pd_put(s, q, src, pd_slot(s, i), len);
-}
-
-/* Whether message i is there: its last byte (written last) turned into its
- * marker (put_lat), its receive completed (send_lat) or the signal word
- * counts it (signal_lat). */
-GNIC_DEVFN int pd_pp_arrived(const struct pd_side *s, int64_t i)
-{
-	if (s->test == PD_PUT_LAT)
-		return pd_load_acq8(s->mem.lbase + pd_slot(s, i) + s->l.size - 1) ==
-		       perf_pat_marker(s->side ^ 1, pd_region(s, i));
-	if (s->test == PD_SEND_LAT)
-		return pd_recv_ready(&s->qp[0], s->recv_base + (uint64_t)i + 1);
-	return gnic_load_sys64(s->mem.lbase + s->sig_off) >= (uint64_t)i + 1;
-}
-
-/* Bounded, and over as soon as the peer side (in this process) failed:
- * its status then tells what went wrong. */
-GNIC_DEVFN int pd_pp_wait(const struct pd_side *s, int64_t i)
+/* Bounded, and over once the side in this process failed. */
+GNIC_DEVFN int pd_pp_await(const struct pd_side *s, int64_t i, pd_pp_fn *arrived, pd_pp_fn *take)
 {
 	struct gnic_wait w;
 
 	gnic_wait_init(&w, s->timeout_ns);
-	while (!pd_pp_arrived(s, i)) {
+	while (!arrived(s, i)) {
 		if (s->peer_st && gnic_load_acq32(&s->peer_st->claimed))
 			return PD_PEER_FAILED;
-		if (gnic_wait_expired(&w)) {
-			pd_fail(s, GNIC_DEV_ERR_TIMEOUT,
-			        s->test == PD_PUT_LAT    ? PD_OP_WAIT_DATA
-			        : s->test == PD_SEND_LAT ? PD_OP_RECV_WAIT
-			                                 : PD_OP_WAIT_SIGNAL,
-			        0, i, -1, 0, 0);
-			return GNIC_DEV_ERR_TIMEOUT;
-		}
+		if (gnic_wait_expired(&w))
+			return pd_fail(s, GNIC_DEV_ERR_TIMEOUT, PD_OP_WAIT, 0, i, -1, 0, 0);
 	}
-	return GNIC_DEV_OK;
+	return take ? take(s, i) : 0;
 }
 
-/* Message i has arrived (and, send_lat, its completion is consumed). */
-GNIC_DEVFN int pd_pp_await(const struct pd_side *s, int64_t i)
+GNIC_DEVFN void pd_pingpong(const struct pd_side *s, pd_pp_fn *send, pd_pp_fn *arrived,
+                            pd_pp_fn *take, pd_pp_fn *done)
 {
-	uint32_t len = 0;
-	uint64_t v;
-	int rc = pd_pp_wait(s, i);
+	int64_t i, end = s->first + s->count;
+	int rc = 0;
 
-	if (rc || s->test == PD_PUT_LAT)
-		return rc;
-	if (s->test == PD_SEND_LAT) {
-		rc = pd_recv_wait(s, &s->qp[0], s->recv_base + (uint64_t)i + 1, &len);
-		if (rc)
-			pd_fail(s, rc, PD_OP_RECV_WAIT, 0, i, -1, 0, 0);
-		else if (len != s->l.size)
-			pd_fail(s, rc = PD_BAD_LEN, PD_OP_RECV_WAIT, 0, i, -1, len, s->l.size);
-		return rc;
-	}
-	/* one signal per message, and the next only after our answer */
-	v = gnic_load_sys64(s->mem.lbase + s->sig_off);
-	if (v != (uint64_t)i + 1) {
-		pd_fail(s, PD_BAD_SIGNAL, PD_OP_WAIT_SIGNAL, 0, i, -1, v, (uint64_t)i + 1);
-		return PD_BAD_SIGNAL;
-	}
-	return GNIC_DEV_OK;
-}
+	pd_span(s, 0);
+	for (i = s->first; i < end && !rc; i++) {
+		uint64_t t0 = pd_clock();
 
-/* Check message i, then give its slot back (send_lat: a new receive). */
-GNIC_DEVFN int pd_pp_consume(const struct pd_side *s, int64_t i)
-{
-	int rc = pd_check_msg(s, pd_slot(s, i), pd_region(s, i), i);
-
-	if (rc == 0 && s->test == PD_SEND_LAT && i + 2 < s->count) {
-		rc = pd_recv_post(s, &s->qp[0], pd_slot(s, i), (uint32_t)s->l.size);
-		if (rc)
-			pd_fail(s, rc, PD_OP_RECV_POST, 0, i + 2, -1, 0, 0);
-	}
-	return rc;
-}
-
-GNIC_DEVFN void pd_span_begin(const struct pd_side *s)
-{
-	s->st->t_start = gnic_now_ns();
-	s->st->c_start = pd_clock();
-}
-
-GNIC_DEVFN void pd_span_end(const struct pd_side *s)
-{
-	s->st->c_end = pd_clock();
-	s->st->t_end = gnic_now_ns();
-}
-
-GNIC_DEVFN void pd_pingpong(const struct pd_side *s)
-{
-	int op = 0, rc = 0;
-
-	for (int64_t i = 0; i < s->count && rc == 0; i++) {
-		uint64_t t0 = 0;
-
-		if (s->side == 0) {
-			if (i == s->warmup)
-				pd_span_begin(s);
-			t0 = pd_clock();
-		} else if ((rc = pd_pp_await(s, i)) != 0) {
+		if (s->side == PERF_B && (rc = pd_pp_await(s, i, arrived, take)) != 0)
 			break;
-		}
-		rc = pd_pp_send(s, i, &op);
-		if (rc) {
-			pd_fail(s, rc, op, 0, i, -1, 0, 0);
+		if ((rc = send(s, i)) != 0)
 			break;
-		}
-		if (s->side == 0) {
-			rc = pd_pp_await(s, i);
-			if (rc)
+		if (s->side == PERF_A) {
+			if ((rc = pd_pp_await(s, i, arrived, take)) != 0)
 				break;
-			if (i >= s->warmup)
-				s->lat[i - s->warmup] = pd_clock() - t0;
+			s->lat[i - s->first] = pd_clock() - t0;
 		}
-		rc = pd_pp_consume(s, i);
+		rc = pd_check(s, pd_pp_slot(s, i), (uint32_t)((uint64_t)i % s->r.nsrc), i);
+		((volatile uint8_t *)s->lbase)[pd_pp_slot(s, i) + s->r.size - 1] = 0;
+		if (!rc && done)
+			rc = done(s, i);
 	}
-	if (s->side == 0)
-		pd_span_end(s);
+	pd_span(s, 1);
 	/* the last answer's source may be reused once the launch is over */
 	if (rc == 0 && (rc = pd_quiet(s, &s->qp[0])) != 0)
-		pd_fail(s, rc, PD_OP_QUIET, 0, s->count, -1, 0, 0);
+		pd_fail(s, rc, PD_OP_QUIET, 0, end, -1, 0, 0);
 }
 
-/* send_lat: the first two receives, before the peer starts sending. */
-GNIC_DEVFN void pd_recv_prep(const struct pd_side *s)
+/* ---- the tests' device bodies, and the dispatch ------------------------------------------------
+ */
+#include "atomic_lat.c"
+#include "atomic_rate.c"
+#include "get_bw.c"
+#include "get_lat.c"
+#include "memcpy.c"
+#include "post_rate.c"
+#include "put_bw.c"
+#include "put_lat.c"
+#include "send_lat.c"
+#include "signal_lat.c"
+
+#define PD_CASE(name)                                                                              \
+	case PERF_TEST_##name:                                                                     \
+		name##_dev(s, t);                                                                  \
+		break;
+
+GNIC_DEVFN void pd_worker(const struct pd_side *s, const struct pd_thread *t)
 {
-	for (int64_t i = 0; i < 2 && i < s->count; i++) {
-		int rc = pd_recv_post(s, &s->qp[0], pd_slot(s, i), (uint32_t)s->l.size);
-
-		if (rc) {
-			pd_fail(s, rc, PD_OP_RECV_POST, 0, i, -1, 0, 0);
-			return;
-		}
-	}
-}
-
-/* ---- one operation at a time: get_lat, the latency phase of atomic_rate ---------- */
-
-GNIC_DEVFN void pd_get_lat(const struct pd_side *s)
-{
-	uint64_t dst = pd_dst(&s->l, 0, 0);
-
-	for (int64_t i = 0; i < s->count; i++) {
-		uint32_t region = pd_region(s, i);
-		uint64_t t0;
-		int rc;
-
-		if (s->validate)
-			pd_fill(s->mem.lbase + dst, s->l.size, 1, region, ~0ull);
-		if (i == s->warmup)
-			pd_span_begin(s);
-		t0 = pd_clock();
-		rc = pd_get_wait(s, &s->qp[0], dst, pd_src(&s->l, region), (uint32_t)s->l.size);
-		if (i >= s->warmup)
-			s->lat[i - s->warmup] = pd_clock() - t0;
-		if (rc) {
-			pd_fail(s, rc, PD_OP_GET, 0, i, -1, 0, 0);
-			break;
-		}
-		if (pd_check_msg(s, dst, region, i))
-			break;
-	}
-	pd_span_end(s);
-}
-
-/* Each fetched value must be the counter's exact value at that point. */
-GNIC_DEVFN void pd_atomic_lat(const struct pd_side *s)
-{
-	uint64_t expect = s->expect;
-
-	pd_span_begin(s);
-	for (int64_t k = 0; k < s->count; k++) {
-		int64_t i = s->first + k;
-		uint64_t old = 0, t0 = pd_clock();
-		int rc = pd_fetch_add(s, &s->qp[0], s->sig_off, perf_pat_add(i), 0, &old);
-
-		s->lat[k] = pd_clock() - t0;
-		if (rc) {
-			pd_fail(s, rc, PD_OP_FETCH_ADD, 0, i, -1, 0, 0);
-			break;
-		}
-		if (s->validate && old != expect) {
-			pd_fail(s, PD_BAD_FETCH, PD_OP_FETCH_ADD, 0, i, -1, old, expect);
-			break;
-		}
-		expect += perf_pat_add(i);
-	}
-	pd_span_end(s);
-}
-
-/* ---- post_rate's check --------------------------------------------------------------
- * After the run every WQE must have been reserved, published, rung and
- * retired, the doorbell must show the last one, and the last sq_wqe_cnt BBs
- * must hold the RDMA WRITEs the workers built. Runs where the QP's struct
- * lives: a kernel for a GPU context, the host otherwise (also for the
- * proxy's QPs). Returns 0 or records the first difference. */
-GNIC_DEVFN int pd_check_counter(const struct pd_side *s, uint32_t q, int which, uint64_t got,
-                                uint64_t want)
-{
-	if (got == want)
-		return 0;
-	pd_fail(s, PD_BAD_COUNTER, PD_OP_CHECK, q, -1, which, got, want);
-	return PD_BAD_COUNTER;
-}
-
-GNIC_DEVFN int pd_check_wqe(const struct pd_side *s, struct gnic_dev_qp *qp, uint32_t q, uint64_t k)
-{
-	const union gnic_bb *bb = (const union gnic_bb *)gnic_dev_sq_slot(qp, k);
-	const struct pd_layout *l = &s->l;
-	uint64_t w0 = gnic_be32(bb->seg.ctrl.opmod_idx_opcode);
-	uint64_t w1 = gnic_be32(bb->seg.ctrl.qpn_ds);
-	uint64_t raddr = gnic_be64(bb->seg.raddr.raddr) - s->mem.rbase;
-	uint64_t laddr = gnic_be64(bb->seg.s2.data.addr) - (uint64_t)(uintptr_t)s->mem.lbase;
-	uint64_t want0 = gnic_mlx5_ctrl_word0(0, (uint16_t)k, GNIC_MLX5_OPCODE_RDMA_WRITE);
-	uint64_t dst_end = l->dst_off + (uint64_t)l->nq * l->nslots * l->stride;
-	int bad = -1;
-	uint64_t got = 0, want = 0;
-
-	if (w0 != want0)
-		bad = 0, got = w0, want = want0;
-	else if (w1 != gnic_mlx5_ctrl_word1(qp->qpn, 3))
-		bad = 1, got = w1, want = gnic_mlx5_ctrl_word1(qp->qpn, 3);
-	else if (gnic_be32(bb->seg.s2.data.byte_count) != l->size)
-		bad = 2, got = gnic_be32(bb->seg.s2.data.byte_count), want = l->size;
-	else if (gnic_be32(bb->seg.s2.data.lkey) != s->mem.lkey)
-		bad = 3, got = gnic_be32(bb->seg.s2.data.lkey), want = s->mem.lkey;
-	else if (gnic_be32(bb->seg.raddr.rkey) != s->mem.rkey)
-		bad = 4, got = gnic_be32(bb->seg.raddr.rkey), want = s->mem.rkey;
-	else if (raddr < l->dst_off || raddr >= dst_end || (raddr - l->dst_off) % l->stride)
-		bad = 5, got = raddr, want = l->dst_off;
-	else if (laddr >= l->dst_off || (laddr - l->src_off) % l->stride)
-		bad = 6, got = laddr, want = l->src_off;
-	if (bad < 0)
-		return 0;
-	/* off: the BB index; iter: which field (0 ctrl word 0, 1 ctrl word 1,
-	 * 2 length, 3 lkey, 4 rkey, 5 remote offset, 6 local offset) */
-	pd_fail(s, PD_BAD_WQE, PD_OP_CHECK, q, bad, (int64_t)k, got, want);
-	return PD_BAD_WQE;
-}
-
-/* QP q: want BBs since its creation, the row's from from on. */
-GNIC_DEVFN int pd_post_check_qp(const struct pd_side *s, struct gnic_dev_qp *qp, uint32_t q,
-                                uint64_t from, uint64_t want)
-{
-	int rc = pd_check_counter(s, q, 0, gnic_load_acq64(&qp->sq_reserved), want);
-
-	if (want - from > qp->sq_wqe_cnt) /* older ones were overwritten */
-		from = want - qp->sq_wqe_cnt;
-	if (!rc)
-		rc = pd_check_counter(s, q, 1, gnic_load_acq64(&qp->sq_ready), want);
-	if (!rc)
-		rc = pd_check_counter(s, q, 2, gnic_load_acq64(&qp->sq_rung), want);
-	if (!rc)
-		rc = pd_check_counter(s, q, 3, gnic_load_acq64(&qp->sq_retired), want);
-	if (!rc && qp->db_mode == GNIC_DB_CPU)
-		rc = pd_check_counter(s, q, 4, gnic_load_sys64(qp->cpu_db), want);
-	else if (!rc)
-		rc = pd_check_counter(s, q, 5,
-		                      gnic_be32(gnic_load_sys32(&qp->dbrec[GNIC_MLX5_SND_DBR])),
-		                      want & 0xffff);
-	for (uint64_t k = from; k < want && !rc; k++)
-		rc = pd_check_wqe(s, qp, q, k);
-	return rc;
-}
-
-GNIC_DEVFN void pd_post_check(const struct pd_side *s)
-{
-	for (uint32_t q = 0; q < s->nqps; q++)
-		if (pd_post_check_qp(s, s->qp[q].qp, q, s->from_bb[q], s->want_bb[q]))
-			return;
-}
-
-/* ---- the whole body of a device thread ---------------------------------------------- */
-GNIC_DEVFN void pd_worker(const struct pd_side *s, uint32_t cta, uint32_t tid, uint32_t ntid,
-                          uint32_t nctas)
-{
-	int first = cta == 0 && tid == 0;
-
 	switch (s->test) {
-	case PD_PUT_BW:
-	case PD_GET_BW:
-	case PD_POST_RATE:
-	case PD_ATOMIC_RATE:
-		pd_stream(s, cta, tid, ntid, nctas);
-		break;
-	case PD_PUT_LAT:
-	case PD_SEND_LAT:
-	case PD_SIGNAL_LAT:
-		if (first)
-			pd_pingpong(s);
-		break;
-	case PD_GET_LAT:
-		if (first)
-			pd_get_lat(s);
-		break;
-	case PD_ATOMIC_LAT:
-		if (first)
-			pd_atomic_lat(s);
-		break;
-	case PD_RECV_PREP:
-		if (first)
-			pd_recv_prep(s);
-		break;
-	case PD_POST_CHECK:
-		if (first)
-			pd_post_check(s);
-		break;
+		PERF_TESTS(PD_CASE)
 	}
 }
 

@@ -1,20 +1,32 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The libgnic modes, common part: who runs the device code (a GPU, or CPU
- * threads when there is none), the shape of each row, building and running
- * a launch, and turning a device thread's failure into one clear line.
+ * The libgnic modes (gpu, gpu-bf, cpu-assisted, cpu-proxy), host side: who
+ * runs the device code (a GPU, or CPU threads when there is none), one
+ * side's libgnic objects, and running a chunk of a test's device body.
+ *
+ * Where things live: on a GPU the QPs' device views are GPU memory (a GPU
+ * context) and the buffer is GPU memory with a staging copy for the CPU,
+ * or with --host-mem pinned host memory mapped into the GPU. cpu-proxy's
+ * QPs are on a context without GPU whatever runs the device code: the
+ * proxy is a CPU thread (perf_proxy.c). Without a GPU everything is host
+ * memory.
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "perf_gnic.h"
-#include "perf_gpu.h"
+#include "perf.h"
+
+static void check(gnic_status_t st, const char *what)
+{
+	if (st != GNIC_OK)
+		perf_fatal("%s: %s: %s", what, gnic_strerror(st), gnic_last_error());
+}
+
+/* ---- the shape of the run ------------------------------------------------------------------ */
 
 static bool streams(const struct perf_args *a)
 {
-	return a->test->kind == PERF_KIND_BW || a->test->kind == PERF_KIND_ATOMIC ||
-	       a->test->kind == PERF_KIND_POST;
+	return a->test->kind != PERF_LAT;
 }
 
 /* CPU threads stand in for CTAs of one thread: cap and deduplicate. */
@@ -22,23 +34,18 @@ static void fit_cpu(struct perf_args *a)
 {
 	int n = 0;
 
-	if (a->threads_set && a->threads > 1)
-		fprintf(stderr,
-		        "gnic-perf: note: no GPU: each CTA is one CPU thread (--threads %d "
-		        "applies on a GPU)\n",
-		        a->threads);
+	if (a->threads > 1)
+		perf_note("no GPU: each CTA is one CPU thread (--threads %d applies on a GPU)",
+		          a->threads);
 	a->threads = 1;
 	for (int i = 0; i < a->nctas; i++) {
-		int c = a->ctas_list[i];
-		bool dup = false;
+		int c = a->ctas_list[i], dup = 0;
 
-		if (c > PERF_CPU_MAX_CTAS) {
-			fprintf(stderr,
-			        "gnic-perf: note: no GPU: --ctas %d runs as %d CPU threads (the "
-			        "most gnic-perf starts)\n",
-			        c, PERF_CPU_MAX_CTAS);
-			c = PERF_CPU_MAX_CTAS;
-		}
+		if (c > PERF_CPU_MAX_CTAS)
+			perf_note("no GPU: --ctas %d runs as %d CPU threads (the most gnic-perf "
+			          "starts)",
+			          c, PERF_CPU_MAX_CTAS);
+		c = c > PERF_CPU_MAX_CTAS ? PERF_CPU_MAX_CTAS : c;
 		for (int k = 0; k < n; k++)
 			dup |= a->ctas_list[k] == c;
 		if (!dup)
@@ -48,27 +55,10 @@ static void fit_cpu(struct perf_args *a)
 	a->ctas = a->ctas_list[0];
 }
 
-static void pick_device(struct perf_args *a)
-{
-	int n = perf_gpu_count();
-
-	if (n > 0 && a->gpu >= n)
-		perf_usage_error("--gpu %d: this machine has %d CUDA device%s", a->gpu, n,
-		                 n == 1 ? "" : "s");
-	a->on_gpu = n > 0;
-	if (a->on_gpu) {
-		perf_gpu_use(a->gpu, a->dev_name, sizeof(a->dev_name));
-		return;
-	}
-	snprintf(a->dev_name, sizeof(a->dev_name), "CPU threads (no GPU)");
-	if (a->host_mem || a->gpu_set)
-		fprintf(stderr, "gnic-perf: note: no GPU: --host-mem / --gpu do not apply\n");
-}
-
 /* A row needs a CTA for every QP (CTA c posts on QP c % qps). */
 bool perf_gnic_row_ok(const struct perf_args *a)
 {
-	return !streams(a) || a->qps <= a->ctas;
+	return !a->mode->gnic || !streams(a) || a->qps <= a->ctas;
 }
 
 static void check_rows(const struct perf_args *a)
@@ -76,347 +66,358 @@ static void check_rows(const struct perf_args *a)
 	int ok = 0;
 
 	for (int q = 0; q < a->nqps; q++)
-		for (int c = 0; c < a->nctas; c++) {
+		for (int c = 0; c < a->nctas; c++)
 			if (a->qps_list[q] <= a->ctas_list[c])
 				ok++;
-			else if (!a->server)
-				fprintf(stderr,
-				        "gnic-perf: note: skipping --qps %d with --ctas %d: CTA c "
-				        "posts on QP c %% qps, so every QP needs a CTA\n",
-				        a->qps_list[q], a->ctas_list[c]);
-		}
+			else
+				perf_note("skipping --qp %d with --ctas %d: CTA c posts on QP c %% "
+				          "qps, so every QP needs a CTA",
+				          a->qps_list[q], a->ctas_list[c]);
 	if (!ok)
-		perf_usage_error("no row has --qps <= --ctas: CTA c posts on QP c %% qps, so every "
-		                 "QP needs a CTA");
+		perf_usage_error("no row has --qp <= --ctas: every QP needs a CTA");
 }
 
 void perf_gnic_resolve(struct perf_args *a)
 {
-	pick_device(a);
-	if (a->server) /* the client's shape, already resolved */
+	int n = perf_gpu_count();
+
+	if (n > 0 && a->gpu >= n)
+		perf_usage_error("--gpu %d: this machine has %d CUDA device(s)", a->gpu, n);
+	a->on_gpu = n > 0;
+	if (a->on_gpu)
+		perf_gpu_use(a->gpu, a->dev_name, sizeof(a->dev_name));
+	else
+		snprintf(a->dev_name, sizeof(a->dev_name), "CPU threads (no GPU)");
+	if (!a->on_gpu && (a->host_mem || a->set & PERF_SET_GPU))
+		perf_note("no GPU: --host-mem and --gpu do not apply");
+	if (a->server) /* the client's shape, adopted */
 		return;
 	if (!a->on_gpu)
 		fit_cpu(a);
 	else if (!a->threads)
 		a->threads = streams(a) ? 128 : 1;
 	if (a->on_gpu && a->threads > perf_gpu_max_threads())
-		perf_usage_error(
-		    "--threads %d: gnic-perf's kernel runs at most %d threads per CTA on "
-		    "this GPU (its registers)",
-		    a->threads, perf_gpu_max_threads());
-	if (!streams(a))
-		return;
-	check_rows(a);
-	if (a->depth_set && perf_list_max(a->scopes, a->nscopes) == PERF_SCOPE_CTA &&
-	    a->tx_depth < 2 * a->threads)
+		perf_usage_error("--threads %d: gnic-perf's kernel runs at most %d threads per CTA "
+		                 "on this GPU (its registers)",
+		                 a->threads, perf_gpu_max_threads());
+	if (streams(a))
+		check_rows(a);
+	if (!a->tx_depth) /* a CTA-scope reservation takes at most half the SQ */
+		for (a->tx_depth = 1024; a->tx_depth < 2 * a->threads; a->tx_depth *= 2)
+			;
+	if (perf_list_max(a->scopes, a->nscopes) == PERF_SCOPE_CTA && a->tx_depth < 2 * a->threads)
 		perf_usage_error("--tx-depth %d: CTA scope reserves %d WQEs at once; the SQ needs "
 		                 "at least twice that",
 		                 a->tx_depth, a->threads);
 }
 
-uint32_t perf_gnic_nthreads(const struct perf_args *a)
+uint32_t perf_writers(const struct perf_args *a)
 {
+	if (!a->mode->gnic)
+		return (uint32_t)a->qps;
 	return streams(a) ? (uint32_t)a->ctas * (uint32_t)a->threads : 1;
 }
 
-long perf_gnic_round(const struct perf_args *a, long n)
+long perf_granule(const struct perf_args *a)
 {
-	long t = (long)perf_gnic_nthreads(a);
-
-	return (n + t - 1) / t * t;
+	return a->mode->gnic ? (long)perf_writers(a) : 1;
 }
 
-uint32_t perf_gnic_sq_depth(const struct perf_args *a)
-{
-	uint32_t d = 1024;
+/* ---- memory ------------------------------------------------------------------------------- */
 
-	if (a->depth_set)
-		return (uint32_t)a->tx_depth;
-	while (d < 2u * (uint32_t)a->threads) /* a CTA-scope reservation: half the SQ */
-		d *= 2;
-	return d;
+void *perf_devmem_alloc(bool on_gpu, size_t len)
+{
+	return on_gpu ? perf_gpu_alloc(len, 0) : perf_alloc(len);
 }
 
-/* One poster per QP: latency tests, and the proxy (its own QPs). */
-bool perf_gnic_exclusive(const struct perf_args *a)
+void perf_devmem_free(bool on_gpu, void *p, size_t len)
 {
-	return a->mode->proxy || a->test->kind == PERF_KIND_LAT;
+	if (on_gpu)
+		perf_gpu_free(p, 0);
+	else
+		perf_free(p, len);
 }
 
-/* The largest layout any row needs (every combination of the lists). */
-size_t perf_gnic_buffer_len(const struct perf_args *a)
+void perf_devmem_put(bool on_gpu, void *dev, const void *host, size_t len)
 {
-	struct perf_args row = *a;
-	size_t len = 4096;
+	if (on_gpu)
+		perf_gpu_copy(dev, host, len, 1);
+	else if (dev != host)
+		memcpy(dev, host, len);
+}
 
-	for (int c = 0; c < a->nctas; c++) {
-		row.ctas = a->ctas_list[c];
-		for (int i = 0; i < a->nsizes; i++) {
-			long total =
-			    perf_gnic_round(&row, a->iters) + perf_gnic_round(&row, a->warmup);
-			struct perf_layout l;
+void perf_devmem_get(bool on_gpu, void *host, const void *dev, size_t len)
+{
+	if (on_gpu)
+		perf_gpu_copy(host, dev, len, 0);
+	else if (dev != host)
+		memcpy(host, dev, len);
+}
 
-			if (a->test->kind == PERF_KIND_ATOMIC)
-				perf_layout_atomic(&l, 1, 1);
-			else if (a->test->kind == PERF_KIND_LAT)
-				perf_layout_pingpong(&l, a->sizes[i]);
-			else
-				perf_layout_stream(&l, a->sizes[i], (int)perf_gnic_nthreads(&row),
-				                   total);
-			if (l.total + 64 > len) /* + the signal word */
-				len = l.total + 64;
-		}
+void perf_ep_push(struct perf_ep *ep, size_t off, size_t len)
+{
+	if (ep->gpu_mem && len)
+		perf_gpu_copy(ep->dev + off, ep->buf + off, len, 1);
+}
+
+void perf_ep_pull(struct perf_ep *ep, size_t off, size_t len)
+{
+	if (ep->gpu_mem && len)
+		perf_gpu_copy(ep->buf + off, ep->dev + off, len, 0);
+}
+
+/* ---- one side ------------------------------------------------------------------------------- */
+
+struct perf_ep *perf_gnic_open(const struct perf_args *a, enum perf_side side, size_t len)
+{
+	struct perf_ep *ep = calloc(1, sizeof(*ep));
+	struct gnic_ctx_attr ca;
+	struct gnic_qp_attr qa;
+
+	if (!ep)
+		perf_fatal("out of memory");
+	ep->side = side;
+	ep->on_gpu = a->on_gpu;
+	gnic_ctx_attr_init(&ca);
+	ca.device = a->device[0] ? a->device : NULL;
+	ca.gpu = a->on_gpu && !a->mode->proxy ? a->gpu : GNIC_GPU_NONE;
+	check(gnic_ctx_create(&ca, &ep->gctx), "gnic_ctx_create");
+	gnic_qp_attr_init(&qa);
+	qa.db_mode = (enum gnic_db_mode)a->mode->db_mode;
+	/* one poster per QP: latency tests, and the proxy (its own QPs) */
+	qa.share = a->mode->proxy || !streams(a) ? GNIC_SHARE_EXCLUSIVE : GNIC_SHARE_GPU;
+	qa.sq_depth = (uint32_t)a->tx_depth;
+	qa.timeout_ns = (uint64_t)a->timeout_s * 1000000000ull;
+	if (!(a->test->flags & PERF_F_RECV))
+		qa.rq_depth = 0;
+	ep->nqps = perf_list_max(a->qps_list, a->nqps);
+	for (int q = 0; q < ep->nqps; q++) {
+		check(gnic_qp_create(ep->gctx, &qa, &ep->gqp[q]), "gnic_qp_create");
+		ep->dqp[q] = gnic_qp_dev(ep->gqp[q]);
 	}
-	if (len > PERF_MAX_DEV_BUF)
-		perf_usage_error("this sweep needs a %zu MiB buffer per side (at most %lu): one "
-		                 "slot per device thread and size; use fewer CTAs or threads, or "
-		                 "smaller sizes",
-		                 len >> 20, PERF_MAX_DEV_BUF >> 20);
-	return len;
+	ep->len = len;
+	ep->mapped = a->on_gpu && a->host_mem;
+	ep->gpu_mem = a->on_gpu && !a->host_mem;
+	ep->dev = a->on_gpu ? perf_gpu_alloc(len, ep->mapped) : perf_alloc(len);
+	ep->buf = ep->gpu_mem ? perf_alloc(len) : ep->dev; /* mapped: one address (UVA) */
+	check(gnic_mr_reg(ep->gctx, ep->dev, len, GNIC_ACCESS_ALL, &ep->gmr), "gnic_mr_reg");
+	ep->st = perf_devmem_alloc(a->on_gpu, sizeof(*ep->st));
+	return ep;
 }
 
-void perf_gnic_side(const struct perf_args *a, struct perf_gep *ep, struct pd_side *ps,
-                    enum pd_test test, const struct perf_layout *l)
+void perf_gnic_info(const struct perf_ep *ep, struct perf_ep_info *info)
 {
+	struct gnic_rmem m;
+
+	info->nqps = (uint32_t)ep->nqps;
+	for (int q = 0; q < ep->nqps; q++)
+		check(gnic_qp_export(ep->gqp[q], &info->blob[q]), "gnic_qp_export");
+	gnic_mr_rmem(ep->gmr, &m);
+	info->addr = m.addr;
+	info->len = m.len;
+	info->rkey = m.rkey;
+}
+
+/* peer NULL: the QPs stay in RESET and "the peer" is our own buffer. */
+void perf_gnic_connect(struct perf_ep *ep, const struct perf_args *a,
+                       const struct perf_ep_info *peer)
+{
+	struct perf_ep_info own;
+
+	if (!peer)
+		perf_gnic_info(ep, &own);
+	else if (peer->nqps != (uint32_t)ep->nqps)
+		perf_fatal("the peer has %u QPs, this side %d", peer->nqps, ep->nqps);
+	for (int q = 0; peer && q < ep->nqps; q++)
+		check(gnic_qp_connect(ep->gqp[q], &peer->blob[q]), "gnic_qp_connect");
+	peer = peer ? peer : &own;
+	ep->raddr = peer->addr;
+	ep->rlen = peer->len;
+	ep->rkey = peer->rkey;
+	for (int q = 0; a->mode->proxy && q < ep->nqps; q++)
+		ep->ring[q] =
+		    perf_proxy_attach(ep->gqp[q], a->on_gpu, ep->dev, gnic_mr_lkey(ep->gmr),
+		                      ep->raddr, ep->rkey, peer == &own);
+}
+
+void perf_gnic_close(struct perf_ep *ep)
+{
+	gnic_mr_dereg(ep->gmr);
+	for (int q = 0; q < ep->nqps; q++)
+		gnic_qp_destroy(ep->gqp[q]);
+	gnic_ctx_destroy(ep->gctx);
+	perf_devmem_free(ep->on_gpu, ep->st, sizeof(*ep->st));
+	if (ep->lat)
+		perf_devmem_free(ep->on_gpu, ep->lat, ep->lat_cap * sizeof(*ep->lat));
+	if (ep->on_gpu)
+		perf_gpu_free(ep->dev, ep->mapped);
+	else
+		perf_free(ep->dev, ep->len);
+	if (ep->gpu_mem)
+		perf_free(ep->buf, ep->len);
+	free(ep);
+}
+
+void perf_gnic_env(struct perf_session *s)
+{
+	struct perf_ep *ep = s->ep[PERF_A] ? s->ep[PERF_A] : s->ep[PERF_B];
+	struct gnic_ctx_info info;
+
+	if (gnic_ctx_query(ep->gctx, &info) != GNIC_OK)
+		return;
+	snprintf(s->nic, sizeof(s->nic), "%s", info.device);
+	snprintf(s->lib, sizeof(s->lib), "%s (loaded by libgnic)", info.provider_lib);
+	s->emu = info.provider == GNIC_PROVIDER_EMU;
+}
+
+/* ---- a device thread's failure as one line --------------------------------------------------- */
+
+/* A device thread's failure as one line. */
+static void describe(const struct pd_status *st, int side, char *buf, size_t cap)
+{
+	static const char *const ops[] = {
+	    "?",       "put",   "get",  "put_signal", "add",  "fetch-add", "send", "receive post",
+	    "receive", "quiet", "wait", "retire",     "check"};
+	static const char *const bad[] = {
+	    "data mismatch (at: the byte)",
+	    "a receive of the wrong length",
+	    "a wrong signal word",
+	    "a fetch-add fetched a wrong value",
+	    "a QP counter is off (at: 0 sq_reserved, 1 sq_ready, 2 sq_rung, 3 sq_retired, 4 CPU "
+	    "doorbell, 5 doorbell record)",
+	    "a WQE field is off (iteration: 0 ctrl word 0, 1 ctrl word 1, 2 length, 3 lkey, 4 "
+	    "rkey, "
+	    "5 remote offset, 6 local offset; at: its BB)"};
+	const char *what = st->rc >= PD_BAD_DATA && st->rc <= PD_BAD_WQE ? bad[st->rc - PD_BAD_DATA]
+	                   : st->rc == GNIC_DEV_ERR_CQE ? "GNIC_DEV_ERR_CQE (an error completion)"
+	                   : st->rc == GNIC_DEV_ERR_TIMEOUT
+	                       ? "GNIC_DEV_ERR_TIMEOUT (a wait ran out)"
+	                   : st->rc == GNIC_DEV_ERR_INVAL ? "GNIC_DEV_ERR_INVAL (bad argument)"
+	                   : st->rc == GNIC_DEV_ERR_QP ? "GNIC_DEV_ERR_QP (the QP failed earlier)"
+	                                               : "unknown status";
+
+	snprintf(buf, cap, "side %c, %s on QP %u, iteration %lld: %s", side ? 'B' : 'A',
+	         st->op > 0 && st->op <= PD_OP_CHECK ? ops[st->op] : "?", st->q,
+	         (long long)st->iter, what);
+	if (st->rc <= PD_BAD_WQE)
+		snprintf(buf + strlen(buf), cap - strlen(buf),
+		         " (at %lld: %llu = 0x%llx, expected %llu = 0x%llx)", (long long)st->off,
+		         (unsigned long long)st->got, (unsigned long long)st->got,
+		         (unsigned long long)st->want, (unsigned long long)st->want);
+}
+
+/* Exits with what failed where (and libgnic's record of the QP error). */
+static void check_side(const struct perf_run *r, struct perf_ep *ep, struct pd_status *st)
+{
+	struct gnic_qp_error e;
+	char what[320];
+
+	perf_devmem_get(ep->on_gpu, st, ep->st, sizeof(*st));
+	if (!st->rc)
+		return;
+	describe(st, ep->side, what, sizeof(what));
+	if (st->rc > PD_BAD_DATA && st->q < (uint32_t)ep->nqps &&
+	    gnic_qp_error(ep->gqp[st->q], &e) == GNIC_OK && e.dev_status)
+		perf_fatal("%s (mode %s; QP error: %s)", what, r->a->mode->name, e.text);
+	perf_fatal("%s (mode %s)", what, r->a->mode->name);
+}
+
+/* ---- running a chunk ------------------------------------------------------------------------- */
+
+static void side_init(struct perf_run *r, struct perf_ep *ep, struct pd_side *ps, uint32_t phase,
+                      bool on_qps)
+{
+	const struct perf_args *a = r->a;
+
 	memset(ps, 0, sizeof(*ps));
 	ps->nqps = (uint32_t)a->qps;
 	for (int q = 0; q < a->qps; q++) {
-		if (a->mode->proxy)
+		if (a->mode->proxy && !on_qps)
 			ps->qp[q].ring = ep->ring[q];
-		else
-			ps->qp[q].qp = ep->dqp[q];
+		else /* the proxy's QPs are host memory (a context without GPU) */
+			ps->qp[q].qp = a->mode->proxy ? gnic_qp_dev(ep->gqp[q]) : ep->dqp[q];
+		ps->want_bb[q] = ep->posted[q];
+		ps->from_bb[q] = ep->posted_row[q];
 	}
-	ps->mem = (struct pd_mem){.lbase = ep->dev,
-	                          .rbase = ep->remote.addr,
-	                          .lkey = gnic_mr_lkey(ep->mr),
-	                          .rkey = ep->remote.rkey};
-	ps->l = (struct pd_layout){.size = l->size,
-	                           .stride = l->stride,
-	                           .src_off = l->src_off,
-	                           .dst_off = l->dst_off,
-	                           .nq = l->nqps,
-	                           .nslots = l->nslots,
-	                           .nsrc = l->nsrc};
-	ps->sig_off = l->total; /* the buffer has 64 bytes past every layout */
+	ps->r = r->ring;
+	ps->lbase = ep->dev;
+	ps->rbase = ep->raddr;
+	ps->lkey = gnic_mr_lkey(ep->gmr);
+	ps->rkey = ep->rkey;
+	ps->first = r->first;
+	ps->count = r->count;
+	ps->stop = r->stop;
 	ps->st = ep->st;
 	ps->timeout_ns = (uint64_t)a->timeout_s * 1000000000ull;
 	ps->side = ep->side;
-	ps->test = test;
+	ps->test = r->t->id;
+	ps->phase = phase;
 	ps->scope = (uint32_t)a->scope;
 	ps->validate = a->validate;
-}
-
-/* ---- failures ------------------------------------------------------------------- */
-
-static const char *op_name(int op)
-{
-	static const char *const names[] = {"?",          "put",           "get",
-	                                    "put_signal", "add",           "fetch-add",
-	                                    "send",       "receive post",  "receive wait",
-	                                    "quiet",      "wait for data", "wait for signal",
-	                                    "retire",     "check"};
-
-	return op > 0 && op < (int)(sizeof(names) / sizeof(names[0])) ? names[op] : "?";
-}
-
-static const char *dev_status_name(int rc)
-{
-	switch (rc) {
-	case GNIC_DEV_ERR_CQE:
-		return "GNIC_DEV_ERR_CQE (an error completion)";
-	case GNIC_DEV_ERR_TIMEOUT:
-		return "GNIC_DEV_ERR_TIMEOUT (a bounded wait ran out)";
-	case GNIC_DEV_ERR_INVAL:
-		return "GNIC_DEV_ERR_INVAL (bad argument)";
-	case GNIC_DEV_ERR_QP:
-		return "GNIC_DEV_ERR_QP (the QP failed earlier)";
-	default:
-		return "unknown status";
+	if (ep->side == PERF_A && r->t->kind == PERF_LAT && !phase) {
+		if (ep->lat_cap < (size_t)r->count) {
+			if (ep->lat)
+				perf_devmem_free(ep->on_gpu, ep->lat,
+				                 ep->lat_cap * sizeof(*ep->lat));
+			ep->lat_cap = (size_t)r->count;
+			ep->lat = perf_devmem_alloc(ep->on_gpu, ep->lat_cap * sizeof(*ep->lat));
+		}
+		ps->lat = ep->lat;
 	}
 }
 
-static const char *const counter_names[] = {"sq_reserved", "sq_ready",          "sq_rung",
-                                            "sq_retired",  "CPU doorbell word", "doorbell record"};
-static const char *const wqe_fields[] = {"ctrl word 0 (index, opcode)",
-                                         "ctrl word 1 (QPN, ds)",
-                                         "byte count",
-                                         "lkey",
-                                         "rkey",
-                                         "remote offset",
-                                         "local offset"};
-
-static void describe(const struct pd_status *st, enum perf_side side, char *buf, size_t cap)
+/* Side A's samples as ns: GPU samples are SM cycles, converted with the
+ * ns/cycle ratio of the whole run. */
+static void samples(struct perf_run *r, struct perf_ep *ep, const struct pd_status *st)
 {
-	char c = side == PERF_A ? 'A' : 'B';
+	uint64_t *raw = perf_alloc((size_t)r->count * sizeof(*raw));
+	double scale = 1.0, half = r->t->flags & PERF_F_HALF_RTT ? 2 : 1;
 
-	switch (st->rc) {
-	case PD_BAD_DATA:
-		snprintf(
-		    buf, cap,
-		    "data mismatch on side %c in message %lld: byte %lld is 0x%02llx, expected "
-		    "0x%02llx",
-		    c, (long long)st->iter, (long long)st->off, (unsigned long long)st->got,
-		    (unsigned long long)st->want);
-		break;
-	case PD_BAD_LEN:
-		snprintf(buf, cap, "side %c: receive %lld has %llu bytes, sent %llu", c,
-		         (long long)st->iter, (unsigned long long)st->got,
-		         (unsigned long long)st->want);
-		break;
-	case PD_BAD_SIGNAL:
-		snprintf(buf, cap,
-		         "side %c: the signal word is %llu after message %lld, expected %llu", c,
-		         (unsigned long long)st->got, (long long)st->iter,
-		         (unsigned long long)st->want);
-		break;
-	case PD_BAD_FETCH:
-		snprintf(buf, cap, "fetch-add %lld fetched 0x%llx, the counter held 0x%llx",
-		         (long long)st->iter, (unsigned long long)st->got,
-		         (unsigned long long)st->want);
-		break;
-	case PD_BAD_COUNTER:
-		snprintf(buf, cap, "post_rate: QP %u %s is %llu, expected %llu", st->q,
-		         st->off >= 0 && st->off < 6 ? counter_names[st->off] : "?",
-		         (unsigned long long)st->got, (unsigned long long)st->want);
-		break;
-	case PD_BAD_WQE:
-		snprintf(buf, cap, "post_rate: QP %u WQE at BB %lld: %s is 0x%llx, expected 0x%llx",
-		         st->q, (long long)st->off,
-		         st->iter >= 0 && st->iter < 7 ? wqe_fields[st->iter] : "?",
-		         (unsigned long long)st->got, (unsigned long long)st->want);
-		break;
-	default:
-		snprintf(buf, cap, "side %c: %s on QP %u failed at iteration %lld: %s", c,
-		         op_name(st->op), st->q, (long long)st->iter, dev_status_name(st->rc));
-		break;
-	}
+	perf_devmem_get(ep->on_gpu, raw, ep->lat, (size_t)r->count * sizeof(*raw));
+	if (st->c_end > st->c_start && st->t_end > st->t_start)
+		scale = (double)(st->t_end - st->t_start) / (double)(st->c_end - st->c_start);
+	for (long i = 0; i < r->count; i++)
+		r->lat[i] = (double)raw[i] * scale / half;
+	r->ns = (double)(st->t_end - st->t_start);
+	perf_free(raw, (size_t)r->count * sizeof(*raw));
 }
 
-/* Exits 1 with what failed where (and libgnic's record of the QP error). */
-void perf_gnic_check(const struct perf_args *a, struct perf_gep *ep)
+void perf_dev_run(struct perf_run *r, unsigned mask, uint32_t phase)
 {
-	struct gnic_qp_error e;
-	struct pd_status st;
-	char what[320];
-
-	perf_devmem_to_host(a, &st, ep->st, sizeof(st));
-	if (!st.rc)
-		return;
-	describe(&st, ep->side, what, sizeof(what));
-	if (st.rc < 0 && st.rc > PD_BAD_DATA && st.q < (uint32_t)ep->nqps &&
-	    gnic_qp_error(ep->qp[st.q], &e) == GNIC_OK && e.dev_status)
-		perf_fatal("%s (mode %s; QP error: %s)", what, a->mode->name, e.text);
-	perf_fatal("%s (mode %s)", what, a->mode->name);
-}
-
-double perf_gnic_launch(const struct perf_args *a, struct perf_gep **eps, struct pd_launch *L)
-{
+	const struct perf_args *a = r->a;
+	bool one = r->t->kind == PERF_LAT || phase, qps = mask & PERF_RUN_QPS;
+	struct pd_launch L = {.ctas = one ? 1 : (uint32_t)a->ctas,
+	                      .threads = one ? 1 : (uint32_t)a->threads};
 	static const struct pd_status zero;
-	double ns;
+	struct pd_status st[2];
+	struct perf_ep *eps[2];
+	double ns = 0;
 
-	for (uint32_t i = 0; i < L->nsides; i++)
-		perf_devmem_to_dev(a, eps[i]->st, &zero, sizeof(zero));
-	if (a->mode->proxy)
-		perf_proxy_active(true);
-	ns = a->on_gpu ? perf_gpu_launch(L) : perf_cpu_launch(L);
-	if (a->mode->proxy)
-		perf_proxy_active(false);
-	for (uint32_t i = 0; i < L->nsides; i++)
-		perf_gnic_check(a, eps[i]);
-	return ns;
-}
-
-/* Device-accessible room for n samples on ep. */
-static void ensure_lat(const struct perf_args *a, struct perf_gep *ep, size_t n)
-{
-	if (ep->lat_cap >= n)
-		return;
-	perf_devmem_free(a, ep->lat);
-	ep->lat = perf_devmem_alloc(a, n * sizeof(*ep->lat));
-	ep->lat_cap = n;
-}
-
-void perf_gnic_samples(const struct perf_args *a, struct perf_gep *ep, const struct pd_side *ps,
-                       bool half_rtt, struct perf_result *r)
-{
-	struct pd_status st;
-	uint64_t *raw;
-	double scale = 1.0;
-	long n = (long)(ps->count - ps->warmup);
-
-	perf_devmem_to_host(a, &st, ep->st, sizeof(st));
-	raw = perf_host_alloc((size_t)n * sizeof(*raw));
-	perf_devmem_to_host(a, raw, ps->lat, (size_t)n * sizeof(*raw));
-	/* GPU samples are SM cycles: the run's ns per cycle converts them */
-	if (st.c_end > st.c_start && st.t_end > st.t_start)
-		scale = (double)(st.t_end - st.t_start) / (double)(st.c_end - st.c_start);
-	for (long i = 0; i < n; i++)
-		r->lat_ns[i] = (double)raw[i] * scale / (half_rtt ? 2 : 1);
-	r->nlat = n;
-	r->elapsed_ns = (double)(st.t_end - st.t_start);
-	free(raw);
-}
-
-/* Samples land in ep's buffer; ps->lat points there. */
-void perf_gnic_want_samples(const struct perf_args *a, struct perf_gep *ep, struct pd_side *ps)
-{
-	ensure_lat(a, ep, (size_t)(ps->count - ps->warmup) + 1);
-	ps->lat = ep->lat;
-}
-
-void perf_gnic_run(struct perf_session *s, const struct perf_test *t, size_t size,
-                   struct perf_result *r)
-{
-	switch (t->id) {
-	case PERF_PUT_BW:
-	case PERF_GET_BW:
-		perf_gnic_stream(s, t, size, r);
-		break;
-	case PERF_ATOMIC_RATE:
-		perf_gnic_atomic(s, r);
-		break;
-	case PERF_POST_RATE:
-		perf_gnic_post_rate(s, size, r);
-		break;
-	case PERF_PUT_LAT:
-	case PERF_SEND_LAT:
-	case PERF_SIGNAL_LAT:
-		perf_gnic_pingpong(s, t, size, r);
-		break;
-	case PERF_GET_LAT:
-		perf_gnic_get_lat(s, size, r);
-		break;
-	case PERF_MEMCPY: /* refused by perf_args_check() */
-		perf_fatal("memcpy has only --mode host");
+	for (int side = PERF_A; side <= PERF_B; side++)
+		if (r->ep[side] && mask & (1u << side)) {
+			side_init(r, r->ep[side], &L.side[L.nsides], phase, qps);
+			perf_devmem_put(a->on_gpu, r->ep[side]->st, &zero, sizeof(zero));
+			eps[L.nsides++] = r->ep[side];
+		}
+	if (L.nsides == 2) { /* a side that fails ends the other's waits */
+		L.side[0].peer_st = L.side[1].st;
+		L.side[1].peer_st = L.side[0].st;
 	}
-}
-
-/* The header's lines about libgnic: device, provider, device threads, memory. */
-void perf_gnic_env(const struct perf_session *s, struct perf_env *env)
-{
-	const struct perf_args *a = s->args;
-	const struct perf_gep *ep = s->gep[PERF_A] ? s->gep[PERF_A] : s->gep[PERF_B];
-	static struct gnic_ctx_info info;
-
-	memset(env, 0, sizeof(*env));
-	env->provider = "none";
-	snprintf(env->device, sizeof(env->device), "none");
-	if (ep && gnic_ctx_query(ep->ctx, &info) == GNIC_OK) {
-		snprintf(env->device, sizeof(env->device), "%s", info.device);
-		env->provider = info.provider == GNIC_PROVIDER_EMU ? "gnic-emu" : "rdma-core";
-		snprintf(env->libibverbs, sizeof(env->libibverbs), "%s (loaded by libgnic)",
-		         info.provider_lib);
+	perf_proxy_active(a->mode->proxy);
+	if (qps && a->mode->proxy && a->on_gpu) { /* where the proxy's QP structs live */
+		for (uint32_t k = 0; k < L.nsides; k++) {
+			L.side[k].st = &st[k];
+			st[k] = zero;
+			perf_cpu_run_one(&L.side[k]);
+			perf_devmem_put(true, eps[k]->st, &st[k], sizeof(st[k]));
+		}
+	} else if (L.nsides) {
+		ns = a->on_gpu ? perf_gpu_launch(&L) : perf_cpu_launch(&L);
 	}
-	snprintf(env->devices, sizeof(env->devices), "%s", a->dev_name);
-	if (!a->on_gpu)
-		snprintf(env->memory, sizeof(env->memory), "host memory");
-	else if (a->host_mem)
-		snprintf(env->memory, sizeof(env->memory), "pinned host memory (--host-mem)");
-	else
-		snprintf(env->memory, sizeof(env->memory),
-		         "GPU memory (gnic-emu moves each message with a CUDA copy; --host-mem "
-		         "shows the posting path better)");
-	snprintf(env->qps, sizeof(env->qps), "share %s, SQ depth %u, CQE every 16 BBs%s",
-	         perf_gnic_exclusive(a) ? "EXCLUSIVE" : "GPU", perf_gnic_sq_depth(a),
-	         a->mode->proxy ? " (the proxy's QPs; context without GPU)" : "");
+	perf_proxy_active(false);
+	for (uint32_t k = 0; k < L.nsides; k++)
+		check_side(r, eps[k], &st[k]);
+	r->ns = ns;
+	if (L.nsides && eps[0]->side == PERF_A && L.side[0].lat)
+		samples(r, eps[0], &st[0]);
 }

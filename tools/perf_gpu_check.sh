@@ -8,6 +8,8 @@
 #
 #   sh tools/perf_gpu_check.sh BUILD_DIR [LOG_DIR]    (log: LOG_DIR/perf-gpu.log)
 #
+# PERF_GPU_QUICK=1 leaves out the scaling sweeps (a few minutes less).
+#
 # Exit status: the number of failed runs (0 = all passed).
 set -u
 b=${1:-build}
@@ -47,7 +49,7 @@ two_process() {
 	nvidia-smi -L
 	nproc
 	for m in gpu gpu-bf cpu-assisted cpu-proxy; do
-		for t in put_bw get_bw put_lat get_lat atomic_rate send_lat signal_lat; do
+		for t in put_bw get_bw put_lat get_lat atomic_rate atomic_lat send_lat signal_lat; do
 			run $t --mode $m --quick --iters 200 --timeout 60 --csv
 			run $t --mode $m --quick --iters 200 --timeout 60 --csv --host-mem
 		done
@@ -59,6 +61,15 @@ two_process() {
 	# for a GPU-memory target wait behind the peer process's kernel)
 	two_process put_bw --mode gpu --quick --iters 500 --host-mem
 	two_process put_lat --mode cpu-proxy --quick --iters 200 --host-mem
+	two_process put_bw --mode gpu -b -s 4096 --iters 2000 --host-mem
+	run put_bw --mode gpu -b -s 4096 -n 20000 --timeout 60
+	run put_bw --mode gpu -D 2 -s 64 --host-mem --timeout 60
+	run put_lat --mode gpu -a -n 50 --host-mem --timeout 60
+	run put_bw --mode gpu -s 256M -n 8 --timeout 120
+	if [ "${PERF_GPU_QUICK:-0}" = 1 ]; then
+		echo "failed runs: $fails"
+		exit 0
+	fi
 	# the figures: scaling with CTAs at each scope, GPU-initiated vs proxy
 	for m in gpu cpu-proxy; do
 		run put_bw --mode $m --scope thread,warp,cta --ctas 1,2,4,8,16,32,64,132 \

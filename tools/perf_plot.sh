@@ -1,23 +1,25 @@
 #!/bin/sh
-# Several gnic-perf runs in one PNG: bandwidth and message rate against
-# message size, one line per file and series (a series is a row's mode,
-# scope, CTAs x threads and QPs). The inputs are gnic-perf CSV files: the
-# output of --csv, or the FILE.csv that --plot FILE.png writes.
+# Several gnic-perf runs in one PNG, one line per file and series (a series
+# is a row's mode, scope, CTAs x threads and QPs). The inputs are gnic-perf
+# CSV files: the output of --csv, or the FILE.csv that --plot FILE.png
+# writes (also those of earlier gnic-perf versions: columns are found by
+# name). Latency runs (*_lat) draw t_typical with the 99% percentile as a
+# second curve; rate runs (atomic_rate, post_rate) the message rate;
+# others bandwidth and message rate.
 #
 #   tools/perf_plot.sh -o OUT.png [-t TITLE] [-x size|ctas|qps] FILE.csv [FILE.csv ...]
 #
-# -x ctas / -x qps: against the CTA or QP count of a --ctas / --qps sweep
+# -x ctas / -x qps: against the CTA or QP count of a --ctas / --qp sweep
 # instead, one line per mode, scope and the other count.
 #
 #   gnic-perf put_bw --mode host --csv > host.csv
 #   gnic-perf put_bw --mode gpu --csv > gpu.csv
-#   gnic-perf put_bw --mode cpu-proxy --csv > proxy.csv
-#   tools/perf_plot.sh -o put_bw.png host.csv gpu.csv proxy.csv
+#   tools/perf_plot.sh -o put_bw.png host.csv gpu.csv
 #
 # Exit status: 0 drawn, 1 gnuplot failed, 2 bad usage or no gnuplot.
 set -eu
 
-header='test,mode,scope,ctas,threads,qps,bytes,iterations,bw_mib_s,msg_rate_mpps,t_min_us,t_median_us,t_p99_us,t_max_us,series,device,device_code,memory,provider,connection'
+prefix='test,mode,scope,ctas,threads,qps,bytes,iterations,'
 
 usage() {
 	echo "usage: perf_plot.sh -o OUT.png [-t TITLE] [-x size|ctas|qps] FILE.csv [FILE.csv ...]" >&2
@@ -37,7 +39,7 @@ while getopts o:t:x: opt; do
 done
 # the x column, and how rows group into lines (awk and gnuplot spellings)
 case $x in
-size) xcol=7 xlabel='message size (bytes)' akey='$15' gkey='strcol(15)' ;;
+size) xcol=7 xlabel='message size (bytes)' ;;
 ctas) xcol=4 xlabel='CTAs' akey='$2 " " $3 " q" $6' gkey="strcol(2).' '.strcol(3).' q'.strcol(6)" ;;
 qps) xcol=6 xlabel='QPs' akey='$2 " " $3 " " $4 "x" $5' gkey="strcol(2).' '.strcol(3).' '.strcol(4).'x'.strcol(5)" ;;
 *) usage ;;
@@ -57,64 +59,91 @@ for f in "$out" "$title" "$@"; do
 		;;
 	esac
 done
-only_post=1
+
+# col FILE NAME...: the 1-based column of the first NAME in FILE's header
+col() {
+	f=$1
+	shift
+	head -n 1 "$f" | tr ',' '\n' | awk -v names="$*" '
+		BEGIN { n = split(names, want, " ") }
+		{ for (i = 1; i <= n; i++) if ($0 == want[i]) at[i] = NR }
+		END { for (i = 1; i <= n; i++) if (at[i]) { print at[i]; exit } print 0 }'
+}
+
+kind=""
 for f in "$@"; do
-	if [ ! -r "$f" ] || [ "$(head -n 1 "$f")" != "$header" ]; then
+	case "$(head -n 1 "$f" 2>/dev/null)" in
+	"$prefix"*) ;;
+	*)
 		echo "perf_plot.sh: $f is not a gnic-perf CSV file (first line: the --csv header)" >&2
 		exit 2
-	fi
+		;;
+	esac
 	if [ "$(wc -l <"$f")" -lt 2 ]; then
 		echo "perf_plot.sh: $f has no rows" >&2
 		exit 2
 	fi
-	if [ "$(awk -F, 'NR > 1 && $1 != "post_rate"' "$f" | wc -l)" -ne 0 ]; then
-		only_post=0
-	fi
+	for k in $(awk -F, 'NR > 1 { print ($1 ~ /_lat$/) ? "lat" : ($1 ~ /_rate$/) ? "rate" : "bw" }' "$f"); do
+		[ -z "$kind" ] || [ "$kind" = "$k" ] || kind=bw
+		[ -n "$kind" ] || kind=$k
+	done
 done
 
-# One plot command for column $1: every series of every file.
+# One plot command for the columns named by $1 (alternatives separated by
+# '|'), titled with suffix $2: every series of every file.
 panel() {
-	col=$1
-	shift
-	sep="plot "
+	names=$(echo "$1" | tr '|' ' ')
+	suffix=$2
+	shift 2
 	for f in "$@"; do
-		awk -F, "NR > 1 { k = $akey; if (!seen[k]++) print k }" "$f" | while IFS= read -r s; do
+		c=$(col "$f" $names)
+		ser=$(col "$f" series)
+		[ "$c" -gt 0 ] || continue
+		if [ "$x" = size ]; then
+			ak="\$$ser" gk="strcol($ser)"
+		else
+			ak=$akey gk=$gkey
+		fi
+		awk -F, "NR > 1 { k = $ak; if (!seen[k]++) print k }" "$f" | while IFS= read -r s; do
 			label=$s
 			[ "$nfiles" -gt 1 ] && label="$(basename "$f" .csv): $s"
-			printf "%s'%s' every ::1 using %s:(%s eq '%s' ? column(%s) : NaN) with linespoints title '%s'" \
-				"$sep" "$f" "$xcol" "$gkey" "$s" "$col" "$label"
+			printf "%s'%s' every ::1 using %s:(%s eq '%s' ? column(%s) : NaN) with linespoints title '%s%s'" \
+				"$sep" "$f" "$xcol" "$gk" "$s" "$c" "$label" "$suffix"
 			sep=", "
 		done
 		sep=", "
 	done
-	echo
 }
 
 nfiles=$#
 {
-	if [ $only_post -eq 1 ]; then
-		echo "set terminal png size 1000,500 noenhanced"
-	else
-		echo "set terminal png size 1000,900 noenhanced"
-	fi
+	[ "$kind" = bw ] && rows=2 || rows=1
+	echo "set terminal png size 1000,$((rows * 450)) noenhanced"
 	echo "set output '$out'"
 	echo "set datafile separator ','"
-	if [ $only_post -eq 1 ]; then
-		echo "set multiplot layout 1,1 title '$title'"
-	else
-		echo "set multiplot layout 2,1 title '$title'"
-	fi
+	echo "set multiplot layout $rows,1 title '$title'"
 	echo "set logscale x 2"
 	echo "set logscale y"
 	echo "set grid"
 	echo "set key outside right"
 	echo "set xlabel '$xlabel'"
-	if [ $only_post -eq 0 ]; then
-		echo "set ylabel 'bandwidth (MiB/s)'"
-		panel 9 "$@"
+	if [ "$kind" = lat ]; then
+		echo "set ylabel 'latency (us)'"
+		sep="plot "
+		{ panel 't_typical_us|t_median_us' ' t_typical' "$@"; sep=", "; panel t_p99_us ' 99%' "$@"; }
+		echo
+	else
+		if [ "$kind" = bw ]; then
+			echo "set ylabel 'bandwidth (MiB/s)'"
+			sep="plot "
+			panel 'bw_avg_mib_s|bw_mib_s' '' "$@"
+			echo
+		fi
+		echo "set ylabel 'message rate (M/s)'"
+		sep="plot "
+		panel msg_rate_mpps '' "$@"
+		echo
 	fi
-	echo "set ylabel 'message rate (M/s)'"
-	panel 10 "$@"
 	echo "unset multiplot"
 } | gnuplot || {
 	echo "perf_plot.sh: gnuplot failed" >&2

@@ -30,6 +30,14 @@ is_png "$dir/plot_proxy.png"
 	exit 1
 }
 "$perf" put_bw --sizes 8,64,4096 --iters 200 --timeout 20 --csv >"$dir/plot_host.csv"
+# a latency test plots t_typical and its 99% percentile
+"$perf" put_lat --mode gpu --sizes 8,64 --iters 100 --timeout 20 --plot "$dir/plot_lat.png" \
+	>/dev/null
+is_png "$dir/plot_lat.png"
+awk -F, 'NR > 1 && $14 > 0 && $17 >= $14 { n++ } END { exit n != 2 }' "$dir/plot_lat.csv" || {
+	echo "FAIL: $dir/plot_lat.csv should have 2 rows with t_typical <= t_p99"
+	exit 1
+}
 "$here/perf_plot.sh" -o "$dir/plot_both.png" -t "host vs cpu-proxy" \
 	"$dir/plot_host.csv" "$dir/plot_proxy.csv"
 is_png "$dir/plot_both.png"

@@ -1,45 +1,41 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Output: a perftest-like table on the terminal, or CSV / JSON rows with the
- * same columns. Rows go out as each one finishes, so a long sweep shows
- * results as it goes; on a terminal, stderr also shows which row runs.
- * Rows are kept for --plot, which writes them as the same CSV.
- *
- * In the libgnic modes a row is one (scope, QPs, CTAs, size) of the sweep
- * and names them; host mode keeps its original columns in the table.
+ * Output: perftest's tables (bandwidth and rate tests: #bytes, #iterations,
+ * BW peak, BW average, MsgRate; latency tests: t_min, t_max, t_typical (the
+ * median), t_avg, t_stdev, 99% and 99.9% percentiles), or CSV / JSON rows
+ * of the same figures. With --repeat a row holds the medians of its runs,
+ * figure by figure, and the min-max spread of its headline figure (BW
+ * average; MsgRate for rate tests; t_typical). Rows are kept for --plot,
+ * which writes them as CSV and has tools/perf_plot.sh draw them.
  */
-#include <stdio.h>
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdarg.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "perf.h"
 
 #define RULE                                                                                       \
-	"----------------------------------------------------------------------------------"       \
-	"--------------------------"
+	"---------------------------------------------------------------------------------------"  \
+	"---------------------------------------"
 
-struct perf_stats {
-	double bw_mib, mpps;
-	double min_us, median_us, p99_us, max_us;
-};
-
-struct rep_row {
+struct row {
 	char series[96];
-	int scope, ctas, threads, qps;
+	int scope, ctas, threads, qps, reps;
 	size_t size;
-	long iters;
-	struct perf_stats st;
+	struct perf_stats st; /* medians */
+	double lo, hi;        /* the headline figure's spread */
 };
 
 static struct {
-	const struct perf_args *a;
-	const struct perf_env *env;
-	char connection[320];
-	char title[512];
-	struct rep_row *rows;
-	int nrows, cap;
-	bool progress_shown;
+	const struct perf_session *s;
+	char connection[320], code[200], memory[200], title[600];
+	struct row *rows;
+	int n, cap;
 } rep;
 
 static int cmp_double(const void *a, const void *b)
@@ -49,421 +45,425 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void compute(const struct perf_result *r, struct perf_stats *st)
+void perf_stats_lat(struct perf_stats *st, double *ns, long n)
 {
-	double secs = r->elapsed_ns / 1e9;
-	double *v;
-	long n = r->nlat;
+	double sum = 0, sq = 0;
 
-	memset(st, 0, sizeof(*st));
-	if (secs > 0) {
-		st->bw_mib = (double)r->size * (double)r->iters / secs / (1 << 20);
-		st->mpps = (double)r->iters / secs / 1e6;
-	}
 	if (n <= 0)
 		return;
-	v = malloc((size_t)n * sizeof(*v));
-	if (!v)
-		perf_fatal("out of memory");
-	memcpy(v, r->lat_ns, (size_t)n * sizeof(*v));
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	st->min_us = v[0] / 1e3;
-	st->median_us = (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) / 1e3;
-	st->p99_us = v[(n * 99 + 99) / 100 - 1] / 1e3; /* nearest rank */
-	st->max_us = v[n - 1] / 1e3;
-	free(v);
+	qsort(ns, (size_t)n, sizeof(*ns), cmp_double);
+	for (long i = 0; i < n; i++) {
+		sum += ns[i];
+		sq += ns[i] * ns[i];
+	}
+	st->v[PERF_T_MIN] = ns[0] / 1e3;
+	st->v[PERF_T_MAX] = ns[n - 1] / 1e3;
+	st->v[PERF_T_TYP] = (n % 2 ? ns[n / 2] : (ns[n / 2 - 1] + ns[n / 2]) / 2) / 1e3;
+	st->v[PERF_T_AVG] = sum / (double)n / 1e3;
+	st->v[PERF_T_SD] = sqrt(fmax(0, sq / (double)n - pow(sum / (double)n, 2))) / 1e3;
+	st->v[PERF_T_P99] = ns[(long)ceil(0.99 * (double)n) - 1] / 1e3; /* nearest rank */
+	st->v[PERF_T_P999] = ns[(long)ceil(0.999 * (double)n) - 1] / 1e3;
 }
 
-static bool gnic(const struct perf_args *a)
+void perf_stats_bw(struct perf_stats *st, const struct perf_args *a, size_t size, long msgs,
+                   double ns, double best)
 {
-	return a->mode->gnic;
+	double unit = a->gbits ? 1e9 / 8 : 1 << 20; /* bytes per reported unit */
+
+	if (ns <= 0)
+		return;
+	st->v[PERF_BW_AVG] = (double)size * (double)msgs / ns * 1e9 / unit;
+	st->v[PERF_BW_PEAK] = (double)size * best * 1e9 / unit;
+	st->v[PERF_MPPS] = (double)msgs / ns * 1e3;
 }
 
-static bool post_only(const struct perf_args *a)
+static bool lat(const struct perf_args *a)
 {
-	return a->test->kind == PERF_KIND_POST;
+	return a->test->kind == PERF_LAT;
 }
 
-static void describe_connection(const struct perf_args *a)
+/* ---- the table ---------------------------------------------------------------------------- */
+
+#define BYTES (-1)
+#define ITERS (-2)
+struct col {
+	const char *head;
+	int width, fig;
+};
+static const struct col bw_cols[] = {{"#bytes", 10, BYTES},
+                                     {"#iterations", 12, ITERS},
+                                     {"BW peak[%s]", 17, PERF_BW_PEAK},
+                                     {"BW average[%s]", 20, PERF_BW_AVG},
+                                     {"MsgRate[Mpps]", 13, PERF_MPPS}};
+/* heads are formats: %s is the bandwidth unit */
+static const struct col lat_cols[] = {{"#bytes", 10, BYTES},
+                                      {"#iterations", 12, ITERS},
+                                      {"t_min[usec]", 12, PERF_T_MIN},
+                                      {"t_max[usec]", 12, PERF_T_MAX},
+                                      {"t_typical[usec]", 16, PERF_T_TYP},
+                                      {"t_avg[usec]", 12, PERF_T_AVG},
+                                      {"t_stdev[usec]", 14, PERF_T_SD},
+                                      {"99%% percentile[usec]", 21, PERF_T_P99},
+                                      {"99.9%% percentile[usec]", 22, PERF_T_P999}};
+
+/* A row, or with w NULL the header. */
+static void table_line(const struct perf_args *a, const struct row *w)
 {
-	if (a->test->kind == PERF_KIND_LOCAL)
-		snprintf(rep.connection, sizeof(rep.connection), "local (no NIC)");
-	else if (post_only(a))
-		snprintf(rep.connection, sizeof(rep.connection), "none (QPs left unconnected)");
-	else if (a->server)
-		snprintf(rep.connection, sizeof(rep.connection), "server on TCP port %d (side B)",
-		         a->port);
-	else if (a->connect_host[0])
-		snprintf(rep.connection, sizeof(rep.connection), "client of %s port %d (side A)",
-		         a->connect_host, a->port);
-	else
-		snprintf(rep.connection, sizeof(rep.connection), "in-process (sides A and B)");
+	const struct col *c = lat(a) ? lat_cols : bw_cols;
+	int n = lat(a) ? 9 : 5;
+
+	if (a->mode->gnic && w)
+		printf(" %-12s %-6s %5d %7d %3d ", a->mode->name, perf_scope_name(w->scope),
+		       w->ctas, w->threads, w->qps);
+	else if (a->mode->gnic)
+		printf(" %-12s %-6s %5s %7s %3s ", "mode", "scope", "ctas", "threads", "qps");
+	for (int k = 0; k < n; k++) {
+		char cell[40];
+
+		if (!w)
+			snprintf(cell, sizeof(cell), c[k].head, a->gbits ? "Gb/s" : "MiB/s");
+		else if (c[k].fig == BYTES)
+			snprintf(cell, sizeof(cell), "%zu", w->size);
+		else if (c[k].fig == ITERS)
+			snprintf(cell, sizeof(cell), "%ld", w->st.iters);
+		else
+			snprintf(cell, sizeof(cell), "%.*f", c[k].fig == PERF_MPPS ? 4 : 2,
+			         w->st.v[c[k].fig]);
+		printf(" %-*s", k + 1 < n || a->repeat > 1 ? c[k].width : 0, cell);
+	}
+	if (a->repeat > 1 && w)
+		printf(" %.4g-%.4g", w->lo, w->hi);
+	printf("%s\n", a->repeat > 1 && !w ? " spread (min-max)" : "");
 }
 
 static void print_list(const char *label, const int *v, int n)
 {
 	printf("%s", label);
 	for (int i = 0; i < n; i++)
-		printf("%s%d", i ? "," : "", v[i]);
+		printf("%s%d", i ? "," : " ", v[i]);
 }
 
-static void table_sweep(const struct perf_args *a)
+static void table_begin(const struct perf_session *s)
 {
-	printf(" Scope        : ");
-	for (int i = 0; i < a->nscopes; i++)
-		printf("%s%s", i ? "," : "", perf_scope_name(a->scopes[i]));
-	print_list("   CTAs: ", a->ctas_list, a->nctas);
-	printf("   threads/CTA: %d", a->threads);
-	print_list("   QPs: ", a->qps_list, a->nqps);
-	printf("\n");
-}
-
-static void table_details(const struct perf_args *a, const struct perf_session *s)
-{
+	const struct perf_args *a = s->a;
 	const struct perf_ep *ep = s->ep[PERF_A] ? s->ep[PERF_A] : s->ep[PERF_B];
-
-	if (gnic(a)) {
-		table_sweep(a);
-		printf(" QPs          : %s\n", rep.env->qps);
-	} else if (a->test->kind == PERF_KIND_BW || a->test->kind == PERF_KIND_ATOMIC) {
-		printf(" QPs          : %-8d TX depth : %-6d Signaled : every %u\n", a->qps,
-		       ep ? (int)ep->sq_depth : a->tx_depth, ep ? ep->sq_signal : 0);
-	} else if (a->test->kind == PERF_KIND_LAT) {
-		printf(" QPs          : 1\n");
-	}
-	if (ep && a->test->kind != PERF_KIND_ATOMIC)
-		printf(" Inline       : messages <= %u B\n", ep->max_inline);
-	if (a->test->kind == PERF_KIND_ATOMIC)
-		printf(" Latency      : one fetch-add at a time, full operation\n");
-	else if (a->test->half_rtt)
-		printf(" Latency      : half a round trip (like perftest)\n");
-	else if (a->test->kind == PERF_KIND_LAT)
-		printf(" Latency      : one READ at a time, full operation\n");
-}
-
-static void table_gnic_env(const struct perf_env *env)
-{
 	const char *spin = getenv("GNIC_EMU_SPIN_US");
 
-	printf(" Device code  : %s\n", env->devices);
-	printf(" Memory       : %s\n", env->memory);
-	if (!strcmp(env->provider, "gnic-emu"))
+	printf("%s\n", RULE);
+	if (s->emu)
+		printf(" NIC: gnic-emu (software emulator) — figures are emulator figures, not "
+		       "hardware\n");
+	printf(" gnic-perf %s: %s\n Mode         : %s: %s\n", a->test->name, a->test->help,
+	       a->mode->name, a->mode->help);
+	if (!(a->test->flags & PERF_F_LOCAL))
+		printf(" Device       : %s\n %-13s: %s\n", s->nic,
+		       a->mode->gnic ? "Provider lib" : "libibverbs", s->lib);
+	if (a->mode->gnic)
+		printf(" Device code  : %s\n Memory       : %s\n", rep.code, rep.memory);
+	if (a->mode->gnic && s->emu)
 		printf(" gnic-emu     : GNIC_EMU_SPIN_US=%s (device-thread doorbells do not wake a "
 		       "sleeping engine)\n",
 		       spin ? spin : "auto");
-}
-
-static void table_columns(const struct perf_args *a)
-{
-	if (gnic(a))
-		printf(" %-12s %-6s %5s %7s %3s ", "mode", "scope", "ctas", "threads", "qps");
-	if (post_only(a)) {
-		printf(" %-11s %-13s %s\n", "#bytes", "#WQEs", "WQE rate[M/s]");
-		return;
-	}
-	if (!perf_test_has_lat(a->test)) {
-		printf(" %-11s %-13s %-19s %s\n", "#bytes", "#iterations", "BW average[MiB/s]",
-		       "MsgRate[Mpps]");
-		return;
-	}
-	printf(" %-11s %-13s %-19s %-14s %-12s %-15s %-12s %s\n", "#bytes", "#iterations",
-	       "BW average[MiB/s]", "MsgRate[Mpps]", "t_min[usec]", "t_median[usec]", "t_p99[usec]",
-	       "t_max[usec]");
-}
-
-static void table_begin(const struct perf_args *a, const struct perf_env *env,
-                        const struct perf_session *s)
-{
-	printf("%s\n", RULE);
-	printf(" gnic-perf %s: %s\n", a->test->name, a->test->help);
-	printf(" Mode         : %s: %s\n", a->mode->name, a->mode->help);
-	if (a->test->kind != PERF_KIND_LOCAL) {
-		printf(" Device       : %s (provider %s)\n", env->device, env->provider);
-		printf(" %-13s: %s\n", gnic(a) ? "Provider lib" : "libibverbs", env->libibverbs);
-	}
-	if (gnic(a))
-		table_gnic_env(env);
 	printf(" Connection   : %s\n", rep.connection);
-	table_details(a, s);
-	printf(" Iterations   : %ld per %s (+%ld warmup)%s\n", a->iters, gnic(a) ? "row" : "size",
-	       a->warmup,
-	       gnic(a) && a->test->kind != PERF_KIND_LAT
-	           ? ", rounded up to a multiple of the row's device threads"
-	           : "");
-	printf(" Validation   : %s\n", a->validate ? "on" : "off");
-	printf("%s\n", RULE);
-	if (a->server) {
-		if (gnic(a))
-			printf(" %-12s %-6s %5s %7s %3s ", "mode", "scope", "ctas", "threads",
-			       "qps");
-		printf(" #bytes      #iterations   data\n");
-		return;
+	if (a->mode->gnic) {
+		printf(" Scope        :");
+		for (int i = 0; i < a->nscopes; i++)
+			printf("%s%s", i ? "," : " ", perf_scope_name(a->scopes[i]));
+		print_list("   CTAs:", a->ctas_list, a->nctas);
+		printf("   threads/CTA: %d", a->threads);
+		print_list("   QPs:", a->qps_list, a->nqps);
+		printf("\n QP settings  : share %s, SQ depth %d, CQE every 16 BBs%s\n",
+		       a->mode->proxy || lat(a) ? "EXCLUSIVE" : "GPU", a->tx_depth,
+		       a->mode->proxy ? " (the proxy's QPs; context without GPU)" : "");
+	} else if (ep) {
+		printf(
+		    " QPs          : %-8d TX depth : %-6u Signaled : every %u   Inline : <= %u B\n",
+		    a->qps_list[0], ep->sq_depth, ep->sq_signal, ep->max_inline);
 	}
-	table_columns(a);
+	if (lat(a))
+		printf(" Latency      : %s\n", a->test->flags & PERF_F_HALF_RTT
+		                                   ? "half a round trip (like perftest)"
+		                                   : "one operation at a time, whole operation");
+	if (a->duration)
+		printf(" Duration     : %.0f s per row (+%ld warm-up iterations)\n", a->duration,
+		       a->warmup);
+	else
+		printf(" Iterations   : %ld per row (+%ld warm-up)%s\n", a->iters, a->warmup,
+		       perf_granule(a) > 1 ? ", rounded up to a multiple of the device threads"
+		                           : "");
+	if (a->repeat > 1)
+		printf(" Repeat       : %d runs per row: medians, and the spread of %s\n",
+		       a->repeat,
+		       lat(a)                       ? "t_typical"
+		       : a->test->kind == PERF_RATE ? "MsgRate"
+		                                    : "BW average");
+	printf(" Validation   : %s\n%s\n", a->validate ? "on" : "off", RULE);
+	if (a->server)
+		printf(" %-10s %-12s data\n", "#bytes", "#iterations");
+	else
+		table_line(a, NULL);
 }
 
-static const char *csv_columns =
-    "test,mode,scope,ctas,threads,qps,bytes,iterations,bw_mib_s,msg_rate_mpps,t_min_us,"
-    "t_median_us,t_p99_us,t_max_us,series,device,device_code,memory,provider,connection";
+/* ---- CSV and JSON: one list of fields ---------------------------------------------------------
+ */
 
-void perf_report_csv_header(FILE *f)
+enum { NUM, STR, QSTR }; /* QSTR: quoted in CSV */
+struct field {
+	char name[24], val[200];
+	int kind;
+};
+
+static struct field *put(struct field *f, const char *name, int kind, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static struct field *put(struct field *f, const char *name, int kind, const char *fmt, ...)
 {
-	fprintf(f, "%s\n", csv_columns);
+	va_list ap;
+
+	snprintf(f->name, sizeof(f->name), "%s", name);
+	f->kind = kind;
+	va_start(ap, fmt);
+	vsnprintf(f->val, sizeof(f->val), fmt, ap);
+	va_end(ap);
+	return f + 1;
 }
 
-/* Strings we print into JSON come from us or the verbs library; escape the
- * two characters that could break it anyway. */
-static void json_str(const char *key, const char *v)
+/* The row's fields (f has room for 32); returns how many. */
+static int fields(const struct perf_args *a, const struct row *w, struct field *f)
 {
-	printf("\"%s\": \"", key);
+	static const char *const figs[PERF_NFIG] = {
+	    "bw_peak",      "bw_avg",   "msg_rate_mpps", "t_min_us", "t_max_us",
+	    "t_typical_us", "t_avg_us", "t_stdev_us",    "t_p99_us", "t_p999_us"};
+	struct field *p = put(f, "test", STR, "%s", a->test->name);
+
+	p = put(p, "mode", STR, "%s", a->mode->name);
+	if (a->mode->gnic) {
+		p = put(p, "scope", STR, "%s", perf_scope_name(w->scope));
+		p = put(p, "ctas", NUM, "%d", w->ctas);
+		p = put(p, "threads", NUM, "%d", w->threads);
+	} else {
+		p = put(put(put(p, "scope", STR, "-"), "ctas", STR, "-"), "threads", STR, "-");
+	}
+	p = put(p, "qps", NUM, "%d", w->qps);
+	p = put(p, "bytes", NUM, "%zu", w->size);
+	p = put(p, "iterations", NUM, "%ld", w->st.iters);
+	for (int k = 0; k < PERF_NFIG; k++) {
+		char name[24];
+
+		snprintf(name, sizeof(name), "%s%s", figs[k],
+		         k > PERF_BW_AVG ? ""
+		         : a->gbits      ? "_gbit_s"
+		                         : "_mib_s");
+		p = lat(a) == (k >= PERF_T_MIN) ? put(p, name, NUM, "%.6g", w->st.v[k])
+		                                : put(p, name, NUM, "%s", "");
+	}
+	p = put(p, "repeats", NUM, "%d", w->reps);
+	p = put(p, "spread_min", NUM, "%.6g", w->lo);
+	p = put(p, "spread_max", NUM, "%.6g", w->hi);
+	p = put(p, "series", STR, "%s", w->series);
+	p = put(p, "device", STR, "%s", rep.s->nic);
+	p = put(p, "device_code", QSTR, "%s", rep.code);
+	p = put(p, "memory", QSTR, "%s", rep.memory);
+	p = put(p, "provider", STR, "%s", rep.s->emu ? "gnic-emu" : "rdma-core");
+	return (int)(put(p, "connection", QSTR, "%s", rep.connection) - f);
+}
+
+static void csv_row(FILE *f, const struct perf_args *a, const struct row *w, bool header)
+{
+	struct field fs[32];
+	int n = fields(a, w, fs);
+
+	for (int i = 0; i < n; i++)
+		fprintf(f, fs[i].kind == QSTR && !header ? "%s\"%s\"" : "%s%s", i ? "," : "",
+		        header ? fs[i].name : fs[i].val);
+	fprintf(f, "\n");
+}
+
+/* Our strings and the provider's: escape what could break JSON anyway. */
+static void json_str(const char *v)
+{
+	putchar('"');
 	for (; *v; v++)
 		printf(*v == '"' || *v == '\\' ? "\\%c" : "%c", *v);
-	printf("\"");
+	putchar('"');
 }
 
-static void json_begin(const struct perf_args *a, const struct perf_env *env)
+static void json_row(const struct perf_args *a, const struct row *w)
 {
-	printf("{");
-	json_str("test", a->test->name);
-	printf(", ");
-	json_str("mode", a->mode->name);
-	printf(", ");
-	json_str("device", env->device);
-	printf(", ");
-	json_str("provider", env->provider);
-	printf(", ");
-	json_str("libibverbs", env->libibverbs);
-	printf(", ");
-	json_str("connection", rep.connection);
-	printf(", ");
-	json_str("device_code", gnic(a) ? env->devices : "host CPU thread (verbs)");
-	printf(", ");
-	json_str("memory", gnic(a) ? env->memory : "host memory");
-	if (gnic(a)) {
-		printf(", ");
-		json_str("qp_settings", env->qps);
-	} else {
-		printf(", \"tx_depth\": %d", a->tx_depth);
+	struct field fs[32];
+	int n = fields(a, w, fs);
+
+	printf("%s{", rep.n > 1 ? ",\n  " : "\n  ");
+	for (int i = 0, first = 1; i < n; i++) {
+		if (!fs[i].val[0])
+			continue; /* a figure the test does not have */
+		printf("%s\"%s\": ", first ? "" : ", ", fs[i].name);
+		if (fs[i].kind == NUM)
+			printf("%s", fs[i].val);
+		else
+			json_str(fs[i].val);
+		first = 0;
 	}
-	printf(", \"iterations\": %ld, \"warmup\": %ld, \"validate\": %s, \"results\": [", a->iters,
-	       a->warmup, a->validate ? "true" : "false");
-}
-
-void perf_report_begin(const struct perf_args *a, const struct perf_env *env,
-                       const struct perf_session *s)
-{
-	rep.a = a;
-	rep.env = env;
-	rep.nrows = 0;
-	describe_connection(a);
-	snprintf(rep.title, sizeof(rep.title), "gnic-perf %s (%s, %s)", a->test->name,
-	         gnic(a) ? env->devices : "host mode", rep.connection);
-	switch (a->format) {
-	case PERF_FMT_TABLE:
-		table_begin(a, env, s);
-		break;
-	case PERF_FMT_CSV:
-		if (!a->server)
-			perf_report_csv_header(stdout);
-		break;
-	case PERF_FMT_JSON:
-		if (!a->server)
-			json_begin(a, env);
-		break;
-	}
-	fflush(stdout);
-}
-
-const char *perf_report_title(void)
-{
-	return rep.title;
-}
-
-static void table_row(const struct perf_args *a, const struct rep_row *w)
-{
-	const struct perf_stats *st = &w->st;
-
-	if (gnic(a))
-		printf(" %-12s %-6s %5d %7d %3d ", a->mode->name, perf_scope_name(w->scope),
-		       w->ctas, w->threads, w->qps);
-	if (post_only(a)) {
-		printf(" %-11zu %-13ld %.4f\n", w->size, w->iters, st->mpps);
-		return;
-	}
-	if (!perf_test_has_lat(a->test)) {
-		printf(" %-11zu %-13ld %-19.2f %.4f\n", w->size, w->iters, st->bw_mib, st->mpps);
-		return;
-	}
-	printf(" %-11zu %-13ld %-19.2f %-14.4f %-12.2f %-15.2f %-12.2f %.2f\n", w->size, w->iters,
-	       st->bw_mib, st->mpps, st->min_us, st->median_us, st->p99_us, st->max_us);
-}
-
-static void csv_row(FILE *f, const struct perf_args *a, const struct rep_row *w)
-{
-	const struct perf_stats *st = &w->st;
-
-	fprintf(f, "%s,%s,", a->test->name, a->mode->name);
-	if (gnic(a))
-		fprintf(f, "%s,%d,%d,%d,", perf_scope_name(w->scope), w->ctas, w->threads, w->qps);
-	else
-		fprintf(f, "-,-,-,%d,", w->qps);
-	fprintf(f, "%zu,%ld,", w->size, w->iters);
-	if (post_only(a))
-		fprintf(f, ",%.6f", st->mpps); /* no data moves: no bandwidth */
-	else
-		fprintf(f, "%.3f,%.6f", st->bw_mib, st->mpps);
-	if (perf_test_has_lat(a->test))
-		fprintf(f, ",%.3f,%.3f,%.3f,%.3f", st->min_us, st->median_us, st->p99_us,
-		        st->max_us);
-	else
-		fprintf(f, ",,,,");
-	fprintf(f, ",%s,%s,\"%s\",\"%s\",%s,\"%s\"\n", w->series, rep.env->device,
-	        gnic(a) ? rep.env->devices : "host CPU thread (verbs)",
-	        gnic(a) ? rep.env->memory : "host memory", rep.env->provider, rep.connection);
-}
-
-/* Distinct series, in the order their first rows came. */
-int perf_report_nseries(void)
-{
-	int n = 0;
-
-	for (int i = 0; i < rep.nrows; i++) {
-		int k = 0;
-
-		while (k < i && strcmp(rep.rows[k].series, rep.rows[i].series))
-			k++;
-		n += k == i;
-	}
-	return n;
-}
-
-const char *perf_report_series(int index)
-{
-	for (int i = 0, n = 0; i < rep.nrows; i++) {
-		int k = 0;
-
-		while (k < i && strcmp(rep.rows[k].series, rep.rows[i].series))
-			k++;
-		if (k == i && n++ == index)
-			return rep.rows[i].series;
-	}
-	return "";
-}
-
-void perf_report_csv_rows(FILE *f)
-{
-	for (int i = 0; i < rep.nrows; i++)
-		csv_row(f, rep.a, &rep.rows[i]);
-}
-
-static void json_row(const struct perf_args *a, const struct rep_row *w)
-{
-	const struct perf_stats *st = &w->st;
-
-	printf("%s{", rep.nrows > 1 ? ", " : "");
-	if (gnic(a))
-		printf("\"scope\": \"%s\", \"ctas\": %d, \"threads\": %d, ",
-		       perf_scope_name(w->scope), w->ctas, w->threads);
-	printf("\"qps\": %d, \"bytes\": %zu, \"iterations\": %ld, ", w->qps, w->size, w->iters);
-	if (!post_only(a))
-		printf("\"bw_mib_s\": %.3f, ", st->bw_mib);
-	printf("\"msg_rate_mpps\": %.6f", st->mpps);
-	if (perf_test_has_lat(a->test))
-		printf(", \"t_min_us\": %.3f, \"t_median_us\": %.3f, \"t_p99_us\": %.3f, "
-		       "\"t_max_us\": %.3f",
-		       st->min_us, st->median_us, st->p99_us, st->max_us);
 	printf("}");
 }
 
-static void clear_progress(void)
+/* ---- rows -------------------------------------------------------------------------------------
+ */
+
+void perf_report_begin(const struct perf_session *s)
 {
-	if (rep.progress_shown)
-		fprintf(stderr, "\r\033[K");
-	rep.progress_shown = false;
+	const struct perf_args *a = s->a;
+
+	rep.s = s;
+	if (a->server)
+		snprintf(rep.connection, sizeof(rep.connection), "server on TCP port %d (side B)",
+		         a->port);
+	else if (a->host[0])
+		snprintf(rep.connection, sizeof(rep.connection), "client of %s port %d (side A)",
+		         a->host, a->port);
+	else
+		snprintf(rep.connection, sizeof(rep.connection), "%s",
+		         a->test->flags & PERF_F_LOCAL         ? "local (no NIC)"
+		         : a->test->flags & PERF_F_UNCONNECTED ? "none (QPs left unconnected)"
+		                                               : "in-process (sides A and B)");
+	snprintf(rep.code, sizeof(rep.code), "%s",
+	         a->mode->gnic ? a->dev_name : "host CPU thread (verbs)");
+	snprintf(rep.memory, sizeof(rep.memory), "%s",
+	         !a->mode->gnic || !a->on_gpu ? "host memory"
+	         : a->host_mem                ? "pinned host memory (--host-mem)"
+	                       : "GPU memory (gnic-emu moves each message with a CUDA copy; "
+	                         "--host-mem shows the posting path better)");
+	snprintf(rep.title, sizeof(rep.title), "gnic-perf %s (%s, %s)", a->test->name,
+	         a->mode->gnic ? a->dev_name : "host mode", rep.connection);
+	if (s->emu && a->format != PERF_FMT_TABLE)
+		fprintf(stderr,
+		        "gnic-perf: NIC: gnic-emu (software emulator) — figures are emulator "
+		        "figures, not hardware\n");
+	if (a->format == PERF_FMT_TABLE)
+		table_begin(s);
+	else if (a->format == PERF_FMT_JSON && !a->server)
+		printf("{\"test\": \"%s\", \"mode\": \"%s\", \"emulator\": %s, \"results\": [",
+		       a->test->name, a->mode->name, s->emu ? "true" : "false");
+	fflush(stdout);
 }
 
-/* The row's settings, kept with its figures. */
-static struct rep_row *add_row(const struct perf_args *a, const struct perf_result *r)
+static double median(double *v, int n)
 {
-	struct rep_row *w;
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
 
-	if (rep.nrows == rep.cap) {
-		rep.cap = rep.cap ? rep.cap * 2 : 64;
-		rep.rows = realloc(rep.rows, (size_t)rep.cap * sizeof(*rep.rows));
-		if (!rep.rows)
+void perf_report_row(const struct perf_args *a, size_t size, const struct perf_stats *reps, int n)
+{
+	int head = lat(a) ? PERF_T_TYP : a->test->kind == PERF_RATE ? PERF_MPPS : PERF_BW_AVG;
+	double v[100];
+	struct row *w;
+
+	if (rep.n == rep.cap) {
+		rep.cap = rep.cap ? 2 * rep.cap : 64;
+		if (!(rep.rows = realloc(rep.rows, (size_t)rep.cap * sizeof(*rep.rows))))
 			perf_fatal("out of memory");
 	}
-	w = &rep.rows[rep.nrows++];
-	memset(w, 0, sizeof(*w));
-	w->scope = a->scope;
-	w->ctas = a->ctas;
-	w->threads = a->threads;
-	w->qps = a->qps;
-	w->size = r->size;
-	w->iters = r->iters;
-	if (gnic(a))
+	w = &rep.rows[rep.n++];
+	*w = (struct row){.scope = a->scope,
+	                  .ctas = a->ctas,
+	                  .threads = a->threads,
+	                  .qps = a->qps,
+	                  .reps = n,
+	                  .size = size,
+	                  .st = reps[0]};
+	for (int k = 0; k < PERF_NFIG; k++) {
+		for (int i = 0; i < n; i++)
+			v[i] = reps[i].v[k];
+		w->st.v[k] = median(v, n);
+		w->lo = k == head ? v[0] : w->lo;
+		w->hi = k == head ? v[n - 1] : w->hi;
+	}
+	if (a->mode->gnic)
 		snprintf(w->series, sizeof(w->series), "%s %s %dx%d q%d", a->mode->name,
 		         perf_scope_name(a->scope), a->ctas, a->threads, a->qps);
 	else
 		snprintf(w->series, sizeof(w->series), "%s q%d", a->mode->name, a->qps);
-	compute(r, &w->st);
-	return w;
-}
-
-void perf_report_row(const struct perf_args *a, const struct perf_result *r)
-{
-	struct rep_row *w = add_row(a, r);
-
-	clear_progress();
-	switch (a->format) {
-	case PERF_FMT_TABLE:
-		table_row(a, w);
-		break;
-	case PERF_FMT_CSV:
-		csv_row(stdout, a, w);
-		break;
-	case PERF_FMT_JSON:
-		json_row(a, w);
-		break;
-	}
-	fflush(stdout);
-}
-
-void perf_report_server(const struct perf_args *a, size_t size, bool ok)
-{
-	clear_progress();
-	if (a->format != PERF_FMT_TABLE)
-		return;
-	if (gnic(a))
-		printf(" %-12s %-6s %5d %7d %3d ", a->mode->name, perf_scope_name(a->scope),
-		       a->ctas, a->threads, a->qps);
-	printf(" %-11zu %-13ld %s\n", size, a->iters,
-	       !ok           ? "MISMATCH"
-	       : a->validate ? "validated"
-	                     : "not validated");
-	fflush(stdout);
-}
-
-void perf_report_progress(const struct perf_args *a, int index, int total, size_t size)
-{
-	if (total <= 4 || !isatty(STDERR_FILENO))
-		return;
-	if (gnic(a))
-		fprintf(stderr, "\r\033[K[%d/%d] %s %s %s ctas %d qps %d, %zu bytes ...", index + 1,
-		        total, a->test->name, a->mode->name, perf_scope_name(a->scope), a->ctas,
-		        a->qps, size);
+	if (a->format == PERF_FMT_CSV && rep.n == 1)
+		csv_row(stdout, a, w, true);
+	if (a->format == PERF_FMT_TABLE)
+		table_line(a, w);
+	else if (a->format == PERF_FMT_CSV)
+		csv_row(stdout, a, w, false);
 	else
-		fprintf(stderr, "\r\033[K[%d/%d] %s %zu bytes ...", index + 1, total, a->test->name,
-		        size);
-	rep.progress_shown = true;
+		json_row(a, w);
+	fflush(stdout);
+}
+
+void perf_report_server_row(const struct perf_args *a, size_t size)
+{
+	char iters[24] = "-"; /* with -D the client counts them */
+
+	if (!a->duration)
+		snprintf(iters, sizeof(iters), "%ld", a->iters);
+	if (a->format == PERF_FMT_TABLE)
+		printf(" %-10zu %-12s %s\n", size, iters,
+		       a->validate ? "validated" : "not validated");
+	fflush(stdout);
 }
 
 void perf_report_end(const struct perf_args *a)
 {
-	clear_progress();
 	if (a->format == PERF_FMT_TABLE)
 		printf("%s\n", RULE);
 	else if (a->format == PERF_FMT_JSON && !a->server)
-		printf("]}\n");
+		printf("\n]}\n");
 	fflush(stdout);
+}
+
+/* ---- --plot: the rows as CSV, drawn by perf_plot.sh ---------------------------------------------
+ */
+
+/* Installed next to gnic-perf as gnic-perf-plot; else the source tree's. */
+static const char *plot_script(void)
+{
+	static char path[4096];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 20);
+	char *slash = n > 0 ? memrchr(path, '/', (size_t)n) : NULL;
+
+	if (slash) {
+		strcpy(slash, "/gnic-perf-plot");
+		if (access(path, R_OK) == 0)
+			return path;
+	}
+	return PERF_PLOT_SH;
+}
+
+void perf_plot_check(const struct perf_args *a)
+{
+	if (strchr(a->plot, '\'') || strchr(a->plot, '\n'))
+		perf_usage_error("--plot: no quotes or newlines in the file name, please");
+	if (system("command -v gnuplot >/dev/null 2>&1") != 0)
+		perf_usage_error("--plot needs gnuplot, which is not installed (Debian/Ubuntu: "
+		                 "apt-get install -y gnuplot-nox)");
+	if (access(plot_script(), R_OK))
+		perf_usage_error("--plot: %s is missing", plot_script());
+}
+
+void perf_plot_write(const struct perf_args *a)
+{
+	size_t n = strlen(a->plot) -
+	           (strlen(a->plot) > 4 && !strcmp(strchr(a->plot, 0) - 4, ".png") ? 4 : 0);
+	char csv[600],
+	    *argv[] = {"sh", (char *)plot_script(), "-o", (char *)a->plot, "-t", rep.title, csv,
+	               NULL};
+	FILE *f;
+	pid_t pid;
+	int st;
+
+	snprintf(csv, sizeof(csv), "%.*s.csv", (int)n, a->plot);
+	if (!(f = fopen(csv, "w")))
+		perf_fatal("--plot: cannot write %s", csv);
+	for (int i = 0; i < rep.n; i++) {
+		if (i == 0)
+			csv_row(f, a, &rep.rows[0], true);
+		csv_row(f, a, &rep.rows[i], false);
+	}
+	if (fclose(f) || posix_spawn(&pid, "/bin/sh", NULL, NULL, argv, NULL) ||
+	    waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+		perf_fatal("--plot: perf_plot.sh could not draw %s (its data: %s)", a->plot, csv);
 }

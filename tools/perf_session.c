@@ -1,288 +1,353 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The two sides of a run. In one process both endpoints live here and are
- * connected directly; across two processes the client (side A) sends its
- * settings, both exchange endpoint information over the out-of-band socket
- * and meet at barriers around each size.
+ * The two sides of a run and everything they tell each other. In one
+ * process both sides live here and connect directly. Across two, libgnic's
+ * bootstrap carries every exchange (gnic_boot_*): the server is rank 0 and
+ * listens, the client is rank 1. The client sends its settings; the server
+ * adopts them, or refuses with its reason, which the client shows; then
+ * each opens its side and they trade what the other needs to connect.
+ * Both run the same rows and meet at barriers; nothing else is private.
  */
-#include <stdio.h>
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "perf.h"
-#include "perf_gnic.h"
 
-#define NAME_LEN    32
-#define LIST_WIRE   (4 + PERF_MAX_LIST * 4)
-#define PARAMS_WIRE (2 * NAME_LEN + 4 + PERF_MAX_SIZES * 8 + 8 + 8 + 4 * 4 + 3 * LIST_WIRE + 2 * 4)
+#define ATTEMPT_MS 1000        /* one connection attempt; a refused one is reported after it */
+#define FD_SCAN    1024        /* where the bootstrap's socket is looked for */
+#define WIRE_MAGIC 0x32465047u /* "GPF2": a gnic-perf speaking this layout */
 
-static void put_name(uint8_t **pos, const char *name)
+/* The client's settings, which the server runs: its perf_args as they are
+ * (both sides run this gnic-perf; args_size catches another build), with
+ * the test and mode by name. */
+struct wire_params {
+	uint32_t magic, args_size;
+	char test[32], mode[32];
+	struct perf_args a;
+};
+
+struct wire_verdict {
+	int32_t ok, rsvd;
+	char why[248];
+};
+
+static bool said(const char *text, int err)
 {
-	memset(*pos, 0, NAME_LEN);
-	strncpy((char *)*pos, name, NAME_LEN - 1);
-	*pos += NAME_LEN;
+	return strstr(text, strerror(err)) != NULL;
 }
 
-static void get_name(const uint8_t **pos, char *name)
+static int ms_until(uint64_t end_ns)
 {
-	memcpy(name, *pos, NAME_LEN);
-	name[NAME_LEN - 1] = 0;
-	*pos += NAME_LEN;
+	uint64_t now = perf_now_ns();
+
+	return now >= end_ns ? 0 : (int)((end_ns - now) / 1000000 + 1);
 }
 
-static void put_list(uint8_t **pos, const int *v, int n)
+/* libgnic's bootstrap retries a refused connection until its timeout and
+ * tells why it gave up only in its text; so each attempt lasts ATTEMPT_MS
+ * (a server started at the same moment is still found) and the text tells
+ * "nobody listens", "unreachable" and "no answer" apart. */
+static struct gnic_boot *client_boot(const struct perf_args *a)
 {
-	perf_put32(pos, (uint32_t)n);
-	for (int i = 0; i < PERF_MAX_LIST; i++)
-		perf_put32(pos, i < n ? (uint32_t)v[i] : 0);
-}
+	uint64_t end = perf_now_ns() + perf_timeout_ns();
+	struct gnic_boot *b = NULL;
+	bool noted = false;
+	char addr[300];
 
-static int get_list(const uint8_t **pos, int *v, const char *what)
-{
-	int n = (int)perf_get32(pos);
+	snprintf(addr, sizeof(addr), strchr(a->host, ':') ? "[%s]:%d" : "%s:%d", a->host, a->port);
+	for (;;) {
+		int left = ms_until(end) ? ms_until(end) : 1;
+		gnic_status_t st =
+		    gnic_boot_init(addr, 1, 2, left < ATTEMPT_MS ? left : ATTEMPT_MS, &b);
+		const char *why = gnic_last_error();
 
-	if (n < 1 || n > PERF_MAX_LIST)
-		perf_fatal("the client sent %d values of %s", n, what);
-	for (int i = 0; i < PERF_MAX_LIST; i++)
-		v[i] = (int)perf_get32(pos);
-	return n;
-}
-
-static void params_encode(const struct perf_args *a, uint8_t *wire)
-{
-	uint8_t *pos = wire;
-
-	put_name(&pos, a->test->name);
-	put_name(&pos, a->mode->name);
-	perf_put32(&pos, (uint32_t)a->nsizes);
-	for (int i = 0; i < PERF_MAX_SIZES; i++)
-		perf_put64(&pos, i < a->nsizes ? a->sizes[i] : 0);
-	perf_put64(&pos, (uint64_t)a->iters);
-	perf_put64(&pos, (uint64_t)a->warmup);
-	perf_put32(&pos, (uint32_t)a->qps);
-	perf_put32(&pos, (uint32_t)a->tx_depth);
-	perf_put32(&pos, a->validate);
-	perf_put32(&pos, a->depth_set);
-	put_list(&pos, a->scopes, a->nscopes);
-	put_list(&pos, a->ctas_list, a->nctas);
-	put_list(&pos, a->qps_list, a->nqps);
-	perf_put32(&pos, (uint32_t)a->threads);
-	perf_put32(&pos, a->host_mem);
-}
-
-static void warn_overridden(const struct perf_args *a)
-{
-	if (a->sizes_set || a->iters_set || a->warmup_set || a->qps_set || a->depth_set ||
-	    a->scope_set || a->ctas_set || a->threads_set || a->host_mem)
-		fprintf(stderr, "gnic-perf: note: the client's sizes, iterations, QPs, depth, "
-		                "scopes, CTAs, threads and memory are used; those given to the "
-		                "server are ignored\n");
-}
-
-/* The server adopts the client's settings; the test must be the same. */
-static void params_adopt(struct perf_args *a, const uint8_t *wire)
-{
-	const uint8_t *pos = wire;
-	char test[NAME_LEN], mode[NAME_LEN];
-
-	get_name(&pos, test);
-	get_name(&pos, mode);
-	if (strcmp(test, a->test->name))
-		perf_fatal("the client runs %s, this server was started for %s", test,
-		           a->test->name);
-	a->mode = perf_mode_find(mode);
-	if (!a->mode)
-		perf_fatal("the client asked for mode '%s', which this server cannot run", mode);
-	warn_overridden(a);
-	a->nsizes = (int)perf_get32(&pos);
-	if (a->nsizes < 1 || a->nsizes > PERF_MAX_SIZES)
-		perf_fatal("the client sent %d sizes", a->nsizes);
-	for (int i = 0; i < PERF_MAX_SIZES; i++)
-		a->sizes[i] = (size_t)perf_get64(&pos);
-	a->iters = (long)perf_get64(&pos);
-	a->warmup = (long)perf_get64(&pos);
-	a->qps = (int)perf_get32(&pos);
-	a->tx_depth = (int)perf_get32(&pos);
-	a->validate = perf_get32(&pos);
-	a->depth_set = perf_get32(&pos);
-	a->nscopes = get_list(&pos, a->scopes, "--scope");
-	a->nctas = get_list(&pos, a->ctas_list, "--ctas");
-	a->nqps = get_list(&pos, a->qps_list, "--qps");
-	a->threads = (int)perf_get32(&pos);
-	a->host_mem = perf_get32(&pos);
-	a->scope = a->scopes[0];
-	a->ctas = a->ctas_list[0];
-	a->sizes_set = a->iters_set = a->warmup_set = a->qps_set = false;
-	a->scope_set = a->ctas_set = a->threads_set = false;
-	perf_args_check(a); /* the same limits as on the command line */
-}
-
-static void exchange_info(struct perf_session *s, struct perf_ep *ep)
-{
-	struct perf_ep_info mine, peer;
-	uint8_t wire[PERF_EP_INFO_WIRE];
-
-	perf_ep_info(ep, &mine);
-	perf_ep_info_encode(&mine, wire);
-	perf_oob_send(s->oob, PERF_OOB_EP_INFO, wire, sizeof(wire));
-	perf_oob_recv(s->oob, PERF_OOB_EP_INFO, wire, sizeof(wire));
-	perf_ep_info_decode(wire, &peer);
-	perf_ep_connect(ep, &peer);
-}
-
-static void exchange_gep_info(struct perf_session *s, struct perf_gep *ep)
-{
-	struct perf_gep_info mine, peer;
-	static uint8_t wire[PERF_GEP_INFO_WIRE];
-
-	perf_gep_info(ep, &mine);
-	perf_gep_info_encode(&mine, wire);
-	perf_oob_send(s->oob, PERF_OOB_GEP_INFO, wire, sizeof(wire));
-	perf_oob_recv(s->oob, PERF_OOB_GEP_INFO, wire, sizeof(wire));
-	perf_gep_info_decode(wire, &peer);
-	perf_gep_connect(ep, &peer);
-}
-
-/* libgnic modes: one context per side, as two processes would have. */
-static void open_gnic_in_process(struct perf_session *s)
-{
-	size_t len = perf_gnic_buffer_len(s->args);
-	struct perf_gep_info ia, ib;
-
-	s->gep[PERF_A] = perf_gep_open(s->args, PERF_A, len);
-	if (s->args->test->kind == PERF_KIND_POST) {
-		perf_gep_unconnected(s->gep[PERF_A]);
-		return;
+		if (st == GNIC_OK)
+			return b;
+		if (st != GNIC_ERR_TIMEOUT)
+			perf_fatal("cannot connect to %s port %d: %s", a->host, a->port, why);
+		if (said(why, ECONNREFUSED))
+			perf_fatal(
+			    "connection refused by %s port %d: no gnic-perf server listens there "
+			    "(start one first: gnic-perf %s --server -p %d)",
+			    a->host, a->port, a->test->name, a->port);
+		if (said(why, EHOSTUNREACH) || said(why, ENETUNREACH))
+			perf_fatal("%s port %d is unreachable: %s", a->host, a->port, why);
+		if (!strstr(why, "not reached"))
+			perf_fatal("%s port %d answered, but not as a gnic-perf server: %s",
+			           a->host, a->port, why);
+		if (!ms_until(end))
+			perf_fatal(
+			    "no answer from %s port %d within %d s (is a server running there, "
+			    "and the port open?): %s",
+			    a->host, a->port, a->timeout_s, why);
+		if (!noted)
+			perf_note("no answer from %s port %d yet; trying for up to %d s", a->host,
+			          a->port, a->timeout_s);
+		noted = true;
 	}
-	s->gep[PERF_B] = perf_gep_open(s->args, PERF_B, len);
-	perf_gep_info(s->gep[PERF_A], &ia);
-	perf_gep_info(s->gep[PERF_B], &ib);
-	perf_gep_connect(s->gep[PERF_A], &ib);
-	perf_gep_connect(s->gep[PERF_B], &ia);
 }
 
-/* This process's side: verbs objects (host mode) or libgnic ones. */
-static void open_side(struct perf_session *s, enum perf_side side)
+/* Listens on every address (IPv6 and IPv4, or IPv4 alone) until a client
+ * comes; a connection that is not a gnic-perf client does not end it. */
+static struct gnic_boot *server_boot(const struct perf_args *a)
 {
-	if (s->args->mode->gnic) {
-		s->gep[side] = perf_gep_open(s->args, side, perf_gnic_buffer_len(s->args));
-		exchange_gep_info(s, s->gep[side]);
-		return;
+	uint64_t end = perf_now_ns() + perf_timeout_ns();
+	const char *any = "[::]";
+	struct gnic_boot *b = NULL;
+	char addr[32];
+
+	fprintf(stderr, "gnic-perf: %s server listening on TCP port %d\n", a->test->name, a->port);
+	for (;;) {
+		gnic_status_t st;
+		const char *why;
+
+		snprintf(addr, sizeof(addr), "%s:%d", any, a->port);
+		if (!ms_until(end))
+			break;
+		st = gnic_boot_init(addr, 0, 2, (uint64_t)ms_until(end), &b);
+		why = gnic_last_error();
+		if (st == GNIC_OK)
+			return b;
+		if (strstr(why, "listen on") && said(why, EAFNOSUPPORT) && any[0] == '[')
+			any = "0.0.0.0";
+		else if (strstr(why, "listen on"))
+			perf_fatal("cannot listen on TCP port %d: %s", a->port, why);
+		else if (st == GNIC_ERR_TIMEOUT && strstr(why, "joined"))
+			break;
+		else
+			perf_note(
+			    "a connection to port %d was no gnic-perf client (%s); waiting on",
+			    a->port, why);
 	}
-	s->ep[side] = perf_ep_open(s->args, side, perf_buffer_len(s->args));
-	exchange_info(s, s->ep[side]);
+	perf_fatal("no client connected to TCP port %d within %d s", a->port, a->timeout_s);
 }
 
-static void open_in_process(struct perf_session *s)
+/* The bootstrap's socket, so that waits end when the peer dies: libgnic
+ * does not expose it, and it is the one socket its init opened. */
+static int boot_init(struct perf_session *s)
 {
-	size_t len = perf_buffer_len(s->args);
-	struct perf_ep_info ia, ib;
+	static unsigned char before[FD_SCAN];
+	struct stat sb;
 
-	if (s->args->mode->gnic) {
-		open_gnic_in_process(s);
-		return;
-	}
-	s->ep[PERF_A] = perf_ep_open(s->args, PERF_A, len);
-	s->ep[PERF_B] = perf_ep_open(s->args, PERF_B, len);
-	perf_ep_info(s->ep[PERF_A], &ia);
-	perf_ep_info(s->ep[PERF_B], &ib);
-	perf_ep_connect(s->ep[PERF_A], &ib);
-	perf_ep_connect(s->ep[PERF_B], &ia);
+	for (int fd = 0; fd < FD_SCAN; fd++)
+		before[fd] = fcntl(fd, F_GETFD) != -1;
+	s->boot = s->a->server ? server_boot(s->a) : client_boot(s->a);
+	for (int fd = 0; fd < FD_SCAN; fd++)
+		if (!before[fd] && !fstat(fd, &sb) && S_ISSOCK(sb.st_mode))
+			return fd;
+	return -1;
 }
 
-static void open_server(struct perf_session *s)
+static void lost(void)
 {
-	uint8_t wire[PARAMS_WIRE];
+	const char *why = gnic_last_error();
 
-	s->listen_fd = perf_oob_listen(s->args->port);
-	fprintf(stderr, "gnic-perf: %s server waiting on TCP port %d\n", s->args->test->name,
-	        s->args->port);
-	s->oob = perf_oob_accept(s->listen_fd);
-	perf_wait_setup(s->args->timeout_s, s->oob);
-	perf_oob_recv(s->oob, PERF_OOB_PARAMS, wire, sizeof(wire));
-	params_adopt(s->args, wire);
-	if (s->args->mode->gnic)
-		perf_gnic_resolve(s->args);
-	if (s->args->mode->proxy)
-		perf_proxy_start(s->args->timeout_s);
-	open_side(s, PERF_B);
+	if (strstr(why, "closed"))
+		perf_fatal("the peer process closed the connection (it failed or exited: see its "
+		           "output)");
+	perf_fatal("the peer process did not answer: %s", why);
 }
 
-static void open_client(struct perf_session *s)
+void perf_exchange(struct perf_session *s, const void *mine, void *peer, size_t len)
 {
-	uint8_t wire[PARAMS_WIRE];
+	uint8_t *all = malloc(2 * len);
 
-	s->oob = perf_oob_connect(s->args->connect_host, s->args->port);
-	perf_wait_setup(s->args->timeout_s, s->oob);
-	params_encode(s->args, wire);
-	perf_oob_send(s->oob, PERF_OOB_PARAMS, wire, sizeof(wire));
-	open_side(s, PERF_A);
+	if (!all)
+		perf_fatal("out of memory");
+	if (gnic_boot_allgather(s->boot, mine, all, len) != GNIC_OK)
+		lost();
+	memcpy(peer, all + (s->a->server ? len : 0), len); /* rank 0 is the server */
+	free(all);
+}
+
+void perf_sync(struct perf_session *s)
+{
+	if (s->boot && gnic_boot_barrier(s->boot) != GNIC_OK)
+		lost();
+}
+
+/* ---- settings ------------------------------------------------------------------------------- */
+
+static bool same(const int *x, int nx, const int *y, int ny)
+{
+	return nx == ny && !memcmp(x, y, (size_t)nx * sizeof(*x));
+}
+
+#define REFUSE(...) return snprintf(why, cap, __VA_ARGS__), false
+
+/* The server runs the client's settings, but refuses a client that differs
+ * in one the server was given explicitly. */
+static bool adopt(struct perf_args *a, const struct wire_params *w, char *why, size_t cap)
+{
+	const struct perf_args *c = &w->a;
+	struct perf_args own = *a;
+	unsigned set = a->set;
+
+	if (w->magic != WIRE_MAGIC || w->args_size != sizeof(*a))
+		REFUSE("the client is another gnic-perf version or build");
+	if (strcmp(w->test, a->test->name))
+		REFUSE("the client runs %s, this server was started for %s", w->test,
+		       a->test->name);
+	if ((set & PERF_SET_MODE) && strcmp(w->mode, a->mode->name))
+		REFUSE("the client runs --mode %s, this server was started with --mode %s", w->mode,
+		       a->mode->name);
+	if ((set & PERF_SET_SIZES) &&
+	    (c->nsizes != a->nsizes || memcmp(c->sizes, a->sizes, sizeof(a->sizes[0]) * a->nsizes)))
+		REFUSE(
+		    "the client's message sizes (%d, from %zu B) are not this server's (%d, from "
+		    "%zu B)",
+		    c->nsizes, c->sizes[0], a->nsizes, a->sizes[0]);
+	if (((set & PERF_SET_ITERS) && c->iters != a->iters) ||
+	    ((set & PERF_SET_DURATION) && c->duration != a->duration) ||
+	    ((set & PERF_SET_BIDIR) && c->bidir != a->bidir))
+		REFUSE("the client's --iters, --duration or --bidirectional (%ld, %.0f, %s) are "
+		       "not this "
+		       "server's (%ld, %.0f, %s)",
+		       c->iters, c->duration, c->bidir ? "on" : "off", a->iters, a->duration,
+		       a->bidir ? "on" : "off");
+	if (((set & PERF_SET_QPS) && !same(c->qps_list, c->nqps, a->qps_list, a->nqps)) ||
+	    ((set & PERF_SET_CTAS) && !same(c->ctas_list, c->nctas, a->ctas_list, a->nctas)) ||
+	    ((set & PERF_SET_SCOPE) && !same(c->scopes, c->nscopes, a->scopes, a->nscopes)) ||
+	    ((set & PERF_SET_DEPTH) && c->tx_depth != a->tx_depth))
+		REFUSE("the client's --qp, --ctas, --scope or --tx-depth are not this server's");
+	*a = *c; /* then what is this process's own */
+	a->test = own.test;
+	for (a->mode = perf_modes; a->mode < perf_modes + PERF_NMODES; a->mode++)
+		if (!strcmp(a->mode->name, w->mode))
+			break;
+	if (a->mode == perf_modes + PERF_NMODES)
+		REFUSE("the client asks for --mode %s, which this server does not know", w->mode);
+	a->server = true;
+	a->host[0] = 0;
+	a->port = own.port;
+	a->format = own.format;
+	a->timeout_s = own.timeout_s;
+	a->gpu = own.gpu;
+	memcpy(a->device, own.device, sizeof(a->device));
+	memcpy(a->plot, own.plot, sizeof(a->plot));
+	return perf_args_check(a, why, cap);
+}
+
+static void negotiate(struct perf_session *s)
+{
+	struct wire_params mine = {WIRE_MAGIC, sizeof(*s->a), "", "", *s->a}, peer;
+	struct wire_verdict v = {.ok = 1}, pv;
+
+	snprintf(mine.test, sizeof(mine.test), "%s", s->a->test->name);
+	snprintf(mine.mode, sizeof(mine.mode), "%s", s->a->mode->name);
+	perf_exchange(s, &mine, &peer, sizeof(mine));
+	if (s->a->server)
+		v.ok = adopt(s->a, &peer, v.why, sizeof(v.why));
+	perf_exchange(s, &v, &pv, sizeof(v));
+	if (!s->a->server && !pv.ok)
+		perf_fatal("the server refused this client: %s", pv.why);
+	if (!v.ok)
+		perf_fatal("refused the client: %s", v.why);
+	if (s->a->server && s->a->mode->gnic)
+		perf_gnic_resolve(s->a);
+}
+
+/* ---- the sides --------------------------------------------------------------------------------
+ */
+
+/* The largest ring any row needs. */
+static size_t buffer_len(const struct perf_args *a)
+{
+	struct perf_args row = *a;
+	size_t len = 4096;
+
+	for (int c = 0; c < a->nctas; c++)
+		for (int q = 0; q < a->nqps; q++)
+			for (int i = 0; i < a->nsizes; i++) {
+				struct perf_ring r;
+
+				row.ctas = a->ctas_list[c];
+				row.qps = a->qps_list[q];
+				perf_ring_for(&r, &row, a->sizes[i]);
+				len = r.total > len ? r.total : len;
+			}
+	return len;
+}
+
+static struct perf_ep *open_side(struct perf_session *s, enum perf_side side, size_t len,
+                                 struct perf_ep_info *info)
+{
+	struct perf_ep *ep =
+	    s->a->mode->gnic ? perf_gnic_open(s->a, side, len) : perf_verbs_open(s->a, side, len);
+
+	memset(info, 0, sizeof(*info));
+	if (s->a->mode->gnic)
+		perf_gnic_info(ep, info);
+	else
+		perf_verbs_info(ep, info);
+	return s->ep[side] = ep;
+}
+
+static void connect_side(struct perf_session *s, struct perf_ep *ep,
+                         const struct perf_ep_info *peer)
+{
+	if (s->a->mode->gnic)
+		perf_gnic_connect(ep, s->a, peer);
+	else
+		perf_verbs_connect(ep, peer);
 }
 
 void perf_session_open(struct perf_session *s, struct perf_args *a)
 {
+	static struct perf_ep_info ia, ib;
+	size_t len;
+
 	memset(s, 0, sizeof(*s));
-	s->args = a;
-	s->oob = -1;
-	s->listen_fd = -1;
+	s->a = a;
+	s->peer_fd = -1;
+	snprintf(s->nic, sizeof(s->nic), "none");
 	srand48((long)getpid() ^ (long)time(NULL));
 	perf_wait_setup(a->timeout_s, -1);
-	if (a->mode->proxy && !a->server)
-		perf_proxy_start(a->timeout_s);
-	if (a->server)
-		open_server(s);
-	else if (a->connect_host[0])
-		open_client(s);
+	if (a->test->flags & PERF_F_LOCAL)
+		return;
+	if (perf_two_process(a)) {
+		s->peer_fd = boot_init(s);
+		perf_wait_setup(a->timeout_s, s->peer_fd);
+		negotiate(s);
+	}
+	if (a->mode->proxy)
+		perf_proxy_start();
+	len = buffer_len(a);
+	if (perf_two_process(a)) {
+		struct perf_ep *ep = open_side(s, a->server ? PERF_B : PERF_A, len, &ia);
+
+		perf_exchange(s, &ia, &ib, sizeof(ia));
+		connect_side(s, ep, &ib);
+	} else if (a->test->flags & PERF_F_UNCONNECTED) {
+		connect_side(s, open_side(s, PERF_A, len, &ia), NULL);
+	} else {
+		open_side(s, PERF_A, len, &ia);
+		open_side(s, PERF_B, len, &ib);
+		connect_side(s, s->ep[PERF_A], &ib);
+		connect_side(s, s->ep[PERF_B], &ia);
+	}
+	if (a->mode->gnic)
+		perf_gnic_env(s);
 	else
-		open_in_process(s);
+		perf_verbs_env(s);
 }
 
 void perf_session_close(struct perf_session *s)
 {
-	if (s->args->mode->proxy)
+	if (s->a->mode->proxy)
 		perf_proxy_stop(); /* it posts on the QPs closed below */
-	perf_gep_close(s->gep[PERF_A]);
-	perf_gep_close(s->gep[PERF_B]);
-	perf_ep_close(s->ep[PERF_A]);
-	perf_ep_close(s->ep[PERF_B]);
-	if (s->oob >= 0)
-		close(s->oob);
-	if (s->listen_fd >= 0)
-		close(s->listen_fd);
-	perf_wait_setup(s->args->timeout_s, -1);
-}
-
-void perf_session_barrier(struct perf_session *s, uint32_t step)
-{
-	uint8_t out[4], in[4], *pos = out;
-	const uint8_t *rpos = in;
-	uint32_t got;
-
-	if (s->oob < 0)
-		return;
-	perf_put32(&pos, step);
-	perf_oob_send(s->oob, PERF_OOB_BARRIER, out, sizeof(out));
-	perf_oob_recv(s->oob, PERF_OOB_BARRIER, in, sizeof(in));
-	got = perf_get32(&rpos);
-	if (got != step)
-		perf_fatal("out-of-band protocol error: the peer is at step %u, this side at %u",
-		           got, step);
-}
-
-bool perf_session_verdict(struct perf_session *s, bool b_ok)
-{
-	uint8_t wire[4], *pos = wire;
-	const uint8_t *rpos = wire;
-
-	if (s->oob < 0)
-		return b_ok;
-	if (s->ep[PERF_B] || s->gep[PERF_B]) {
-		perf_put32(&pos, b_ok);
-		perf_oob_send(s->oob, PERF_OOB_VERDICT, wire, sizeof(wire));
-		return b_ok;
+	for (int side = PERF_A; side <= PERF_B; side++) {
+		if (s->ep[side] && s->a->mode->gnic)
+			perf_gnic_close(s->ep[side]);
+		else if (s->ep[side])
+			perf_verbs_close(s->ep[side]);
 	}
-	perf_oob_recv(s->oob, PERF_OOB_VERDICT, wire, sizeof(wire));
-	return perf_get32(&rpos) != 0;
+	perf_wait_setup(s->a->timeout_s, -1);
+	gnic_boot_fini(s->boot);
 }

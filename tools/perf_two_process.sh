@@ -1,7 +1,8 @@
 #!/bin/sh
 # perf-smoke: one gnic-perf run across two processes. The server (side B)
-# starts in the background, the client (side A) connects over TCP; both
-# must exit 0 (the server validates the data written into its memory).
+# starts in the background, the client (side A) connects over TCP once the
+# server says it listens; both must exit 0 (the server validates the data
+# written into its memory).
 # Usage: perf_two_process.sh PATH/TO/gnic-perf [TEST [CLIENT OPTIONS...]]
 # (the client's options, --mode among them, are used by both sides)
 set -u
@@ -10,12 +11,21 @@ test=${2:-put_bw}
 if [ $# -ge 2 ]; then shift 2; else shift $#; fi
 # A port of our own per run, so parallel CTest runs do not collide.
 port=$((20000 + $$ % 20000))
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 
-"$perf" "$test" --server --port "$port" --timeout 30 &
+"$perf" "$test" --server --port "$port" --timeout 30 2>"$log" &
 server=$!
+for _ in $(seq 100); do # at most 10 s
+	grep -q "listening on TCP port" "$log" && break
+	sleep 0.1
+done
 "$perf" "$test" --connect "127.0.0.1:$port" --quick --iters 300 --timeout 30 "$@"
 client_rc=$?
+# a client that never connected leaves the server waiting for one
+[ "$client_rc" -eq 0 ] || { sleep 1; kill "$server" 2>/dev/null; }
 wait "$server"
 server_rc=$?
+cat "$log" >&2
 echo "client exit $client_rc, server exit $server_rc"
 [ "$client_rc" -eq 0 ] && [ "$server_rc" -eq 0 ]

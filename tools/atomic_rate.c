@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * atomic_rate: 8-byte atomic adds on one counter of side B, pipelined over
+ * every QP. Host mode posts fetch-adds (their values land in side A's
+ * slots, unread); device threads post non-fetching adds (gnic_dev_signal).
+ * Afterwards side B checks that the counter holds every addend.
+ */
+#ifdef PERF_DEV_PASS
+GNIC_DEVFN int atomic_rate_iter(const struct pd_side *s, const struct pd_qp *q, int64_t i, int *op)
+{
+	*op = PD_OP_ADD;
+	return pd_add(s, q, s->r.sig_off, perf_pat_add(i));
+}
+
+GNIC_DEVFN void atomic_rate_dev(const struct pd_side *s, const struct pd_thread *t)
+{
+	pd_stream(s, t, atomic_rate_iter, 1);
+}
+#else
+#include <string.h>
+
+#include "perf.h"
+
+static void host_wr(struct perf_run *r, struct perf_ep *ep, long i, struct ibv_send_wr *wr,
+                    struct ibv_sge *sge)
+{
+	perf_wr(wr, sge, ep, IBV_WR_ATOMIC_FETCH_AND_ADD,
+	        perf_ring_dst(&r->ring, perf_ring_slot(&r->ring, i)), 8, r->ring.sig_off);
+	wr->wr.atomic.compare_add = perf_pat_add(i);
+}
+
+static void setup(struct perf_run *r)
+{
+	perf_counter_setup(r);
+}
+
+static void run(struct perf_run *r)
+{
+	perf_stream_run(r, host_wr);
+}
+
+static bool validate(struct perf_run *r)
+{
+	return perf_counter_check(r);
+}
+
+PERF_TEST_DEF(atomic_rate, PERF_RATE, PERF_MODES_ALL, PERF_F_OPERAND8, "8", 10000, 2000, setup, run,
+              validate, "8-byte atomic adds on one counter, pipelined: operations per second");
+#endif

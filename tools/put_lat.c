@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * put_lat: RDMA WRITE ping-pong, half the round trip reported (as
+ * perftest's ib_write_lat). Each side sees a message arrive when the last
+ * byte of its slot turns into the message's marker (the NIC writes it
+ * last), then checks the whole message.
+ */
+#ifdef PERF_DEV_PASS
+GNIC_DEVFN int put_lat_send(const struct pd_side *s, int64_t i)
+{
+	int rc = pd_put(s, &s->qp[0], pd_pp_src(s, i), pd_pp_slot(s, i), (uint32_t)s->r.size);
+
+	return rc ? pd_fail(s, rc, PD_OP_PUT, 0, i, -1, 0, 0) : 0;
+}
+
+GNIC_DEVFN int put_lat_arrived(const struct pd_side *s, int64_t i)
+{
+	return pd_load_acq8(s->lbase + pd_pp_slot(s, i) + s->r.size - 1) ==
+	       perf_pat_marker(s->side ^ 1, (uint32_t)((uint64_t)i % s->r.nsrc));
+}
+
+GNIC_DEVFN void put_lat_dev(const struct pd_side *s, const struct pd_thread *t)
+{
+	(void)t;
+	pd_pingpong(s, put_lat_send, put_lat_arrived, 0, 0);
+}
+#else
+#include "perf.h"
+
+static void host_send(struct perf_run *r, struct perf_ep *ep, long i)
+{
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+
+	perf_wr(&wr, &sge, ep, IBV_WR_RDMA_WRITE, perf_pp_src(r, i), (uint32_t)r->size,
+	        perf_pp_slot(r, i));
+	perf_sq_post(ep, 0, &wr, i == r->first + r->count - 1);
+}
+
+static void host_await(struct perf_run *r, struct perf_ep *ep, long i)
+{
+	perf_wait_byte(ep->buf + perf_pp_slot(r, i) + r->size - 1,
+	               perf_pat_marker(perf_peer(ep->side), (uint32_t)(i % r->ring.nsrc)),
+	               "the peer's write");
+}
+
+static const struct perf_pp_host hooks = {host_send, host_await, NULL};
+
+static void run(struct perf_run *r)
+{
+	if (perf_gnic(r))
+		perf_dev_run(r, PERF_RUN_A | PERF_RUN_B, 0);
+	else
+		perf_host_pingpong(r, &hooks);
+}
+
+PERF_TEST_DEF(put_lat, PERF_LAT, PERF_MODES_ALL, PERF_F_HALF_RTT | PERF_F_PINGPONG, "8,64,4096",
+              1000, 200, perf_pingpong_setup, run, NULL,
+              "RDMA WRITE ping-pong; each side polls the last byte of its slot");
+#endif
