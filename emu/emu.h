@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include "gnic/gnic_mlx5.h"
+#include "wq.h"
 
 #define EMU_EXPORT        __attribute__((visibility("default")))
 #define EMU_PAGE          4096u
@@ -165,24 +166,18 @@ struct emu_qp {
 	/* hardware layout (page-aligned host memory) */
 	void *buf; /* RQ at offset 0, SQ after it (like mlx5) */
 	size_t buf_size;
-	uint8_t *sq_buf;
-	uint32_t sq_wqe_cnt; /* basic blocks, power of two */
-	uint8_t *rq_buf;
-	uint32_t rq_wqe_cnt;       /* power of two (may be 0 with no RQ) */
-	uint32_t rq_stride;        /* bytes, power of two, >= 16 */
+	/* the work queues (wq.h says who touches which field): the SQ's
+	 * entries are 64-byte basic blocks, the RQ's are WQEs of a power-of-two
+	 * stride >= 16; either may have none (wqe_cnt 0, stride 1, and an RQ's
+	 * buf NULL then) */
+	struct emu_wq sq, rq;
 	__be32 *dbrec;             /* own page: [0] RQ head, [1] SQ producer */
 	void *uar;                 /* own page: doorbell register at +0x800 */
 	volatile uint64_t *bf_reg; /* uar + GNIC_MLX5_BF_OFFSET, two halves */
 
-	/* verbs side (post.c / cq.c poll); sq_lock guards the sq_* fields */
-	pthread_spinlock_t sq_lock, rq_lock;
-	uint32_t sq_head;     /* next free basic block */
-	uint32_t sq_tail;     /* oldest basic block not yet retired */
-	uint64_t *sq_wrid;    /* by first basic block of a WQE */
-	uint32_t *sq_wqe_end; /* sq_head after that WQE: tail on retire */
-	uint8_t *sq_opcode;   /* ibv_wc_opcode of that WQE */
-	uint32_t rq_head, rq_tail;
-	uint64_t *rq_wrid;
+	/* verbs side (post.c / cq.c poll); sq.lock guards the sq_* fields */
+	uint32_t *sq_wqe_end;                       /* sq.head after that WQE: tail on retire */
+	uint8_t *sq_opcode;                         /* ibv_wc_opcode of that WQE */
 	uint32_t bf_offset;                         /* alternates 0 / GNIC_MLX5_BF_SIZE */
 	int max_send_sge, max_recv_sge, max_inline; /* what post_* allows */
 	bool sq_sig_all;
@@ -205,7 +200,7 @@ struct emu_qp {
 	uint32_t db_last_rec;        /* raw doorbell record / register halves last seen: */
 	uint64_t db_last_reg[2];     /* only a changed value is a new doorbell */
 	uint32_t psn_next;           /* next request sequence number */
-	struct emu_outstanding *ost; /* ring of sq_wqe_cnt entries */
+	struct emu_outstanding *ost; /* ring of sq.wqe_cnt entries */
 	uint32_t ost_head, ost_tail; /* tail = oldest unanswered */
 	uint32_t rd_atomic_out;      /* outstanding READ/ATOMIC */
 	uint64_t timer_deadline_ns;  /* retransmit when the oldest waits this long */

@@ -148,7 +148,7 @@ void emu_engine_kick(void)
 
 int emu_engine_qp_add(struct emu_qp *qp)
 {
-	qp->ost = calloc(qp->sq_wqe_cnt ? qp->sq_wqe_cnt : 1, sizeof(*qp->ost)); /* no SQ: unused */
+	qp->ost = calloc(qp->sq.wqe_cnt ? qp->sq.wqe_cnt : 1, sizeof(*qp->ost)); /* no SQ: unused */
 	if (!qp->ost)
 		return -ENOMEM;
 	emu_requester_reset(qp);

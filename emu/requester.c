@@ -44,7 +44,7 @@ static size_t gather_cap;
 
 static uint32_t mask(const struct emu_qp *qp)
 {
-	return qp->sq_wqe_cnt - 1;
+	return qp->sq.wqe_cnt - 1;
 }
 
 static struct emu_outstanding *ost_at(struct emu_qp *qp, uint32_t n)
@@ -82,7 +82,7 @@ static void consider(const struct emu_qp *qp, uint16_t x, uint16_t *best)
 {
 	uint16_t ci = qp->eng_sq_ci, dist = (uint16_t)(x - ci);
 
-	if (dist && dist <= qp->sq_wqe_cnt && dist > (uint16_t)(*best - ci))
+	if (dist && dist <= qp->sq.wqe_cnt && dist > (uint16_t)(*best - ci))
 		*best = x;
 }
 
@@ -110,7 +110,7 @@ static uint16_t sq_doorbell(struct emu_qp *qp)
 	                                    memory_order_acquire);
 	uint16_t best = qp->db_pi;
 
-	if ((uint16_t)(best - qp->eng_sq_ci) > qp->sq_wqe_cnt)
+	if ((uint16_t)(best - qp->eng_sq_ci) > qp->sq.wqe_cnt)
 		best = qp->eng_sq_ci; /* after a rewind: nothing known ahead */
 	if (rec != qp->db_last_rec) {
 		qp->db_last_rec = rec;
@@ -134,7 +134,7 @@ static uint16_t sq_doorbell(struct emu_qp *qp)
 
 static uint8_t *sq_bb(struct emu_qp *qp, uint32_t idx)
 {
-	return qp->sq_buf + (size_t)(idx & mask(qp)) * GNIC_MLX5_SEND_WQE_BB;
+	return emu_wq_at(&qp->sq, idx);
 }
 
 static void decode_ctrl(struct wqe *w, const struct gnic_mlx5_ctrl_seg *c)
@@ -158,7 +158,7 @@ static bool fetch_wqe(struct emu_qp *qp, uint16_t idx, struct wqe *w)
 	memcpy(w->bytes, sq_bb(qp, idx), GNIC_MLX5_SEND_WQE_BB);
 	decode_ctrl(w, (const struct gnic_mlx5_ctrl_seg *)w->bytes);
 	if (w->idx != idx || w->qpn != qp->ibqp.qp_num || w->ds == 0 ||
-	    w->nbb > GNIC_MLX5_MAX_WQE_BB || w->nbb > qp->sq_wqe_cnt) {
+	    w->nbb > GNIC_MLX5_MAX_WQE_BB || w->nbb > qp->sq.wqe_cnt) {
 		emu_warn("QP 0x%x: bad WQE at index %u: ctrl says index %u, QPN 0x%x, ds %u "
 		         "(doorbell rung beyond the written WQEs, or a corrupt WQE)",
 		         qp->ibqp.qp_num, idx, w->idx, w->qpn, w->ds);

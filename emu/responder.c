@@ -33,9 +33,9 @@ static bool rq_available(struct emu_qp *qp)
 {
 	uint16_t n = (uint16_t)(rq_head(qp) - qp->eng_rq_ci);
 
-	if (n > qp->rq_wqe_cnt) {
+	if (n > qp->rq.wqe_cnt) {
 		emu_warn("QP 0x%x: RQ doorbell record %u is %u ahead of the %u-entry RQ",
-		         qp->ibqp.qp_num, rq_head(qp), n, qp->rq_wqe_cnt);
+		         qp->ibqp.qp_num, rq_head(qp), n, qp->rq.wqe_cnt);
 		return false;
 	}
 	return n > 0;
@@ -43,8 +43,7 @@ static bool rq_available(struct emu_qp *qp)
 
 static struct gnic_mlx5_data_seg *rq_wqe(struct emu_qp *qp, uint16_t idx)
 {
-	return (struct gnic_mlx5_data_seg *)(qp->rq_buf +
-	                                     (size_t)(idx & (qp->rq_wqe_cnt - 1)) * qp->rq_stride);
+	return (struct gnic_mlx5_data_seg *)emu_wq_at(&qp->rq, idx);
 }
 
 static uint32_t seg_len(const struct gnic_mlx5_data_seg *d)
@@ -59,7 +58,7 @@ static uint32_t seg_len(const struct gnic_mlx5_data_seg *d)
 static int scatter_recv(struct emu_qp *qp, const uint8_t *data, uint64_t len)
 {
 	struct gnic_mlx5_data_seg *seg = rq_wqe(qp, qp->eng_rq_ci);
-	unsigned nseg = qp->rq_stride / sizeof(*seg);
+	unsigned nseg = qp->rq.stride / sizeof(*seg);
 	uint64_t room = 0, off = 0;
 
 	for (unsigned i = 0; i < nseg && gnic_be32(seg[i].lkey) != GNIC_MLX5_INVALID_LKEY; i++)
@@ -430,7 +429,7 @@ int emu_responder_progress(struct emu_qp *qp)
 {
 	int work = 0;
 
-	if (!qp->rq_wqe_cnt)
+	if (!qp->rq.wqe_cnt)
 		return 0;
 	while (work < RQ_FLUSH_BURST && rq_available(qp)) {
 		resp_cqe(qp, 0, GNIC_MLX5_SYND_WR_FLUSH, NULL);
