@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "emu.h"
+#include "wqe.h"
 
 #define CQE_INVALID_OWN 0xF0 /* opcode INVALID, owner 0: nobody wrote it yet */
 #define CQ_CI_MASK      0xffffffu
@@ -269,28 +270,18 @@ static bool scattered(const struct gnic_mlx5_cqe64 *cqe)
  * (the WQE still lies in the SQ: it is retired after this). */
 static enum ibv_wc_status copy_to_send_wqe(struct emu_qp *qp, const struct gnic_mlx5_cqe64 *cqe)
 {
-	uint8_t wqe[GNIC_MLX5_MAX_WQE_BB * GNIC_MLX5_SEND_WQE_BB];
-	const struct gnic_mlx5_ctrl_seg *ctrl = (const void *)wqe;
-	uint16_t idx = gnic_be16(cqe->wqe_counter);
-	unsigned off = sizeof(struct gnic_mlx5_ctrl_seg) + sizeof(struct gnic_mlx5_raddr_seg);
-	unsigned ds, nbb;
-	uint8_t opcode;
+	struct emu_wqe w;
+	unsigned off;
 
-	memcpy(wqe, emu_wq_at(&qp->sq, idx), GNIC_MLX5_SEND_WQE_BB);
-	ds = gnic_be32(ctrl->qpn_ds) & 0x3f;
-	nbb = (ds * 16 + GNIC_MLX5_SEND_WQE_BB - 1) / GNIC_MLX5_SEND_WQE_BB;
-	for (unsigned i = 1; i < nbb && i < GNIC_MLX5_MAX_WQE_BB; i++) /* it may wrap */
-		memcpy(wqe + i * GNIC_MLX5_SEND_WQE_BB, emu_wq_at(&qp->sq, idx + i),
-		       GNIC_MLX5_SEND_WQE_BB);
-	opcode = (uint8_t)gnic_be32(ctrl->opmod_idx_opcode);
-	if (opcode == GNIC_MLX5_OPCODE_ATOMIC_CS || opcode == GNIC_MLX5_OPCODE_ATOMIC_FA)
-		off += sizeof(struct gnic_mlx5_atomic_seg);
-	else if (opcode != GNIC_MLX5_OPCODE_RDMA_READ)
+	emu_wqe_copy(&qp->sq, gnic_be16(cqe->wqe_counter), &w);
+	if (w.opcode != GNIC_MLX5_OPCODE_RDMA_READ && w.opcode != GNIC_MLX5_OPCODE_ATOMIC_CS &&
+	    w.opcode != GNIC_MLX5_OPCODE_ATOMIC_FA)
 		return IBV_WC_SUCCESS; /* nothing comes back for other opcodes */
-	if (ds * 16 <= off)
+	off = emu_wqe_rd_atomic_sgl(w.opcode);
+	if (w.ds * 16u <= off)
 		return IBV_WC_LOC_LEN_ERR;
-	return copy_to_segs((const void *)(wqe + off), (ds * 16 - off) / 16, (const uint8_t *)cqe,
-	                    gnic_be32(cqe->byte_cnt));
+	return copy_to_segs((const void *)(w.bytes + off), (w.ds * 16u - off) / 16,
+	                    (const uint8_t *)cqe, gnic_be32(cqe->byte_cnt));
 }
 
 static enum ibv_wc_status copy_to_recv_wqe(struct emu_qp *qp, uint32_t slot,

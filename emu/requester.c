@@ -18,26 +18,10 @@
 
 #include "emu.h"
 #include "fabric.h"
+#include "wqe.h"
 
-#define BURST         64 /* WQEs per QP per engine pass: passes stay short */
-#define ACK_EVERY     32 /* ask for an ACK at least this often */
-#define MAX_WQE_BYTES (GNIC_MLX5_MAX_WQE_BB * GNIC_MLX5_SEND_WQE_BB)
-
-/* A WQE copied out of the SQ (it may wrap) with its control fields decoded. */
-struct wqe {
-	uint8_t bytes[MAX_WQE_BYTES];
-	uint16_t idx;
-	uint8_t opcode, opmod, fm_ce_se, nbb, ds;
-	uint32_t qpn, imm;
-};
-
-/* A WQE's local buffers: at most EMU_MAX_SGE + a little slack. */
-struct sgl {
-	struct gnic_mlx5_data_seg *seg[GNIC_MLX5_MAX_DS];
-	int n;
-	const uint8_t *inl; /* inline data, or NULL */
-	uint64_t len;       /* total bytes */
-};
+#define BURST     64 /* WQEs per QP per engine pass: passes stay short */
+#define ACK_EVERY 32 /* ask for an ACK at least this often */
 
 static uint8_t *gather_buf;
 static size_t gather_cap;
@@ -130,94 +114,22 @@ static uint16_t sq_doorbell(struct emu_qp *qp)
 	return best;
 }
 
-/* ---- WQE decoding ---------------------------------------------------------- */
+/* ---- local buffers --------------------------------------------------------- */
 
-static uint8_t *sq_bb(struct emu_qp *qp, uint32_t idx)
+/* The WQE this QP posted at basic block idx (false: it did not, see wqe.h). */
+static bool fetch_wqe(struct emu_qp *qp, uint16_t idx, struct emu_wqe *w)
 {
-	return emu_wq_at(&qp->sq, idx);
-}
-
-static void decode_ctrl(struct wqe *w, const struct gnic_mlx5_ctrl_seg *c)
-{
-	uint32_t w0 = gnic_be32(c->opmod_idx_opcode), w1 = gnic_be32(c->qpn_ds);
-
-	w->opmod = w0 >> 24;
-	w->idx = (uint16_t)(w0 >> 8);
-	w->opcode = (uint8_t)w0;
-	w->qpn = w1 >> 8;
-	w->ds = w1 & 0x3f;
-	w->fm_ce_se = c->fm_ce_se;
-	w->imm = c->imm;
-	w->nbb = w->ds ? (w->ds * 16 + 63) / 64 : 1;
-}
-
-/* Copy the WQE at basic block idx out of the SQ. false: its ctrl is not a
- * WQE this QP posted at idx (doorbell beyond written WQEs, or garbage). */
-static bool fetch_wqe(struct emu_qp *qp, uint16_t idx, struct wqe *w)
-{
-	memcpy(w->bytes, sq_bb(qp, idx), GNIC_MLX5_SEND_WQE_BB);
-	decode_ctrl(w, (const struct gnic_mlx5_ctrl_seg *)w->bytes);
-	if (w->idx != idx || w->qpn != qp->ibqp.qp_num || w->ds == 0 ||
-	    w->nbb > GNIC_MLX5_MAX_WQE_BB || w->nbb > qp->sq.wqe_cnt) {
-		emu_warn("QP 0x%x: bad WQE at index %u: ctrl says index %u, QPN 0x%x, ds %u "
-		         "(doorbell rung beyond the written WQEs, or a corrupt WQE)",
-		         qp->ibqp.qp_num, idx, w->idx, w->qpn, w->ds);
-		w->idx = idx;
-		w->nbb = 1;
-		return false;
-	}
-	for (unsigned i = 1; i < w->nbb; i++)
-		memcpy(w->bytes + i * GNIC_MLX5_SEND_WQE_BB, sq_bb(qp, idx + i),
-		       GNIC_MLX5_SEND_WQE_BB);
-	return true;
-}
-
-/* Parse the data/inline segments starting at byte off of the WQE. */
-static bool parse_sgl(struct wqe *w, unsigned off, struct sgl *s)
-{
-	unsigned end = w->ds * 16u;
-
-	s->n = 0;
-	s->inl = NULL;
-	s->len = 0;
-	while (off < end) {
-		uint32_t bc = gnic_be32(*(const gnic_be32_t *)(w->bytes + off));
-
-		if (bc & GNIC_MLX5_INLINE_SEG) {
-			uint32_t len = bc & ~GNIC_MLX5_INLINE_SEG;
-
-			if (s->inl || s->n || off + 4 + len > end)
-				return false;
-			s->inl = w->bytes + off + 4;
-			s->len = len;
-			off += (4 + len + 15) & ~15u;
-			continue;
-		}
-		if (s->inl)
-			return false;
-		s->seg[s->n++] = (struct gnic_mlx5_data_seg *)(w->bytes + off);
-		/* hardware reads byte_count 0 as 2 GiB */
-		s->len += bc ? bc : 0x80000000u;
-		off += 16;
-	}
-	return true;
-}
-
-static uint32_t seg_len(const struct gnic_mlx5_data_seg *d)
-{
-	uint32_t bc = gnic_be32(d->byte_count);
-
-	return bc ? bc : 0x80000000u;
+	return emu_wqe_fetch(&qp->sq, qp->ibqp.qp_num, idx, w);
 }
 
 /* Check every local buffer; need = IBV_ACCESS_LOCAL_WRITE when we write it. */
-static uint8_t check_sgl(struct emu_qp *qp, const struct sgl *s, int need)
+static uint8_t check_sgl(struct emu_qp *qp, const struct emu_sgl *s, int need)
 {
 	for (int i = 0; i < s->n; i++) {
 		struct emu_mr *mr;
 
 		if (emu_mr_check(qp->pd, gnic_be32(s->seg[i]->lkey), gnic_be64(s->seg[i]->addr),
-		                 seg_len(s->seg[i]), need, &mr))
+		                 emu_seg_len(s->seg[i]), need, &mr))
 			return GNIC_MLX5_SYND_LOCAL_PROT;
 	}
 	return s->len > EMU_MAX_MSG_SIZE ? GNIC_MLX5_SYND_LOCAL_LENGTH : GNIC_MLX5_SYND_OK;
@@ -225,7 +137,7 @@ static uint8_t check_sgl(struct emu_qp *qp, const struct sgl *s, int need)
 
 /* The payload of a WRITE/SEND as one contiguous buffer: inline data, a single
  * host buffer as is, or everything gathered into gather_buf. */
-static const void *gather(struct emu_qp *qp, const struct sgl *s)
+static const void *gather(struct emu_qp *qp, const struct emu_sgl *s)
 {
 	static const uint8_t empty[1];
 	uint64_t off = 0;
@@ -251,7 +163,7 @@ static const void *gather(struct emu_qp *qp, const struct sgl *s)
 	}
 	for (int i = 0; i < s->n; i++) {
 		struct emu_mr *mr = emu_mr_lookup(gnic_be32(s->seg[i]->lkey));
-		uint32_t len = seg_len(s->seg[i]);
+		uint32_t len = emu_seg_len(s->seg[i]);
 
 		if (!mr || emu_mem_read(mr, gnic_be64(s->seg[i]->addr), gather_buf + off, len))
 			return NULL;
@@ -262,13 +174,14 @@ static const void *gather(struct emu_qp *qp, const struct sgl *s)
 }
 
 /* Write an answer (READ data, atomic old value) into the WQE's local buffers. */
-static uint8_t scatter(struct emu_qp *qp, const struct sgl *s, const uint8_t *data, uint64_t len)
+static uint8_t scatter(struct emu_qp *qp, const struct emu_sgl *s, const uint8_t *data,
+                       uint64_t len)
 {
 	uint64_t off = 0;
 
 	for (int i = 0; i < s->n && off < len; i++) {
 		struct emu_mr *mr;
-		uint64_t n = seg_len(s->seg[i]);
+		uint64_t n = emu_seg_len(s->seg[i]);
 
 		if (n > len - off)
 			n = len - off;
@@ -352,7 +265,7 @@ void emu_qp_enter_error(struct emu_qp *qp, const char *why)
 
 /* ---- issuing ---------------------------------------------------------------- */
 
-static struct emu_outstanding *ost_push(struct emu_qp *qp, const struct wqe *w, bool rd_atomic)
+static struct emu_outstanding *ost_push(struct emu_qp *qp, const struct emu_wqe *w, bool rd_atomic)
 {
 	struct emu_outstanding *e = ost_at(qp, qp->ost_head++);
 
@@ -369,7 +282,7 @@ static struct emu_outstanding *ost_push(struct emu_qp *qp, const struct wqe *w, 
 }
 
 /* A WQE that fails before anything is sent: its error CQE waits its turn. */
-static int fail_local(struct emu_qp *qp, const struct wqe *w, uint8_t synd)
+static int fail_local(struct emu_qp *qp, const struct emu_wqe *w, uint8_t synd)
 {
 	struct emu_outstanding *e = ost_push(qp, w, false);
 
@@ -433,7 +346,7 @@ static uint32_t max_rd_atomic(const struct emu_qp *qp)
 }
 
 /* Build and send the request for WQE w. 1 sent, 0 stalled, -1 QP failed. */
-static int issue(struct emu_qp *qp, struct wqe *w, bool last_in_burst)
+static int issue(struct emu_qp *qp, struct emu_wqe *w, bool last_in_burst)
 {
 	int type = msg_type(w->opcode);
 	unsigned off = sizeof(struct gnic_mlx5_ctrl_seg);
@@ -443,7 +356,7 @@ static int issue(struct emu_qp *qp, struct wqe *w, bool last_in_burst)
 	                    .imm = w->imm};
 	struct emu_outstanding *e;
 	const void *payload = NULL;
-	struct sgl s;
+	struct emu_sgl s;
 	uint8_t synd;
 	int ret;
 
@@ -463,7 +376,7 @@ static int issue(struct emu_qp *qp, struct wqe *w, bool last_in_burst)
 		m.operand[1] = gnic_be64(a->compare);
 		off += sizeof(*a);
 	}
-	if (off > w->ds * 16u || !parse_sgl(w, off, &s))
+	if (off > w->ds * 16u || !emu_wqe_parse_sgl(w, off, &s))
 		return fail_local(qp, w, GNIC_MLX5_SYND_LOCAL_QP_OP);
 	if (type == EMU_MSG_READ || is_atomic(type)) {
 		if (s.inl)
@@ -516,7 +429,7 @@ static int issue(struct emu_qp *qp, struct wqe *w, bool last_in_burst)
 	return 1;
 }
 
-static int issue_nop(struct emu_qp *qp, const struct wqe *w)
+static int issue_nop(struct emu_qp *qp, const struct emu_wqe *w)
 {
 	struct emu_outstanding *e = ost_push(qp, w, false);
 
@@ -533,9 +446,10 @@ static int issue_nop(struct emu_qp *qp, const struct wqe *w)
 static bool only_nops(struct emu_qp *qp, uint16_t from, uint16_t pi)
 {
 	for (int n = 0; n < BURST && from != pi; n++) {
-		struct wqe w;
+		struct emu_wqe w;
 
-		decode_ctrl(&w, (const struct gnic_mlx5_ctrl_seg *)sq_bb(qp, from));
+		emu_wqe_decode_ctrl(&w,
+		                    (const struct gnic_mlx5_ctrl_seg *)emu_wq_at(&qp->sq, from));
 		if (w.opcode != GNIC_MLX5_OPCODE_NOP || w.idx != from)
 			return false;
 		from = (uint16_t)(from + w.nbb);
@@ -615,7 +529,7 @@ static int flush_sq(struct emu_qp *qp)
 	qp->rd_atomic_out = 0;
 	pi = sq_doorbell(qp);
 	while (qp->eng_sq_ci != pi && work < BURST) {
-		struct wqe w;
+		struct emu_wqe w;
 
 		fetch_wqe(qp, qp->eng_sq_ci, &w);
 		if ((uint16_t)(pi - qp->eng_sq_ci) < w.nbb)
@@ -642,7 +556,7 @@ int emu_requester_progress(struct emu_qp *qp, uint64_t now)
 		return work;
 	pi = sq_doorbell(qp);
 	for (int n = 0; n < BURST && qp->eng_sq_ci != pi; n++) {
-		struct wqe w;
+		struct emu_wqe w;
 		int ret;
 
 		if (atomic_load(&qp->state) != IBV_QPS_RTS || now < qp->rnr_resume_ns)
@@ -711,15 +625,11 @@ static void ack_through(struct emu_qp *qp, uint32_t psn, bool inclusive)
 	}
 }
 
-static void reparse_sgl(struct emu_qp *qp, const struct emu_outstanding *e, struct wqe *w,
-                        struct sgl *s)
+static void reparse_sgl(struct emu_qp *qp, const struct emu_outstanding *e, struct emu_wqe *w,
+                        struct emu_sgl *s)
 {
-	unsigned off = sizeof(struct gnic_mlx5_ctrl_seg) + sizeof(struct gnic_mlx5_raddr_seg);
-
 	fetch_wqe(qp, e->wqe_idx, w);
-	if (e->opcode == GNIC_MLX5_OPCODE_ATOMIC_CS || e->opcode == GNIC_MLX5_OPCODE_ATOMIC_FA)
-		off += sizeof(struct gnic_mlx5_atomic_seg);
-	if (!parse_sgl(w, off, s))
+	if (!emu_wqe_parse_sgl(w, emu_wqe_rd_atomic_sgl(e->opcode), s))
 		s->n = 0;
 }
 
@@ -736,8 +646,8 @@ static bool on_data(struct emu_qp *qp, struct emu_outstanding *e, const struct e
                     const void *payload)
 {
 	uint64_t want = e->rd_atomic && e->opcode == GNIC_MLX5_OPCODE_RDMA_READ ? e->byte_cnt : 8;
-	struct wqe w;
-	struct sgl s;
+	struct emu_wqe w;
+	struct emu_sgl s;
 
 	if (m->type == EMU_MSG_READ_RESP ? e->opcode != GNIC_MLX5_OPCODE_RDMA_READ
 	                                 : e->opcode == GNIC_MLX5_OPCODE_RDMA_READ) {

@@ -14,6 +14,7 @@
 
 #include "emu.h"
 #include "fabric.h"
+#include "wqe.h"
 
 #define RQ_FLUSH_BURST 64
 #define NEED_DATA      0x100 /* not a syndrome: the request's data is not here */
@@ -46,13 +47,6 @@ static struct gnic_mlx5_data_seg *rq_wqe(struct emu_qp *qp, uint16_t idx)
 	return (struct gnic_mlx5_data_seg *)emu_wq_at(&qp->rq, idx);
 }
 
-static uint32_t seg_len(const struct gnic_mlx5_data_seg *d)
-{
-	uint32_t bc = gnic_be32(d->byte_count);
-
-	return bc ? bc : 0x80000000u; /* hardware reads 0 as 2 GiB */
-}
-
 /* Scatter a SEND's payload into the RQ WQE at eng_rq_ci. A syndrome, or
  * NEED_DATA when the data is not there (nothing done). */
 static int scatter_recv(struct emu_qp *qp, const uint8_t *data, uint64_t len)
@@ -62,13 +56,13 @@ static int scatter_recv(struct emu_qp *qp, const uint8_t *data, uint64_t len)
 	uint64_t room = 0, off = 0;
 
 	for (unsigned i = 0; i < nseg && gnic_be32(seg[i].lkey) != GNIC_MLX5_INVALID_LKEY; i++)
-		room += seg_len(&seg[i]);
+		room += emu_seg_len(&seg[i]);
 	if (len > room)
 		return GNIC_MLX5_SYND_LOCAL_LENGTH;
 	if (len && !data)
 		return NEED_DATA;
 	for (unsigned i = 0; i < nseg && off < len; i++) {
-		uint64_t n = seg_len(&seg[i]);
+		uint64_t n = emu_seg_len(&seg[i]);
 		struct emu_mr *mr;
 
 		if (n > len - off)
