@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include "gnic/gnic_mlx5.h"
+#include "qp_ops.h"
 #include "wq.h"
 
 #define EMU_EXPORT        __attribute__((visibility("default")))
@@ -159,6 +160,7 @@ struct emu_cq {
 /* One QP: verbs-side fields, hardware buffers, then engine-only state. */
 struct emu_qp {
 	struct ibv_qp ibqp;
+	const struct emu_qp_ops *ops; /* its type's engine behaviour (qp_ops.h) */
 	struct emu_context *ctx;
 	struct emu_pd *pd;
 	struct emu_cq *scq, *rcq;
@@ -282,9 +284,10 @@ void *emu_alloc_pages(size_t size); /* zeroed, whole pages of its own; NULL on f
 int emu_engine_start(void); /* with the first open context */
 void emu_engine_stop(void); /* with the last close */
 void emu_engine_kick(void); /* software rang a doorbell: wake the engine */
-/* Called by qp.c with nic.lock held. qp_add allocates the engine's per-QP
- * state (0 or -errno); qp_state runs after the verbs side committed a state
- * change (RESET clears engine state, RTR attaches the fabric, RTS arms the
+/* Called by qp.c with nic.lock held; each goes to the QP type's table
+ * (qp_ops.h). qp_add allocates the engine's per-QP state (0 or -errno);
+ * qp_state runs after the verbs side committed a state change (for RC:
+ * RESET clears engine state, RTR attaches the fabric, RTS arms the
  * requester, ERR starts the flush). */
 int emu_engine_qp_add(struct emu_qp *qp);
 void emu_engine_qp_remove(struct emu_qp *qp);
@@ -310,25 +313,9 @@ bool emu_cqe_write(struct emu_cq *cq, const struct emu_cqe_info *info);
  * and reset of that QP, like mlx5's cq clean). Called with nic.lock held. */
 void emu_cq_clean(struct emu_cq *cq, uint32_t qpn);
 
-/* requester.c: drain rung WQEs, timers, responses. Returns work done. */
-int emu_requester_progress(struct emu_qp *qp, uint64_t now_ns);
-void emu_requester_reset(struct emu_qp *qp);
-/* A response or request whose data the fabric has not buffered (a large
- * message: payload NULL, m->len > 0) is carried out only as far as it goes
- * without its data: refused, dropped, answered as a duplicate or RNR-NAKed,
- * and then true is returned (the fabric skips the data as it arrives). false
- * means it would need its data: nothing was done, and it comes again with
- * the data. With the payload these return true. */
-struct emu_msg;
-bool emu_requester_on_response(struct emu_qp *qp, const struct emu_msg *m, const void *payload);
+/* qp.c: the engine's own state change (any QP type): to ERR, logging why
+ * the first time. */
 void emu_qp_enter_error(struct emu_qp *qp, const char *why);
-
-/* responder.c: execute one request; the reply goes back through reply(). */
-struct emu_reply_path;
-bool emu_responder_on_request(struct emu_reply_path *from, const struct emu_msg *m,
-                              const void *payload);
-int emu_responder_progress(struct emu_qp *qp); /* flush receives in ERR */
-void emu_responder_reset(struct emu_qp *qp);
 
 /* mr.c: key and bounds checks shared by requester and responder. */
 enum { EMU_MR_BAD_KEY = -1, EMU_MR_BAD_RANGE = -2 }; /* emu_mr_check() failures */

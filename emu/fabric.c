@@ -809,34 +809,50 @@ static size_t in_room(struct emu_conn *c)
 	return c->in.cap - c->in.tail;
 }
 
+/* Request m for a QP of this process goes to its type's responder. Like a
+ * wire: a request for a QP that does not exist is dropped. */
+static bool deliver_request(struct emu_reply_path *from, const struct emu_msg *m,
+                            const void *payload)
+{
+	struct emu_qp *qp = emu_qp_lookup(m->dst_qpn);
+
+	if (!qp) {
+		emu_dbg("request type %u psn %u for QP 0x%x dropped: no such QP", m->type, m->psn,
+		        m->dst_qpn);
+		return true;
+	}
+	return qp->ops->on_request(qp, from, m, payload);
+}
+
+/* A response for a QP that is gone, or that talks to someone else now, is
+ * dropped like a stray packet (true: nothing more to do with it). */
+static bool deliver_response(struct emu_conn *c, const struct emu_msg *m, const void *payload)
+{
+	struct emu_qp *qp = emu_qp_lookup(m->dst_qpn);
+
+	return !qp || qp->conn != c || qp->ops->on_response(qp, m, payload);
+}
+
 static void dispatch(struct emu_conn *c, const struct emu_msg *m, const void *payload)
 {
 	struct emu_reply_path path = {.conn = c, .peer_gid = &c->peer_gid};
-	struct emu_qp *qp;
 
-	if (emu_wire_is_request(m->type)) {
-		emu_responder_on_request(&path, m, payload);
-		return;
-	}
-	/* A response for a QP that is gone, or that talks to someone else now,
-	 * is dropped like a stray packet. */
-	qp = emu_qp_lookup(m->dst_qpn);
-	if (qp && qp->conn == c)
-		emu_requester_on_response(qp, m, payload);
+	if (emu_wire_is_request(m->type))
+		deliver_request(&path, m, payload);
+	else
+		deliver_response(c, m, payload);
 }
 
 /* A large message's header is in, its data is not: offer the header alone
- * (emu_requester_on_response() says how). true: it was handled without
- * the data, which is then dropped as it arrives. */
+ * (emu_requester_on_response() in rc.h says how). true: it was handled
+ * without the data, which is then dropped as it arrives. */
 static bool take_header(struct emu_conn *c, const struct emu_msg *m)
 {
 	struct emu_reply_path path = {.conn = c, .peer_gid = &c->peer_gid};
-	struct emu_qp *qp;
 
 	if (emu_wire_is_request(m->type))
-		return emu_responder_on_request(&path, m, NULL);
-	qp = emu_qp_lookup(m->dst_qpn);
-	return !qp || qp->conn != c || emu_requester_on_response(qp, m, NULL);
+		return deliver_request(&path, m, NULL);
+	return deliver_response(c, m, NULL);
 }
 
 /* The message at the input's head was handled from its header: drop the
@@ -1551,7 +1567,7 @@ static int send_local(struct emu_qp *qp, const struct emu_msg *m, const void *pa
 	peer = emu_qp_lookup(qp->dest_qpn);
 	if (!peer || !peer->ctx || peer->ctx->dev != dev)
 		return 0;
-	emu_responder_on_request(&path, m, payload);
+	peer->ops->on_request(peer, &path, m, payload);
 	return 0;
 }
 
@@ -1589,7 +1605,7 @@ int emu_fabric_reply(struct emu_reply_path *path, const struct emu_msg *m, const
 	    (emu_wire_payload_len(m) && !payload))
 		return -EINVAL;
 	if (path->local) {
-		emu_requester_on_response(path->local, m, payload);
+		path->local->ops->on_response(path->local, m, payload);
 		return 0;
 	}
 	if (!path->conn)

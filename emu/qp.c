@@ -201,6 +201,7 @@ static void init_ibqp(struct emu_qp *qp, const struct ibv_qp_init_attr_ex *a)
 	qp->ibqp.recv_cq = a->recv_cq;
 	qp->ibqp.state = IBV_QPS_RESET;
 	qp->ibqp.qp_type = IBV_QPT_RC;
+	qp->ops = &emu_rc_qp_ops;
 	pthread_mutex_init(&qp->ibqp.mutex, NULL);
 	pthread_cond_init(&qp->ibqp.cond, NULL);
 	emu_wq_init_lock(&qp->sq);
@@ -549,6 +550,14 @@ static void commit_state(struct emu_qp *qp, int old, int next)
 	emu_engine_qp_state(qp, old);
 	if (next == IBV_QPS_RESET)
 		reset_attr(qp);
+}
+
+void emu_qp_enter_error(struct emu_qp *qp, const char *why)
+{
+	int old = atomic_exchange(&qp->state, IBV_QPS_ERR);
+
+	if (old != IBV_QPS_ERR)
+		emu_info("QP 0x%x enters ERR: %s", qp->ibqp.qp_num, why);
 }
 
 EMU_EXPORT int gemu_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)

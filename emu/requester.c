@@ -18,6 +18,7 @@
 
 #include "emu.h"
 #include "fabric.h"
+#include "rc.h"
 #include "wqe.h"
 
 #define BURST     64 /* WQEs per QP per engine pass: passes stay short */
@@ -253,14 +254,6 @@ static void retire(struct emu_qp *qp)
 		qp->retries_left = qp->attr.retry_cnt;
 		arm_timer(qp, emu_now_ns());
 	}
-}
-
-void emu_qp_enter_error(struct emu_qp *qp, const char *why)
-{
-	int old = atomic_exchange(&qp->state, IBV_QPS_ERR);
-
-	if (old != IBV_QPS_ERR)
-		emu_info("QP 0x%x enters ERR: %s", qp->ibqp.qp_num, why);
 }
 
 /* ---- issuing ---------------------------------------------------------------- */

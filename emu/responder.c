@@ -14,6 +14,7 @@
 
 #include "emu.h"
 #include "fabric.h"
+#include "rc.h"
 #include "wqe.h"
 
 #define RQ_FLUSH_BURST 64
@@ -386,11 +387,10 @@ static void duplicate(struct emu_reply_path *to, struct emu_qp *qp, const struct
 	}
 }
 
-bool emu_responder_on_request(struct emu_reply_path *from, const struct emu_msg *m,
-                              const void *payload)
+bool emu_responder_on_request(struct emu_qp *qp, struct emu_reply_path *from,
+                              const struct emu_msg *m, const void *payload)
 {
-	struct emu_qp *qp = emu_qp_lookup(m->dst_qpn);
-	int state = qp ? atomic_load(&qp->state) : IBV_QPS_RESET;
+	int state = atomic_load(&qp->state);
 	int32_t d;
 
 	emu_dbg("QP 0x%x: request type %u psn %u len %u from QP 0x%x", m->dst_qpn, m->type, m->psn,
