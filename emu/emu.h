@@ -3,14 +3,16 @@
  * gnic-emu internals: the objects of the emulated NIC and the interfaces
  * between its three sides.
  *
- *   verbs side (device.c pd.c mr.c cq.c qp.c post.c channel.c): what the
- *       rdma-core mlx5 provider does in user space. It writes WQE bytes into
- *       the SQ/RQ buffers, updates doorbell records, writes the doorbell
+ *   verbs side (device.c pd.c mr.c cq.c qp.c wq.c post.c channel.c): what
+ *       the rdma-core mlx5 provider does in user space. It writes WQE bytes
+ *       into the SQ/RQ buffers, updates doorbell records, writes the doorbell
  *       register and parses CQEs. It never executes anything.
- *   engine (engine.c requester.c responder.c cqe.c): the NIC's processor. Its
- *       only inputs are WQE bytes + doorbells (written by the verbs side or by
- *       a GPU thread through mlx5dv) and fabric messages; its only outputs are
- *       CQE bytes, target memory and fabric messages.
+ *   engine (engine.c, wqe.c, cqe.c, and per QP type an ops table: RC's is
+ *       rc.c over requester.c responder.c): the NIC's processor. Its only
+ *       inputs are WQE bytes + doorbells (written by the verbs side or by a
+ *       GPU thread through mlx5dv) and fabric messages; its only outputs are
+ *       CQE bytes, target memory and fabric messages. The engine and the
+ *       fabric reach a QP only through its type's table (qp_ops.h).
  *   fabric (fabric.c): carries requests and responses between QPs: a direct
  *       call when both QPs live in this process, TCP otherwise.
  *
@@ -157,76 +159,6 @@ struct emu_cq {
 	uint32_t comp_events_reported; /* handed out by get_cq_event (under ibcq.mutex) */
 };
 
-/* One QP: verbs-side fields, hardware buffers, then engine-only state. */
-struct emu_qp {
-	struct ibv_qp ibqp;
-	const struct emu_qp_ops *ops; /* its type's engine behaviour (qp_ops.h) */
-	struct emu_context *ctx;
-	struct emu_pd *pd;
-	struct emu_cq *scq, *rcq;
-
-	/* hardware layout (page-aligned host memory) */
-	void *buf; /* RQ at offset 0, SQ after it (like mlx5) */
-	size_t buf_size;
-	/* the work queues (wq.h says who touches which field): the SQ's
-	 * entries are 64-byte basic blocks, the RQ's are WQEs of a power-of-two
-	 * stride >= 16; either may have none (wqe_cnt 0, stride 1, and an RQ's
-	 * buf NULL then) */
-	struct emu_wq sq, rq;
-	__be32 *dbrec;             /* own page: [0] RQ head, [1] SQ producer */
-	void *uar;                 /* own page: doorbell register at +0x800 */
-	volatile uint64_t *bf_reg; /* uar + GNIC_MLX5_BF_OFFSET, two halves */
-
-	/* verbs side (post.c / cq.c poll); sq.lock guards the sq_* fields */
-	uint32_t *sq_wqe_end;                       /* sq.head after that WQE: tail on retire */
-	uint8_t *sq_opcode;                         /* ibv_wc_opcode of that WQE */
-	uint32_t bf_offset;                         /* alternates 0 / GNIC_MLX5_BF_SIZE */
-	int max_send_sge, max_recv_sge, max_inline; /* what post_* allows */
-	bool sq_sig_all;
-	bool dv_owned; /* mlx5dv_init_obj was called */
-	/* scatter-to-CQE (on by default, as rdma-core creates QPs): SEND data of
-	 * up to 32 bytes lands in the receive CQE, READ/atomic data of up to 32
-	 * bytes in the send CQE (requester: sq_sig_all or ALLOW only), and not
-	 * in memory; the provider's poll_cq copies it out */
-	bool scat_recv, scat_req;
-
-	/* attributes (written under nic.lock by modify_qp) */
-	_Atomic int state;       /* enum ibv_qp_state; engine may set ERR */
-	struct ibv_qp_attr attr; /* last values set through modify_qp */
-	union ibv_gid dgid;
-	uint32_t dest_qpn;
-
-	/* engine side: requester */
-	uint16_t eng_sq_ci;          /* next basic block to fetch */
-	uint16_t db_pi;              /* newest producer index rung */
-	uint32_t db_last_rec;        /* raw doorbell record / register halves last seen: */
-	uint64_t db_last_reg[2];     /* only a changed value is a new doorbell */
-	uint32_t psn_next;           /* next request sequence number */
-	struct emu_outstanding *ost; /* ring of sq.wqe_cnt entries */
-	uint32_t ost_head, ost_tail; /* tail = oldest unanswered */
-	uint32_t rd_atomic_out;      /* outstanding READ/ATOMIC */
-	uint64_t timer_deadline_ns;  /* retransmit when the oldest waits this long */
-	int retries_left, rnr_retries_left;
-	uint64_t rnr_resume_ns; /* after an RNR NAK: resend at this time */
-	bool sq_stalled;        /* a local error waits in ost: fetch nothing more */
-	/* engine side: responder */
-	uint16_t eng_rq_ci; /* next RQ WQE to consume */
-	uint32_t psn_expected;
-	struct emu_atomic_result { /* answers of recent atomics, for duplicates */
-		uint32_t psn;
-		uint64_t old;
-	} atomic_cache[EMU_MAX_RD_ATOMIC];
-	/* fabric */
-	struct emu_conn *conn;     /* requests leave here (NULL: local peer) */
-	struct emu_qp *local_peer; /* peer QP when it lives in this process */
-
-	/* diagnostics: last error seen by the engine, for libgnic's error query */
-	struct {
-		uint8_t syndrome, vendor_syndrome, opcode;
-		uint16_t wqe_counter;
-	} last_err;
-};
-
 /* One request the requester sent and awaits an answer for. */
 struct emu_outstanding {
 	uint32_t psn;
@@ -240,6 +172,95 @@ struct emu_outstanding {
 	uint32_t byte_cnt; /* message length, for the CQE */
 	uint8_t inl_len;   /* requester scatter-to-CQE: data for the CQE */
 	uint8_t inl[GNIC_MLX5_SCATTER_32_MAX];
+};
+
+/* The requester's state (RC: requester.c), the engine's own. */
+struct emu_req_state {
+	uint16_t sq_ci;              /* next basic block to fetch */
+	uint16_t db_pi;              /* newest producer index rung */
+	uint32_t db_last_rec;        /* raw doorbell record / register halves last seen: */
+	uint64_t db_last_reg[2];     /* only a changed value is a new doorbell */
+	uint32_t psn_next;           /* next request sequence number */
+	struct emu_outstanding *ost; /* ring of sq.wqe_cnt entries */
+	uint32_t ost_head, ost_tail; /* tail = oldest unanswered */
+	uint32_t rd_atomic_out;      /* outstanding READ/ATOMIC */
+	uint64_t timer_deadline_ns;  /* retransmit when the oldest waits this long */
+	int retries_left, rnr_retries_left;
+	uint64_t rnr_resume_ns; /* after an RNR NAK: resend at this time */
+	bool sq_stalled;        /* a local error waits in ost: fetch nothing more */
+};
+
+/* The responder's state (RC: responder.c), the engine's own. */
+struct emu_resp_state {
+	uint16_t rq_ci; /* next RQ WQE to consume */
+	uint32_t psn_expected;
+	struct emu_atomic_result { /* answers of recent atomics, for duplicates */
+		uint32_t psn;
+		uint64_t old;
+	} atomic_cache[EMU_MAX_RD_ATOMIC];
+};
+
+/* One QP, by concern; each group says who writes it and under what. The
+ * engine runs with nic.lock held; the data path (post_*, poll_cq) never
+ * takes it and meets the engine only in the hardware layout. */
+struct emu_qp {
+	/* identity: set at creation, read by everyone; the references it holds
+	 * (pd, CQs) are counted under nic.lock */
+	struct ibv_qp ibqp;
+	const struct emu_qp_ops *ops; /* its type's engine behaviour (qp_ops.h) */
+	struct emu_context *ctx;
+	struct emu_pd *pd;
+	struct emu_cq *scq, *rcq;
+
+	/* hardware layout (page-aligned host memory), allocated at creation:
+	 * written by the verbs side or a GPU thread through mlx5dv, read by the
+	 * engine, which sees a WQE through the doorbell that follows it (acquire
+	 * loads of dbrec and the register: post.c says the order) */
+	void *buf; /* RQ at offset 0, SQ after it (like mlx5) */
+	size_t buf_size;
+	/* the work queues (wq.h says who touches which field): the SQ's
+	 * entries are 64-byte basic blocks, the RQ's are WQEs of a power-of-two
+	 * stride >= 16; either may have none (wqe_cnt 0, stride 1, and an RQ's
+	 * buf NULL then) */
+	struct emu_wq sq, rq;
+	__be32 *dbrec;             /* own page: [0] RQ head, [1] SQ producer */
+	void *uar;                 /* own page: doorbell register at +0x800 */
+	volatile uint64_t *bf_reg; /* uar + GNIC_MLX5_BF_OFFSET, two halves */
+
+	/* verbs side (post.c / cq.c poll); sq.lock guards the sq_* fields and
+	 * bf_offset, poll_cq reads an entry's after its CQE; the rest is set
+	 * at creation (scat_* are read by the engine too) */
+	uint32_t *sq_wqe_end;                       /* sq.head after that WQE: tail on retire */
+	uint8_t *sq_opcode;                         /* ibv_wc_opcode of that WQE */
+	uint32_t bf_offset;                         /* alternates 0 / GNIC_MLX5_BF_SIZE */
+	int max_send_sge, max_recv_sge, max_inline; /* what post_* allows */
+	bool sq_sig_all;
+	bool dv_owned; /* mlx5dv_init_obj was called */
+	/* scatter-to-CQE (on by default, as rdma-core creates QPs): SEND data of
+	 * up to 32 bytes lands in the receive CQE, READ/atomic data of up to 32
+	 * bytes in the send CQE (requester: sq_sig_all or ALLOW only), and not
+	 * in memory; the provider's poll_cq copies it out */
+	bool scat_recv, scat_req;
+
+	/* attributes: written under nic.lock by modify_qp; state also by the
+	 * engine (to ERR) and read by the data path, hence atomic */
+	_Atomic int state;       /* enum ibv_qp_state; engine may set ERR */
+	struct ibv_qp_attr attr; /* last values set through modify_qp */
+	union ibv_gid dgid;
+	uint32_t dest_qpn;
+
+	/* engine state: the engine thread's under nic.lock, set up by the
+	 * type's add() and state_change() (control path, nic.lock) */
+	struct emu_req_state req;
+	struct emu_resp_state resp;
+	/* diagnostics: last error seen by the engine, for libgnic's error query */
+	struct {
+		uint8_t syndrome, vendor_syndrome, opcode;
+		uint16_t wqe_counter;
+	} last_err;
+
+	/* fabric (fabric.c): the engine's, under nic.lock; set at RTR */
+	struct emu_conn *conn; /* requests leave here (NULL: local peer) */
 };
 
 struct emu_channel {

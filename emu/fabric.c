@@ -1550,7 +1550,6 @@ void emu_fabric_detach(struct emu_qp *qp)
 		return;
 	c = qp->conn;
 	qp->conn = NULL;
-	qp->local_peer = NULL;
 	if (c && --c->refs == 0)
 		conn_retire(c);
 }

@@ -19,8 +19,9 @@ static void rc_reset(struct emu_qp *qp)
 
 static int rc_add(struct emu_qp *qp)
 {
-	qp->ost = calloc(qp->sq.wqe_cnt ? qp->sq.wqe_cnt : 1, sizeof(*qp->ost)); /* no SQ: unused */
-	if (!qp->ost)
+	qp->req.ost =
+	    calloc(qp->sq.wqe_cnt ? qp->sq.wqe_cnt : 1, sizeof(*qp->req.ost)); /* no SQ: unused */
+	if (!qp->req.ost)
 		return -ENOMEM;
 	rc_reset(qp);
 	return 0;
@@ -29,8 +30,8 @@ static int rc_add(struct emu_qp *qp)
 static void rc_remove(struct emu_qp *qp)
 {
 	emu_fabric_detach(qp);
-	free(qp->ost);
-	qp->ost = NULL;
+	free(qp->req.ost);
+	qp->req.ost = NULL;
 }
 
 static void rc_state_change(struct emu_qp *qp, enum ibv_qp_state old_state)
@@ -45,7 +46,7 @@ static void rc_state_change(struct emu_qp *qp, enum ibv_qp_state old_state)
 	case IBV_QPS_RTR:
 		if (old_state != IBV_QPS_INIT)
 			break;
-		qp->psn_expected = qp->attr.rq_psn & 0xffffff;
+		qp->resp.psn_expected = qp->attr.rq_psn & 0xffffff;
 		if (emu_fabric_attach(qp))
 			emu_warn("QP 0x%x: destination GID is not a gnic-emu address; requests "
 			         "to QP 0x%x will time out",
@@ -54,9 +55,9 @@ static void rc_state_change(struct emu_qp *qp, enum ibv_qp_state old_state)
 	case IBV_QPS_RTS:
 		if (old_state != IBV_QPS_RTR)
 			break;
-		qp->psn_next = qp->attr.sq_psn & 0xffffff;
-		qp->retries_left = qp->attr.retry_cnt;
-		qp->rnr_retries_left = qp->attr.rnr_retry;
+		qp->req.psn_next = qp->attr.sq_psn & 0xffffff;
+		qp->req.retries_left = qp->attr.retry_cnt;
+		qp->req.rnr_retries_left = qp->attr.rnr_retry;
 		break;
 	default:
 		break;

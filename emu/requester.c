@@ -3,7 +3,7 @@
  * The requester: turns rung send WQEs into fabric requests and responses into
  * requester CQEs.
  *
- * Every WQE taken from the SQ gets an entry in qp->ost (in SQ order). An entry
+ * Every WQE taken from the SQ gets an entry in qp->req.ost (in SQ order). An entry
  * is "done" when its answer arrived (or, for NOP and local errors, at once);
  * retire() walks the done prefix and writes CQEs, so CQEs stay in posting
  * order whatever order answers come in. Requests carry a sequence number
@@ -34,12 +34,12 @@ static uint32_t mask(const struct emu_qp *qp)
 
 static struct emu_outstanding *ost_at(struct emu_qp *qp, uint32_t n)
 {
-	return &qp->ost[n & mask(qp)];
+	return &qp->req.ost[n & mask(qp)];
 }
 
 static bool ost_empty(const struct emu_qp *qp)
 {
-	return qp->ost_tail == qp->ost_head;
+	return qp->req.ost_tail == qp->req.ost_head;
 }
 
 static uint64_t timeout_ns(const struct emu_qp *qp)
@@ -65,7 +65,7 @@ static uint64_t rnr_delay_ns(uint8_t code)
  * and newer than what we had. */
 static void consider(const struct emu_qp *qp, uint16_t x, uint16_t *best)
 {
-	uint16_t ci = qp->eng_sq_ci, dist = (uint16_t)(x - ci);
+	uint16_t ci = qp->req.sq_ci, dist = (uint16_t)(x - ci);
 
 	if (dist && dist <= qp->sq.wqe_cnt && dist > (uint16_t)(*best - ci))
 		*best = x;
@@ -93,12 +93,12 @@ static uint16_t sq_doorbell(struct emu_qp *qp)
 {
 	uint32_t rec = atomic_load_explicit((_Atomic uint32_t *)&qp->dbrec[GNIC_MLX5_SND_DBR],
 	                                    memory_order_acquire);
-	uint16_t best = qp->db_pi;
+	uint16_t best = qp->req.db_pi;
 
-	if ((uint16_t)(best - qp->eng_sq_ci) > qp->sq.wqe_cnt)
-		best = qp->eng_sq_ci; /* after a rewind: nothing known ahead */
-	if (rec != qp->db_last_rec) {
-		qp->db_last_rec = rec;
+	if ((uint16_t)(best - qp->req.sq_ci) > qp->sq.wqe_cnt)
+		best = qp->req.sq_ci; /* after a rewind: nothing known ahead */
+	if (rec != qp->req.db_last_rec) {
+		qp->req.db_last_rec = rec;
 		consider(qp, (uint16_t)gnic_be32(rec), &best);
 	}
 	for (int half = 0; half < 2; half++) {
@@ -106,12 +106,12 @@ static uint16_t sq_doorbell(struct emu_qp *qp)
 		    (const _Atomic uint64_t *)((uint8_t *)qp->bf_reg + half * GNIC_MLX5_BF_SIZE);
 		uint64_t v = atomic_load_explicit(reg, memory_order_acquire);
 
-		if (v != qp->db_last_reg[half]) {
-			qp->db_last_reg[half] = v;
+		if (v != qp->req.db_last_reg[half]) {
+			qp->req.db_last_reg[half] = v;
 			consider(qp, reg_pi(v), &best);
 		}
 	}
-	qp->db_pi = best;
+	qp->req.db_pi = best;
 	return best;
 }
 
@@ -224,7 +224,7 @@ static void req_cqe(struct emu_qp *qp, const struct emu_outstanding *e, uint8_t 
 
 static void arm_timer(struct emu_qp *qp, uint64_t now)
 {
-	qp->timer_deadline_ns = ost_empty(qp) ? 0 : now + timeout_ns(qp);
+	qp->req.timer_deadline_ns = ost_empty(qp) ? 0 : now + timeout_ns(qp);
 }
 
 /* Write CQEs for the done prefix of the outstanding ring, in SQ order. */
@@ -233,13 +233,13 @@ static void retire(struct emu_qp *qp)
 	bool progressed = false;
 
 	while (!ost_empty(qp)) {
-		struct emu_outstanding *e = ost_at(qp, qp->ost_tail);
+		struct emu_outstanding *e = ost_at(qp, qp->req.ost_tail);
 
 		if (!e->done)
 			break;
 		if (e->rd_atomic)
-			qp->rd_atomic_out--;
-		qp->ost_tail++;
+			qp->req.rd_atomic_out--;
+		qp->req.ost_tail++;
 		progressed = true;
 		if (e->syndrome) {
 			record_error(qp, e->syndrome, e->opcode, e->wqe_idx);
@@ -251,7 +251,7 @@ static void retire(struct emu_qp *qp)
 			req_cqe(qp, e, GNIC_MLX5_SYND_OK);
 	}
 	if (progressed) {
-		qp->retries_left = qp->attr.retry_cnt;
+		qp->req.retries_left = qp->attr.retry_cnt;
 		arm_timer(qp, emu_now_ns());
 	}
 }
@@ -260,7 +260,7 @@ static void retire(struct emu_qp *qp)
 
 static struct emu_outstanding *ost_push(struct emu_qp *qp, const struct emu_wqe *w, bool rd_atomic)
 {
-	struct emu_outstanding *e = ost_at(qp, qp->ost_head++);
+	struct emu_outstanding *e = ost_at(qp, qp->req.ost_head++);
 
 	memset(e, 0, sizeof(*e));
 	e->wqe_idx = w->idx;
@@ -268,9 +268,9 @@ static struct emu_outstanding *ost_push(struct emu_qp *qp, const struct emu_wqe 
 	e->opcode = w->opcode;
 	e->fm_ce_se = w->fm_ce_se;
 	e->rd_atomic = rd_atomic;
-	e->psn = qp->psn_next;
+	e->psn = qp->req.psn_next;
 	if (rd_atomic)
-		qp->rd_atomic_out++;
+		qp->req.rd_atomic_out++;
 	return e;
 }
 
@@ -281,8 +281,8 @@ static int fail_local(struct emu_qp *qp, const struct emu_wqe *w, uint8_t synd)
 
 	e->done = true;
 	e->syndrome = synd;
-	qp->eng_sq_ci = (uint16_t)(w->idx + w->nbb);
-	qp->sq_stalled = true;
+	qp->req.sq_ci = (uint16_t)(w->idx + w->nbb);
+	qp->req.sq_stalled = true;
 	retire(qp);
 	return -1;
 }
@@ -329,7 +329,7 @@ static bool fence_allows(const struct emu_qp *qp, uint8_t fm_ce_se)
 	case GNIC_MLX5_FM_STRONG:
 		return ost_empty(qp);
 	default: /* small fence, fence, small+fence: wait for READ/ATOMIC */
-		return qp->rd_atomic_out == 0;
+		return qp->req.rd_atomic_out == 0;
 	}
 }
 
@@ -379,7 +379,7 @@ static int issue(struct emu_qp *qp, struct emu_wqe *w, bool last_in_burst)
 		synd = check_sgl(qp, &s, IBV_ACCESS_LOCAL_WRITE);
 		if (synd)
 			return fail_local(qp, w, synd);
-		if (qp->rd_atomic_out >= max_rd_atomic(qp))
+		if (qp->req.rd_atomic_out >= max_rd_atomic(qp))
 			return 0;
 		m.operand[0] = type == EMU_MSG_READ ? s.len : m.operand[0];
 	} else {
@@ -394,28 +394,28 @@ static int issue(struct emu_qp *qp, struct emu_wqe *w, bool last_in_burst)
 	if (w->fm_ce_se & GNIC_MLX5_CTRL_SOLICITED)
 		m.flags |= EMU_MSG_F_SOLICITED;
 	if ((w->fm_ce_se & GNIC_MLX5_CTRL_CQ_UPDATE) || last_in_burst ||
-	    qp->psn_next % ACK_EVERY == 0)
+	    qp->req.psn_next % ACK_EVERY == 0)
 		m.flags |= EMU_MSG_F_ACKREQ;
-	m.psn = qp->psn_next;
+	m.psn = qp->req.psn_next;
 
 	/* Commit before sending: an in-process peer answers inside the call. */
 	e = ost_push(qp, w, type == EMU_MSG_READ || is_atomic(type));
 	e->byte_cnt = (uint32_t)s.len;
-	qp->psn_next++;
-	qp->eng_sq_ci = (uint16_t)(w->idx + w->nbb);
-	if (!qp->timer_deadline_ns)
+	qp->req.psn_next++;
+	qp->req.sq_ci = (uint16_t)(w->idx + w->nbb);
+	if (!qp->req.timer_deadline_ns)
 		arm_timer(qp, emu_now_ns());
 	ret = emu_fabric_send(qp, &m, payload);
 	emu_dbg("QP 0x%x: WQE %u psn %u type %u sent (%d)", qp->ibqp.qp_num, w->idx, m.psn, type,
 	        ret);
 	if (ret == -EAGAIN) { /* output full: take it back, retry later */
-		qp->ost_head--;
-		qp->psn_next--;
-		qp->eng_sq_ci = w->idx;
+		qp->req.ost_head--;
+		qp->req.psn_next--;
+		qp->req.sq_ci = w->idx;
 		if (e->rd_atomic)
-			qp->rd_atomic_out--;
+			qp->req.rd_atomic_out--;
 		if (ost_empty(qp))
-			qp->timer_deadline_ns = 0;
+			qp->req.timer_deadline_ns = 0;
 		return 0;
 	}
 	/* -ENOTCONN: the request is lost on the wire; the timer resends it */
@@ -427,7 +427,7 @@ static int issue_nop(struct emu_qp *qp, const struct emu_wqe *w)
 	struct emu_outstanding *e = ost_push(qp, w, false);
 
 	e->done = true;
-	qp->eng_sq_ci = (uint16_t)(w->idx + w->nbb);
+	qp->req.sq_ci = (uint16_t)(w->idx + w->nbb);
 	retire(qp);
 	return 1;
 }
@@ -453,14 +453,14 @@ static bool only_nops(struct emu_qp *qp, uint16_t from, uint16_t pi)
 /* Go back to the oldest unanswered WQE and send everything from there again. */
 static void rewind_to_tail(struct emu_qp *qp)
 {
-	struct emu_outstanding *e = ost_at(qp, qp->ost_tail);
+	struct emu_outstanding *e = ost_at(qp, qp->req.ost_tail);
 
-	qp->eng_sq_ci = e->wqe_idx;
-	qp->psn_next = e->psn;
-	qp->ost_head = qp->ost_tail;
-	qp->rd_atomic_out = 0;
-	qp->sq_stalled = false;
-	qp->timer_deadline_ns = 0;
+	qp->req.sq_ci = e->wqe_idx;
+	qp->req.psn_next = e->psn;
+	qp->req.ost_head = qp->req.ost_tail;
+	qp->req.rd_atomic_out = 0;
+	qp->req.sq_stalled = false;
+	qp->req.timer_deadline_ns = 0;
 }
 
 /* Judged against what the fabric has heard, not the bare clock: an answer
@@ -469,13 +469,13 @@ static int check_timer(struct emu_qp *qp, uint64_t now)
 {
 	struct emu_outstanding *e;
 
-	if (ost_empty(qp) || !qp->timer_deadline_ns ||
-	    emu_fabric_heard_ns(qp, now) < qp->timer_deadline_ns)
+	if (ost_empty(qp) || !qp->req.timer_deadline_ns ||
+	    emu_fabric_heard_ns(qp, now) < qp->req.timer_deadline_ns)
 		return 0;
-	e = ost_at(qp, qp->ost_tail);
+	e = ost_at(qp, qp->req.ost_tail);
 	if (e->done)
 		return 0;
-	if (qp->retries_left == 0) {
+	if (qp->req.retries_left == 0) {
 		emu_info("QP 0x%x: no answer from QP 0x%x after %d retries (timeout %llu us)",
 		         qp->ibqp.qp_num, qp->dest_qpn, qp->attr.retry_cnt,
 		         (unsigned long long)(timeout_ns(qp) / 1000));
@@ -484,7 +484,7 @@ static int check_timer(struct emu_qp *qp, uint64_t now)
 		retire(qp);
 		return 1;
 	}
-	qp->retries_left--;
+	qp->req.retries_left--;
 	emu_dbg("QP 0x%x: timeout, resending from psn %u", qp->ibqp.qp_num, e->psn);
 	rewind_to_tail(qp);
 	return 1;
@@ -512,24 +512,24 @@ static int flush_sq(struct emu_qp *qp)
 	uint16_t pi;
 
 	while (!ost_empty(qp) && work < BURST) {
-		struct emu_outstanding *e = ost_at(qp, qp->ost_tail);
+		struct emu_outstanding *e = ost_at(qp, qp->req.ost_tail);
 
 		if (!flush_one(qp, e->wqe_idx, e->opcode))
 			return work;
-		qp->ost_tail++;
+		qp->req.ost_tail++;
 		work++;
 	}
-	qp->rd_atomic_out = 0;
+	qp->req.rd_atomic_out = 0;
 	pi = sq_doorbell(qp);
-	while (qp->eng_sq_ci != pi && work < BURST) {
+	while (qp->req.sq_ci != pi && work < BURST) {
 		struct emu_wqe w;
 
-		fetch_wqe(qp, qp->eng_sq_ci, &w);
-		if ((uint16_t)(pi - qp->eng_sq_ci) < w.nbb)
+		fetch_wqe(qp, qp->req.sq_ci, &w);
+		if ((uint16_t)(pi - qp->req.sq_ci) < w.nbb)
 			w.nbb = 1;
-		if (!flush_one(qp, qp->eng_sq_ci, w.opcode))
+		if (!flush_one(qp, qp->req.sq_ci, w.opcode))
 			return work;
-		qp->eng_sq_ci = (uint16_t)(qp->eng_sq_ci + w.nbb);
+		qp->req.sq_ci = (uint16_t)(qp->req.sq_ci + w.nbb);
 		work++;
 	}
 	return work;
@@ -545,16 +545,16 @@ int emu_requester_progress(struct emu_qp *qp, uint64_t now)
 	if (atomic_load(&qp->state) == IBV_QPS_ERR)
 		return flush_sq(qp);
 	work += check_timer(qp, now);
-	if (now < qp->rnr_resume_ns || qp->sq_stalled)
+	if (now < qp->req.rnr_resume_ns || qp->req.sq_stalled)
 		return work;
 	pi = sq_doorbell(qp);
-	for (int n = 0; n < BURST && qp->eng_sq_ci != pi; n++) {
+	for (int n = 0; n < BURST && qp->req.sq_ci != pi; n++) {
 		struct emu_wqe w;
 		int ret;
 
-		if (atomic_load(&qp->state) != IBV_QPS_RTS || now < qp->rnr_resume_ns)
+		if (atomic_load(&qp->state) != IBV_QPS_RTS || now < qp->req.rnr_resume_ns)
 			break;
-		if (!fetch_wqe(qp, qp->eng_sq_ci, &w)) {
+		if (!fetch_wqe(qp, qp->req.sq_ci, &w)) {
 			fail_local(qp, &w, GNIC_MLX5_SYND_LOCAL_QP_OP);
 			return work + 1;
 		}
@@ -574,23 +574,23 @@ int emu_requester_progress(struct emu_qp *qp, uint64_t now)
 
 void emu_requester_reset(struct emu_qp *qp)
 {
-	qp->eng_sq_ci = 0;
-	qp->db_pi = 0;
-	qp->db_last_rec = 0; /* RESET zeroes the record and the register */
-	qp->db_last_reg[0] = qp->db_last_reg[1] = 0;
-	qp->ost_head = qp->ost_tail = 0;
-	qp->rd_atomic_out = 0;
-	qp->timer_deadline_ns = 0;
-	qp->rnr_resume_ns = 0;
-	qp->sq_stalled = false;
-	qp->psn_next = 0;
+	qp->req.sq_ci = 0;
+	qp->req.db_pi = 0;
+	qp->req.db_last_rec = 0; /* RESET zeroes the record and the register */
+	qp->req.db_last_reg[0] = qp->req.db_last_reg[1] = 0;
+	qp->req.ost_head = qp->req.ost_tail = 0;
+	qp->req.rd_atomic_out = 0;
+	qp->req.timer_deadline_ns = 0;
+	qp->req.rnr_resume_ns = 0;
+	qp->req.sq_stalled = false;
+	qp->req.psn_next = 0;
 	memset(&qp->last_err, 0, sizeof(qp->last_err));
 }
 
 /* Find the unanswered entry with this psn, or NULL for a stale answer. */
 static struct emu_outstanding *find_psn(struct emu_qp *qp, uint32_t psn)
 {
-	for (uint32_t n = qp->ost_tail; n != qp->ost_head; n++) {
+	for (uint32_t n = qp->req.ost_tail; n != qp->req.ost_head; n++) {
 		struct emu_outstanding *e = ost_at(qp, n);
 
 		if (e->psn == psn && !e->done && (e->opcode != GNIC_MLX5_OPCODE_NOP))
@@ -604,7 +604,7 @@ static struct emu_outstanding *find_psn(struct emu_qp *qp, uint32_t psn)
 /* An answer for psn implies every earlier request succeeded (in-order). */
 static void ack_through(struct emu_qp *qp, uint32_t psn, bool inclusive)
 {
-	for (uint32_t n = qp->ost_tail; n != qp->ost_head; n++) {
+	for (uint32_t n = qp->req.ost_tail; n != qp->req.ost_head; n++) {
 		struct emu_outstanding *e = ost_at(qp, n);
 		int32_t d = (int32_t)(e->psn - psn);
 
@@ -668,14 +668,14 @@ static bool on_data(struct emu_qp *qp, struct emu_outstanding *e, const struct e
 
 static void on_rnr(struct emu_qp *qp, struct emu_outstanding *e, const struct emu_msg *m)
 {
-	if (qp->rnr_retries_left == 0) {
+	if (qp->req.rnr_retries_left == 0) {
 		e->done = true;
 		e->syndrome = GNIC_MLX5_SYND_RNR_RETRY_EXC;
 		return;
 	}
-	if (qp->rnr_retries_left != 7) /* 7 means retry forever */
-		qp->rnr_retries_left--;
-	qp->rnr_resume_ns = emu_now_ns() + rnr_delay_ns(m->rnr_timer);
+	if (qp->req.rnr_retries_left != 7) /* 7 means retry forever */
+		qp->req.rnr_retries_left--;
+	qp->req.rnr_resume_ns = emu_now_ns() + rnr_delay_ns(m->rnr_timer);
 	rewind_to_tail(qp);
 }
 
@@ -702,7 +702,7 @@ bool emu_requester_on_response(struct emu_qp *qp, const struct emu_msg *m, const
 	}
 	ack_through(qp, m->psn, false);
 	retire(qp); /* earlier WQEs complete before this one's outcome */
-	if (atomic_load(&qp->state) != IBV_QPS_RTS || ost_at(qp, qp->ost_tail) != e)
+	if (atomic_load(&qp->state) != IBV_QPS_RTS || ost_at(qp, qp->req.ost_tail) != e)
 		return true;
 	switch (m->type) {
 	case EMU_MSG_NAK:

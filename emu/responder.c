@@ -33,7 +33,7 @@ static uint16_t rq_head(struct emu_qp *qp)
 
 static bool rq_available(struct emu_qp *qp)
 {
-	uint16_t n = (uint16_t)(rq_head(qp) - qp->eng_rq_ci);
+	uint16_t n = (uint16_t)(rq_head(qp) - qp->resp.rq_ci);
 
 	if (n > qp->rq.wqe_cnt) {
 		emu_warn("QP 0x%x: RQ doorbell record %u is %u ahead of the %u-entry RQ",
@@ -48,11 +48,11 @@ static struct gnic_mlx5_data_seg *rq_wqe(struct emu_qp *qp, uint16_t idx)
 	return (struct gnic_mlx5_data_seg *)emu_wq_at(&qp->rq, idx);
 }
 
-/* Scatter a SEND's payload into the RQ WQE at eng_rq_ci. A syndrome, or
+/* Scatter a SEND's payload into the RQ WQE at resp.rq_ci. A syndrome, or
  * NEED_DATA when the data is not there (nothing done). */
 static int scatter_recv(struct emu_qp *qp, const uint8_t *data, uint64_t len)
 {
-	struct gnic_mlx5_data_seg *seg = rq_wqe(qp, qp->eng_rq_ci);
+	struct gnic_mlx5_data_seg *seg = rq_wqe(qp, qp->resp.rq_ci);
 	unsigned nseg = qp->rq.stride / sizeof(*seg);
 	uint64_t room = 0, off = 0;
 
@@ -84,7 +84,7 @@ static void resp_cqe_inl(struct emu_qp *qp, uint8_t opcode, uint8_t synd, const 
 	struct emu_cqe_info ci = {
 	    .opcode = synd ? GNIC_MLX5_CQE_RESP_ERR : opcode,
 	    .syndrome = synd,
-	    .wqe_counter = qp->eng_rq_ci,
+	    .wqe_counter = qp->resp.rq_ci,
 	    .qpn = qp->ibqp.qp_num,
 	    .byte_cnt = m ? m->len : 0,
 	    .imm = m ? m->imm : 0,
@@ -93,7 +93,7 @@ static void resp_cqe_inl(struct emu_qp *qp, uint8_t opcode, uint8_t synd, const 
 	    .inl_len = inl_len,
 	};
 
-	qp->eng_rq_ci++;
+	qp->resp.rq_ci++;
 	if (!emu_cqe_write(qp->rcq, &ci) && atomic_load(&qp->state) != IBV_QPS_ERR)
 		emu_qp_enter_error(qp, "receive CQ overrun");
 }
@@ -256,7 +256,7 @@ static bool atomic_op(struct emu_mr *mr, const struct emu_msg *m, uint64_t *old)
 
 static void do_atomic(struct emu_reply_path *to, struct emu_qp *qp, const struct emu_msg *m)
 {
-	struct emu_atomic_result *slot = &qp->atomic_cache[m->psn % EMU_MAX_RD_ATOMIC];
+	struct emu_atomic_result *slot = &qp->resp.atomic_cache[m->psn % EMU_MAX_RD_ATOMIC];
 	struct emu_mr *mr;
 	uint64_t old;
 
@@ -360,7 +360,7 @@ static bool execute(struct emu_reply_path *to, struct emu_qp *qp, const struct e
 	}
 	if (atomic_load(&qp->state) == IBV_QPS_ERR)
 		return true;
-	qp->psn_expected++;
+	qp->resp.psn_expected++;
 	if ((m->flags & EMU_MSG_F_ACKREQ) && m->type != EMU_MSG_READ &&
 	    m->type != EMU_MSG_ATOMIC_CS && m->type != EMU_MSG_ATOMIC_FA)
 		ack(to, qp, m, m->psn);
@@ -370,7 +370,7 @@ static bool execute(struct emu_reply_path *to, struct emu_qp *qp, const struct e
 /* A request we already executed (its answer was lost or is late). */
 static void duplicate(struct emu_reply_path *to, struct emu_qp *qp, const struct emu_msg *m)
 {
-	const struct emu_atomic_result *slot = &qp->atomic_cache[m->psn % EMU_MAX_RD_ATOMIC];
+	const struct emu_atomic_result *slot = &qp->resp.atomic_cache[m->psn % EMU_MAX_RD_ATOMIC];
 
 	switch (m->type) {
 	case EMU_MSG_READ:
@@ -382,7 +382,7 @@ static void duplicate(struct emu_reply_path *to, struct emu_qp *qp, const struct
 			answer(to, qp, m, EMU_MSG_ATOMIC_RESP, 0, slot->old, NULL, 0);
 		break;
 	default:
-		ack(to, qp, m, qp->psn_expected - 1);
+		ack(to, qp, m, qp->resp.psn_expected - 1);
 		break;
 	}
 }
@@ -406,10 +406,10 @@ bool emu_responder_on_request(struct emu_qp *qp, struct emu_reply_path *from,
 		         qp->ibqp.qp_num, m->src_qpn, qp->dest_qpn);
 		return true;
 	}
-	d = (int32_t)(m->psn - qp->psn_expected);
+	d = (int32_t)(m->psn - qp->resp.psn_expected);
 	if (d > 0) { /* out of sequence (after an RNR NAK): the requester resends */
 		emu_dbg("QP 0x%x: request psn %u dropped: expected psn %u", qp->ibqp.qp_num, m->psn,
-		        qp->psn_expected);
+		        qp->resp.psn_expected);
 		return true;
 	}
 	if (d < 0) {
@@ -434,7 +434,7 @@ int emu_responder_progress(struct emu_qp *qp)
 
 void emu_responder_reset(struct emu_qp *qp)
 {
-	qp->eng_rq_ci = 0;
-	qp->psn_expected = 0;
-	memset(qp->atomic_cache, 0xff, sizeof(qp->atomic_cache));
+	qp->resp.rq_ci = 0;
+	qp->resp.psn_expected = 0;
+	memset(qp->resp.atomic_cache, 0xff, sizeof(qp->resp.atomic_cache));
 }
