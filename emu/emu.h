@@ -13,8 +13,9 @@
  *       GPU thread through mlx5dv) and fabric messages; its only outputs are
  *       CQE bytes, target memory and fabric messages. The engine and the
  *       fabric reach a QP only through its type's table (qp_ops.h).
- *   fabric (fabric.c): carries requests and responses between QPs: a direct
- *       call when both QPs live in this process, TCP otherwise.
+ *   fabric (fabric.c and the fabric_*.c that fabric_int.h lists): carries
+ *       requests and responses between QPs: a direct call when both QPs
+ *       live in this process, TCP otherwise.
  *
  * Threading: one engine thread per process serves every emulated device.
  * Everything the engine touches is protected by nic.lock, which the engine
@@ -99,8 +100,8 @@ const char *emu_syndrome_str(uint8_t syndrome);
 enum ibv_wc_status emu_syndrome_to_status(uint8_t syndrome);
 
 /* ---- objects ------------------------------------------------------------- */
-struct emu_listener; /* fabric.c */
-struct emu_conn;     /* fabric.c */
+struct emu_listener; /* fabric_int.h */
+struct emu_conn;     /* fabric_int.h */
 
 struct emu_device {
 	struct ibv_device ibdev; /* first: ibv_device * casts back */
@@ -259,7 +260,7 @@ struct emu_qp {
 		uint16_t wqe_counter;
 	} last_err;
 
-	/* fabric (fabric.c): the engine's, under nic.lock; set at RTR */
+	/* fabric: the engine's, under nic.lock; set at RTR (emu_fabric_attach) */
 	struct emu_conn *conn; /* requests leave here (NULL: local peer) */
 };
 
