@@ -634,7 +634,23 @@ static bool to_cqe(const struct emu_qp *qp, const struct emu_outstanding *e, uin
 	       len <= GNIC_MLX5_SCATTER_32_MAX;
 }
 
-/* false: READ data that is not here yet (nothing done). */
+/* The response that carries a WQE's data back (0: none does). */
+static uint8_t data_answer(uint8_t opcode)
+{
+	switch (opcode) {
+	case GNIC_MLX5_OPCODE_RDMA_READ:
+		return EMU_MSG_READ_RESP;
+	case GNIC_MLX5_OPCODE_ATOMIC_CS:
+	case GNIC_MLX5_OPCODE_ATOMIC_FA:
+		return EMU_MSG_ATOMIC_RESP;
+	default:
+		return 0;
+	}
+}
+
+/* false: READ data that is not here yet (nothing done). Data of the wrong
+ * type for the WQE (an ATOMIC_RESP for a WRITE or SEND, say) is a bad
+ * response: it must not be scattered into the WQE's buffers. */
 static bool on_data(struct emu_qp *qp, struct emu_outstanding *e, const struct emu_msg *m,
                     const void *payload)
 {
@@ -642,8 +658,7 @@ static bool on_data(struct emu_qp *qp, struct emu_outstanding *e, const struct e
 	struct emu_wqe w;
 	struct emu_sgl s;
 
-	if (m->type == EMU_MSG_READ_RESP ? e->opcode != GNIC_MLX5_OPCODE_RDMA_READ
-	                                 : e->opcode == GNIC_MLX5_OPCODE_RDMA_READ) {
+	if (m->type != data_answer(e->opcode)) {
 		e->syndrome = GNIC_MLX5_SYND_BAD_RESP;
 	} else if (m->type == EMU_MSG_READ_RESP && m->len != want) {
 		e->syndrome = GNIC_MLX5_SYND_BAD_RESP;
