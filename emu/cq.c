@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "emu.h"
+#include "wqe.h"
 
 #define CQE_INVALID_OWN 0xF0 /* opcode INVALID, owner 0: nobody wrote it yet */
 #define CQ_CI_MASK      0xffffffu
@@ -207,22 +208,22 @@ static void wc_clear(struct ibv_wc *wc, struct emu_qp *qp)
  * in posting order, retires every unsignaled WQE before it as well. */
 static void retire_send(struct emu_qp *qp, uint16_t wqe_counter, struct ibv_wc *wc)
 {
-	uint32_t slot = wqe_counter & (qp->sq_wqe_cnt - 1);
+	uint32_t slot = emu_wq_slot(&qp->sq, wqe_counter);
 
-	wc->wr_id = qp->sq_wrid[slot];
+	wc->wr_id = qp->sq.wrid[slot];
 	wc->opcode = qp->sq_opcode[slot];
-	/* post_send reads sq_tail to find free space */
-	__atomic_store_n(&qp->sq_tail, qp->sq_wqe_end[slot], __ATOMIC_RELEASE);
+	/* post_send reads sq.tail to find free space */
+	emu_wq_retire(&qp->sq, qp->sq_wqe_end[slot]);
 }
 
 static int consume_recv(struct emu_qp *qp, struct ibv_wc *wc)
 {
-	uint32_t tail = qp->rq_tail;
+	uint32_t tail = qp->rq.tail;
 
-	if (!qp->rq_wqe_cnt)
+	if (!qp->rq.wqe_cnt)
 		return -1;
-	wc->wr_id = qp->rq_wrid[tail & (qp->rq_wqe_cnt - 1)];
-	__atomic_store_n(&qp->rq_tail, tail + 1, __ATOMIC_RELEASE);
+	wc->wr_id = qp->rq.wrid[emu_wq_slot(&qp->rq, tail)];
+	emu_wq_retire(&qp->rq, tail + 1);
 	return 0;
 }
 
@@ -269,39 +270,26 @@ static bool scattered(const struct gnic_mlx5_cqe64 *cqe)
  * (the WQE still lies in the SQ: it is retired after this). */
 static enum ibv_wc_status copy_to_send_wqe(struct emu_qp *qp, const struct gnic_mlx5_cqe64 *cqe)
 {
-	uint8_t wqe[GNIC_MLX5_MAX_WQE_BB * GNIC_MLX5_SEND_WQE_BB];
-	const struct gnic_mlx5_ctrl_seg *ctrl = (const void *)wqe;
-	uint16_t idx = gnic_be16(cqe->wqe_counter);
-	unsigned off = sizeof(struct gnic_mlx5_ctrl_seg) + sizeof(struct gnic_mlx5_raddr_seg);
-	unsigned ds, nbb;
-	uint8_t opcode;
+	struct emu_wqe w;
+	unsigned off;
 
-	memcpy(wqe, qp->sq_buf + (size_t)(idx & (qp->sq_wqe_cnt - 1)) * GNIC_MLX5_SEND_WQE_BB,
-	       GNIC_MLX5_SEND_WQE_BB);
-	ds = gnic_be32(ctrl->qpn_ds) & 0x3f;
-	nbb = (ds * 16 + GNIC_MLX5_SEND_WQE_BB - 1) / GNIC_MLX5_SEND_WQE_BB;
-	for (unsigned i = 1; i < nbb && i < GNIC_MLX5_MAX_WQE_BB; i++) /* it may wrap */
-		memcpy(wqe + i * GNIC_MLX5_SEND_WQE_BB,
-		       qp->sq_buf +
-		           (size_t)((idx + i) & (qp->sq_wqe_cnt - 1)) * GNIC_MLX5_SEND_WQE_BB,
-		       GNIC_MLX5_SEND_WQE_BB);
-	opcode = (uint8_t)gnic_be32(ctrl->opmod_idx_opcode);
-	if (opcode == GNIC_MLX5_OPCODE_ATOMIC_CS || opcode == GNIC_MLX5_OPCODE_ATOMIC_FA)
-		off += sizeof(struct gnic_mlx5_atomic_seg);
-	else if (opcode != GNIC_MLX5_OPCODE_RDMA_READ)
+	emu_wqe_copy(&qp->sq, gnic_be16(cqe->wqe_counter), &w);
+	if (w.opcode != GNIC_MLX5_OPCODE_RDMA_READ && w.opcode != GNIC_MLX5_OPCODE_ATOMIC_CS &&
+	    w.opcode != GNIC_MLX5_OPCODE_ATOMIC_FA)
 		return IBV_WC_SUCCESS; /* nothing comes back for other opcodes */
-	if (ds * 16 <= off)
+	off = emu_wqe_rd_atomic_sgl(w.opcode);
+	if (w.ds * 16u <= off)
 		return IBV_WC_LOC_LEN_ERR;
-	return copy_to_segs((const void *)(wqe + off), (ds * 16 - off) / 16, (const uint8_t *)cqe,
-	                    gnic_be32(cqe->byte_cnt));
+	return copy_to_segs((const void *)(w.bytes + off), (w.ds * 16u - off) / 16,
+	                    (const uint8_t *)cqe, gnic_be32(cqe->byte_cnt));
 }
 
 static enum ibv_wc_status copy_to_recv_wqe(struct emu_qp *qp, uint32_t slot,
                                            const struct gnic_mlx5_cqe64 *cqe)
 {
-	const void *seg = qp->rq_buf + (size_t)slot * qp->rq_stride;
+	const void *seg = emu_wq_at(&qp->rq, slot);
 
-	return copy_to_segs(seg, qp->rq_stride / sizeof(struct gnic_mlx5_data_seg),
+	return copy_to_segs(seg, qp->rq.stride / sizeof(struct gnic_mlx5_data_seg),
 	                    (const uint8_t *)cqe, gnic_be32(cqe->byte_cnt));
 }
 
@@ -319,7 +307,7 @@ static void parse_req(struct emu_qp *qp, const struct gnic_mlx5_cqe64 *cqe, stru
 static int parse_resp(struct emu_qp *qp, const struct gnic_mlx5_cqe64 *cqe, uint8_t opcode,
                       struct ibv_wc *wc)
 {
-	uint32_t slot = qp->rq_wqe_cnt ? qp->rq_tail & (qp->rq_wqe_cnt - 1) : 0;
+	uint32_t slot = qp->rq.wqe_cnt ? emu_wq_slot(&qp->rq, qp->rq.tail) : 0;
 
 	if (consume_recv(qp, wc))
 		return -1;

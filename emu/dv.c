@@ -21,13 +21,12 @@ static bool emu_obj(struct ibv_context *context)
 static void fill_qp(struct emu_qp *qp, struct mlx5dv_qp *out)
 {
 	out->dbrec = qp->dbrec;
-	out->sq.buf = qp->sq_buf;
-	out->sq.wqe_cnt = qp->sq_wqe_cnt;
-	out->sq.stride =
-	    qp->sq_wqe_cnt ? GNIC_MLX5_SEND_WQE_BB : 1; /* mlx5: 1 << 0 without an SQ */
-	out->rq.buf = qp->rq_buf;
-	out->rq.wqe_cnt = qp->rq_wqe_cnt;
-	out->rq.stride = qp->rq_stride;
+	out->sq.buf = qp->sq.buf;
+	out->sq.wqe_cnt = qp->sq.wqe_cnt;
+	out->sq.stride = qp->sq.stride; /* mlx5: 1 << 0 without an SQ */
+	out->rq.buf = qp->rq.buf;
+	out->rq.wqe_cnt = qp->rq.wqe_cnt;
+	out->rq.stride = qp->rq.stride;
 	out->bf.reg = (void *)qp->bf_reg;
 	out->bf.size = GNIC_MLX5_BF_SIZE;
 	/* no UAR mmap offset, raw-packet handles or TIR address to offer */

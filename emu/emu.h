@@ -3,16 +3,19 @@
  * gnic-emu internals: the objects of the emulated NIC and the interfaces
  * between its three sides.
  *
- *   verbs side (device.c pd.c mr.c cq.c qp.c post.c channel.c): what the
- *       rdma-core mlx5 provider does in user space. It writes WQE bytes into
- *       the SQ/RQ buffers, updates doorbell records, writes the doorbell
+ *   verbs side (device.c pd.c mr.c cq.c qp.c wq.c post.c channel.c): what
+ *       the rdma-core mlx5 provider does in user space. It writes WQE bytes
+ *       into the SQ/RQ buffers, updates doorbell records, writes the doorbell
  *       register and parses CQEs. It never executes anything.
- *   engine (engine.c requester.c responder.c cqe.c): the NIC's processor. Its
- *       only inputs are WQE bytes + doorbells (written by the verbs side or by
- *       a GPU thread through mlx5dv) and fabric messages; its only outputs are
- *       CQE bytes, target memory and fabric messages.
- *   fabric (fabric.c): carries requests and responses between QPs: a direct
- *       call when both QPs live in this process, TCP otherwise.
+ *   engine (engine.c, wqe.c, cqe.c, and per QP type an ops table: RC's is
+ *       rc.c over requester.c responder.c): the NIC's processor. Its only
+ *       inputs are WQE bytes + doorbells (written by the verbs side or by a
+ *       GPU thread through mlx5dv) and fabric messages; its only outputs are
+ *       CQE bytes, target memory and fabric messages. The engine and the
+ *       fabric reach a QP only through its type's table (qp_ops.h).
+ *   fabric (fabric.c and the fabric_*.c that fabric_int.h lists): carries
+ *       requests and responses between QPs: a direct call when both QPs
+ *       live in this process, TCP otherwise.
  *
  * Threading: one engine thread per process serves every emulated device.
  * Everything the engine touches is protected by nic.lock, which the engine
@@ -33,6 +36,8 @@
 #include <stdint.h>
 
 #include "gnic/gnic_mlx5.h"
+#include "qp_ops.h"
+#include "wq.h"
 
 #define EMU_EXPORT        __attribute__((visibility("default")))
 #define EMU_PAGE          4096u
@@ -95,8 +100,8 @@ const char *emu_syndrome_str(uint8_t syndrome);
 enum ibv_wc_status emu_syndrome_to_status(uint8_t syndrome);
 
 /* ---- objects ------------------------------------------------------------- */
-struct emu_listener; /* fabric.c */
-struct emu_conn;     /* fabric.c */
+struct emu_listener; /* fabric_int.h */
+struct emu_conn;     /* fabric_int.h */
 
 struct emu_device {
 	struct ibv_device ibdev; /* first: ibv_device * casts back */
@@ -155,81 +160,6 @@ struct emu_cq {
 	uint32_t comp_events_reported; /* handed out by get_cq_event (under ibcq.mutex) */
 };
 
-/* One QP: verbs-side fields, hardware buffers, then engine-only state. */
-struct emu_qp {
-	struct ibv_qp ibqp;
-	struct emu_context *ctx;
-	struct emu_pd *pd;
-	struct emu_cq *scq, *rcq;
-
-	/* hardware layout (page-aligned host memory) */
-	void *buf; /* RQ at offset 0, SQ after it (like mlx5) */
-	size_t buf_size;
-	uint8_t *sq_buf;
-	uint32_t sq_wqe_cnt; /* basic blocks, power of two */
-	uint8_t *rq_buf;
-	uint32_t rq_wqe_cnt;       /* power of two (may be 0 with no RQ) */
-	uint32_t rq_stride;        /* bytes, power of two, >= 16 */
-	__be32 *dbrec;             /* own page: [0] RQ head, [1] SQ producer */
-	void *uar;                 /* own page: doorbell register at +0x800 */
-	volatile uint64_t *bf_reg; /* uar + GNIC_MLX5_BF_OFFSET, two halves */
-
-	/* verbs side (post.c / cq.c poll); sq_lock guards the sq_* fields */
-	pthread_spinlock_t sq_lock, rq_lock;
-	uint32_t sq_head;     /* next free basic block */
-	uint32_t sq_tail;     /* oldest basic block not yet retired */
-	uint64_t *sq_wrid;    /* by first basic block of a WQE */
-	uint32_t *sq_wqe_end; /* sq_head after that WQE: tail on retire */
-	uint8_t *sq_opcode;   /* ibv_wc_opcode of that WQE */
-	uint32_t rq_head, rq_tail;
-	uint64_t *rq_wrid;
-	uint32_t bf_offset;                         /* alternates 0 / GNIC_MLX5_BF_SIZE */
-	int max_send_sge, max_recv_sge, max_inline; /* what post_* allows */
-	bool sq_sig_all;
-	bool dv_owned; /* mlx5dv_init_obj was called */
-	/* scatter-to-CQE (on by default, as rdma-core creates QPs): SEND data of
-	 * up to 32 bytes lands in the receive CQE, READ/atomic data of up to 32
-	 * bytes in the send CQE (requester: sq_sig_all or ALLOW only), and not
-	 * in memory; the provider's poll_cq copies it out */
-	bool scat_recv, scat_req;
-
-	/* attributes (written under nic.lock by modify_qp) */
-	_Atomic int state;       /* enum ibv_qp_state; engine may set ERR */
-	struct ibv_qp_attr attr; /* last values set through modify_qp */
-	union ibv_gid dgid;
-	uint32_t dest_qpn;
-
-	/* engine side: requester */
-	uint16_t eng_sq_ci;          /* next basic block to fetch */
-	uint16_t db_pi;              /* newest producer index rung */
-	uint32_t db_last_rec;        /* raw doorbell record / register halves last seen: */
-	uint64_t db_last_reg[2];     /* only a changed value is a new doorbell */
-	uint32_t psn_next;           /* next request sequence number */
-	struct emu_outstanding *ost; /* ring of sq_wqe_cnt entries */
-	uint32_t ost_head, ost_tail; /* tail = oldest unanswered */
-	uint32_t rd_atomic_out;      /* outstanding READ/ATOMIC */
-	uint64_t timer_deadline_ns;  /* retransmit when the oldest waits this long */
-	int retries_left, rnr_retries_left;
-	uint64_t rnr_resume_ns; /* after an RNR NAK: resend at this time */
-	bool sq_stalled;        /* a local error waits in ost: fetch nothing more */
-	/* engine side: responder */
-	uint16_t eng_rq_ci; /* next RQ WQE to consume */
-	uint32_t psn_expected;
-	struct emu_atomic_result { /* answers of recent atomics, for duplicates */
-		uint32_t psn;
-		uint64_t old;
-	} atomic_cache[EMU_MAX_RD_ATOMIC];
-	/* fabric */
-	struct emu_conn *conn;     /* requests leave here (NULL: local peer) */
-	struct emu_qp *local_peer; /* peer QP when it lives in this process */
-
-	/* diagnostics: last error seen by the engine, for libgnic's error query */
-	struct {
-		uint8_t syndrome, vendor_syndrome, opcode;
-		uint16_t wqe_counter;
-	} last_err;
-};
-
 /* One request the requester sent and awaits an answer for. */
 struct emu_outstanding {
 	uint32_t psn;
@@ -243,6 +173,95 @@ struct emu_outstanding {
 	uint32_t byte_cnt; /* message length, for the CQE */
 	uint8_t inl_len;   /* requester scatter-to-CQE: data for the CQE */
 	uint8_t inl[GNIC_MLX5_SCATTER_32_MAX];
+};
+
+/* The requester's state (RC: requester.c), the engine's own. */
+struct emu_req_state {
+	uint16_t sq_ci;              /* next basic block to fetch */
+	uint16_t db_pi;              /* newest producer index rung */
+	uint32_t db_last_rec;        /* raw doorbell record / register halves last seen: */
+	uint64_t db_last_reg[2];     /* only a changed value is a new doorbell */
+	uint32_t psn_next;           /* next request sequence number */
+	struct emu_outstanding *ost; /* ring of sq.wqe_cnt entries */
+	uint32_t ost_head, ost_tail; /* tail = oldest unanswered */
+	uint32_t rd_atomic_out;      /* outstanding READ/ATOMIC */
+	uint64_t timer_deadline_ns;  /* retransmit when the oldest waits this long */
+	int retries_left, rnr_retries_left;
+	uint64_t rnr_resume_ns; /* after an RNR NAK: resend at this time */
+	bool sq_stalled;        /* a local error waits in ost: fetch nothing more */
+};
+
+/* The responder's state (RC: responder.c), the engine's own. */
+struct emu_resp_state {
+	uint16_t rq_ci; /* next RQ WQE to consume */
+	uint32_t psn_expected;
+	struct emu_atomic_result { /* answers of recent atomics, for duplicates */
+		uint32_t psn;
+		uint64_t old;
+	} atomic_cache[EMU_MAX_RD_ATOMIC];
+};
+
+/* One QP, by concern; each group says who writes it and under what. The
+ * engine runs with nic.lock held; the data path (post_*, poll_cq) never
+ * takes it and meets the engine only in the hardware layout. */
+struct emu_qp {
+	/* identity: set at creation, read by everyone; the references it holds
+	 * (pd, CQs) are counted under nic.lock */
+	struct ibv_qp ibqp;
+	const struct emu_qp_ops *ops; /* its type's engine behaviour (qp_ops.h) */
+	struct emu_context *ctx;
+	struct emu_pd *pd;
+	struct emu_cq *scq, *rcq;
+
+	/* hardware layout (page-aligned host memory), allocated at creation:
+	 * written by the verbs side or a GPU thread through mlx5dv, read by the
+	 * engine, which sees a WQE through the doorbell that follows it (acquire
+	 * loads of dbrec and the register: post.c says the order) */
+	void *buf; /* RQ at offset 0, SQ after it (like mlx5) */
+	size_t buf_size;
+	/* the work queues (wq.h says who touches which field): the SQ's
+	 * entries are 64-byte basic blocks, the RQ's are WQEs of a power-of-two
+	 * stride >= 16; either may have none (wqe_cnt 0, stride 1, and an RQ's
+	 * buf NULL then) */
+	struct emu_wq sq, rq;
+	__be32 *dbrec;             /* own page: [0] RQ head, [1] SQ producer */
+	void *uar;                 /* own page: doorbell register at +0x800 */
+	volatile uint64_t *bf_reg; /* uar + GNIC_MLX5_BF_OFFSET, two halves */
+
+	/* verbs side (post.c / cq.c poll); sq.lock guards the sq_* fields and
+	 * bf_offset, poll_cq reads an entry's after its CQE; the rest is set
+	 * at creation (scat_* are read by the engine too) */
+	uint32_t *sq_wqe_end;                       /* sq.head after that WQE: tail on retire */
+	uint8_t *sq_opcode;                         /* ibv_wc_opcode of that WQE */
+	uint32_t bf_offset;                         /* alternates 0 / GNIC_MLX5_BF_SIZE */
+	int max_send_sge, max_recv_sge, max_inline; /* what post_* allows */
+	bool sq_sig_all;
+	bool dv_owned; /* mlx5dv_init_obj was called */
+	/* scatter-to-CQE (on by default, as rdma-core creates QPs): SEND data of
+	 * up to 32 bytes lands in the receive CQE, READ/atomic data of up to 32
+	 * bytes in the send CQE (requester: sq_sig_all or ALLOW only), and not
+	 * in memory; the provider's poll_cq copies it out */
+	bool scat_recv, scat_req;
+
+	/* attributes: written under nic.lock by modify_qp; state also by the
+	 * engine (to ERR) and read by the data path, hence atomic */
+	_Atomic int state;       /* enum ibv_qp_state; engine may set ERR */
+	struct ibv_qp_attr attr; /* last values set through modify_qp */
+	union ibv_gid dgid;
+	uint32_t dest_qpn;
+
+	/* engine state: the engine thread's under nic.lock, set up by the
+	 * type's add() and state_change() (control path, nic.lock) */
+	struct emu_req_state req;
+	struct emu_resp_state resp;
+	/* diagnostics: last error seen by the engine, for libgnic's error query */
+	struct {
+		uint8_t syndrome, vendor_syndrome, opcode;
+		uint16_t wqe_counter;
+	} last_err;
+
+	/* fabric: the engine's, under nic.lock; set at RTR (emu_fabric_attach) */
+	struct emu_conn *conn; /* requests leave here (NULL: local peer) */
 };
 
 struct emu_channel {
@@ -287,9 +306,10 @@ void *emu_alloc_pages(size_t size); /* zeroed, whole pages of its own; NULL on f
 int emu_engine_start(void); /* with the first open context */
 void emu_engine_stop(void); /* with the last close */
 void emu_engine_kick(void); /* software rang a doorbell: wake the engine */
-/* Called by qp.c with nic.lock held. qp_add allocates the engine's per-QP
- * state (0 or -errno); qp_state runs after the verbs side committed a state
- * change (RESET clears engine state, RTR attaches the fabric, RTS arms the
+/* Called by qp.c with nic.lock held; each goes to the QP type's table
+ * (qp_ops.h). qp_add allocates the engine's per-QP state (0 or -errno);
+ * qp_state runs after the verbs side committed a state change (for RC:
+ * RESET clears engine state, RTR attaches the fabric, RTS arms the
  * requester, ERR starts the flush). */
 int emu_engine_qp_add(struct emu_qp *qp);
 void emu_engine_qp_remove(struct emu_qp *qp);
@@ -315,25 +335,9 @@ bool emu_cqe_write(struct emu_cq *cq, const struct emu_cqe_info *info);
  * and reset of that QP, like mlx5's cq clean). Called with nic.lock held. */
 void emu_cq_clean(struct emu_cq *cq, uint32_t qpn);
 
-/* requester.c: drain rung WQEs, timers, responses. Returns work done. */
-int emu_requester_progress(struct emu_qp *qp, uint64_t now_ns);
-void emu_requester_reset(struct emu_qp *qp);
-/* A response or request whose data the fabric has not buffered (a large
- * message: payload NULL, m->len > 0) is carried out only as far as it goes
- * without its data: refused, dropped, answered as a duplicate or RNR-NAKed,
- * and then true is returned (the fabric skips the data as it arrives). false
- * means it would need its data: nothing was done, and it comes again with
- * the data. With the payload these return true. */
-struct emu_msg;
-bool emu_requester_on_response(struct emu_qp *qp, const struct emu_msg *m, const void *payload);
+/* qp.c: the engine's own state change (any QP type): to ERR, logging why
+ * the first time. */
 void emu_qp_enter_error(struct emu_qp *qp, const char *why);
-
-/* responder.c: execute one request; the reply goes back through reply(). */
-struct emu_reply_path;
-bool emu_responder_on_request(struct emu_reply_path *from, const struct emu_msg *m,
-                              const void *payload);
-int emu_responder_progress(struct emu_qp *qp); /* flush receives in ERR */
-void emu_responder_reset(struct emu_qp *qp);
 
 /* mr.c: key and bounds checks shared by requester and responder. */
 enum { EMU_MR_BAD_KEY = -1, EMU_MR_BAD_RANGE = -2 }; /* emu_mr_check() failures */

@@ -31,12 +31,8 @@ static int engine_pass(void)
 
 	for (uint32_t i = 0; i < emu_nic.nactive; i++) {
 		struct emu_qp *qp = emu_nic.active[i];
-		int state = atomic_load_explicit(&qp->state, memory_order_relaxed);
 
-		if (state == IBV_QPS_RTS || state == IBV_QPS_ERR)
-			work += emu_requester_progress(qp, now);
-		if (state == IBV_QPS_ERR)
-			work += emu_responder_progress(qp);
+		work += qp->ops->progress(qp, now);
 	}
 	if (emu_fabric_flush() > 0)
 		work++;
@@ -148,48 +144,15 @@ void emu_engine_kick(void)
 
 int emu_engine_qp_add(struct emu_qp *qp)
 {
-	qp->ost = calloc(qp->sq_wqe_cnt ? qp->sq_wqe_cnt : 1, sizeof(*qp->ost)); /* no SQ: unused */
-	if (!qp->ost)
-		return -ENOMEM;
-	emu_requester_reset(qp);
-	emu_responder_reset(qp);
-	return 0;
+	return qp->ops->add(qp);
 }
 
 void emu_engine_qp_remove(struct emu_qp *qp)
 {
-	emu_fabric_detach(qp);
-	free(qp->ost);
-	qp->ost = NULL;
+	qp->ops->remove(qp);
 }
 
 void emu_engine_qp_state(struct emu_qp *qp, enum ibv_qp_state old_state)
 {
-	int state = atomic_load(&qp->state);
-
-	switch (state) {
-	case IBV_QPS_RESET:
-		emu_fabric_detach(qp);
-		emu_requester_reset(qp);
-		emu_responder_reset(qp);
-		break;
-	case IBV_QPS_RTR:
-		if (old_state != IBV_QPS_INIT)
-			break;
-		qp->psn_expected = qp->attr.rq_psn & 0xffffff;
-		if (emu_fabric_attach(qp))
-			emu_warn("QP 0x%x: destination GID is not a gnic-emu address; requests "
-			         "to QP 0x%x will time out",
-			         qp->ibqp.qp_num, qp->dest_qpn);
-		break;
-	case IBV_QPS_RTS:
-		if (old_state != IBV_QPS_RTR)
-			break;
-		qp->psn_next = qp->attr.sq_psn & 0xffffff;
-		qp->retries_left = qp->attr.retry_cnt;
-		qp->rnr_retries_left = qp->attr.rnr_retry;
-		break;
-	default:
-		break;
-	}
+	qp->ops->state_change(qp, old_state);
 }

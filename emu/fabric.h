@@ -43,7 +43,7 @@ void emu_fabric_detach(struct emu_qp *qp); /* at RESET / destroy */
 
 /* Send request m (+ m->len payload bytes) from qp to its peer. In-process:
  * the peer's responder runs before this returns (its reply may already have
- * reached emu_requester_on_response). Returns 0 when delivered or queued,
+ * reached qp's on_response, qp_ops.h). Returns 0 when delivered or queued,
  * -EAGAIN when the connection's output is full (try later), -ENOTCONN when
  * the peer is unreachable now (the requester's timer decides what follows). */
 int emu_fabric_send(struct emu_qp *qp, const struct emu_msg *m, const void *payload);
@@ -52,8 +52,8 @@ int emu_fabric_send(struct emu_qp *qp, const struct emu_msg *m, const void *payl
 int emu_fabric_reply(struct emu_reply_path *path, const struct emu_msg *m, const void *payload);
 
 /* Accept, read and dispatch whatever sockets have ready (no waiting):
- * requests go to emu_responder_on_request(), responses to the requester QP
- * (m->dst_qpn) through emu_requester_on_response(). Returns messages handled. */
+ * requests and responses go to the QP they name (m->dst_qpn), through its
+ * type's on_request / on_response (qp_ops.h). Returns messages handled. */
 int emu_fabric_poll(void);
 /* The time up to which every answer that reached qp has been dispatched:
  * now for an in-process peer, else when emu_fabric_poll() last found qp's

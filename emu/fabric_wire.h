@@ -24,9 +24,9 @@
  * that process itself sent to a dead peer's port, and hand each of its two
  * ends the other's answers (a reflection).
  *
- * Host byte order throughout (x86-64/aarch64 only). fabric.c drives these
- * functions on socket input; tests/fuzz/fuzz_fabric.c drives the same ones on
- * arbitrary bytes.
+ * Host byte order throughout (x86-64/aarch64 only). fabric_conn.c and
+ * fabric_hs.c drive these functions on socket input; tests/fuzz/fuzz_fabric.c drives the same ones
+ * on arbitrary bytes.
  */
 #ifndef GNIC_EMU_FABRIC_WIRE_H
 #define GNIC_EMU_FABRIC_WIRE_H

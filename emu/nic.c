@@ -141,7 +141,7 @@ undo:
 }
 
 /* The kick eventfd wakes the sleeping engine; fabric.c adds it to epoll_fd
- * with its own sockets, since fabric.c owns the epoll event data format. */
+ * with its own sockets, since the fabric owns the epoll event data format. */
 static int fds_create(void)
 {
 	emu_nic.kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -136,7 +136,7 @@ static void set_ctrl_seg(struct gnic_mlx5_ctrl_seg *c, const struct emu_qp *qp,
                          const struct ibv_send_wr *wr, const struct wqe_kind *k, uint32_t ds)
 {
 	c->opmod_idx_opcode =
-	    gnic_be32(gnic_mlx5_ctrl_word0(0, (uint16_t)(qp->sq_head & 0xffff), k->opcode));
+	    gnic_be32(gnic_mlx5_ctrl_word0(0, (uint16_t)(qp->sq.head & 0xffff), k->opcode));
 	c->qpn_ds = gnic_be32(gnic_mlx5_ctrl_word1(qp->ibqp.qp_num, ds));
 	c->fm_ce_se = ctrl_flags(qp, wr);
 	c->imm = k->imm ? wr->imm_data : 0; /* already big-endian, as verbs defines it */
@@ -216,29 +216,15 @@ static void build_send_wqe(uint8_t *wqe, const struct emu_qp *qp, const struct i
 		set_data_segs(p, wr);
 }
 
-/* Copy a WQE to its basic blocks; they are consecutive modulo the ring, so
- * a WQE near the end continues at the start of the SQ buffer. */
-static void copy_to_sq(struct emu_qp *qp, const uint8_t *wqe, uint32_t bb)
-{
-	uint32_t first = qp->sq_head & (qp->sq_wqe_cnt - 1);
-	uint32_t n = qp->sq_wqe_cnt - first < bb ? qp->sq_wqe_cnt - first : bb;
-
-	memcpy(qp->sq_buf + (size_t)first * GNIC_MLX5_SEND_WQE_BB, wqe,
-	       (size_t)n * GNIC_MLX5_SEND_WQE_BB);
-	if (n < bb)
-		memcpy(qp->sq_buf, wqe + (size_t)n * GNIC_MLX5_SEND_WQE_BB,
-		       (size_t)(bb - n) * GNIC_MLX5_SEND_WQE_BB);
-}
-
 static void record_wqe(struct emu_qp *qp, const struct ibv_send_wr *wr, const struct wqe_kind *k,
                        uint32_t bb)
 {
-	uint32_t slot = qp->sq_head & (qp->sq_wqe_cnt - 1);
+	uint32_t slot = emu_wq_slot(&qp->sq, qp->sq.head);
 
-	qp->sq_wrid[slot] = wr->wr_id;
-	qp->sq_wqe_end[slot] = qp->sq_head + bb;
+	qp->sq.wrid[slot] = wr->wr_id;
+	qp->sq_wqe_end[slot] = qp->sq.head + bb;
 	qp->sq_opcode[slot] = k->wc_op;
-	qp->sq_head += bb;
+	qp->sq.head += bb;
 }
 
 /* Encode one work request. On error nothing is written. */
@@ -257,13 +243,13 @@ static int post_one(struct emu_qp *qp, const struct ibv_send_wr *wr, uint64_t *c
 	bb = (ds + 3) / 4;
 	if (ds > GNIC_MLX5_MAX_DS || bb > GNIC_MLX5_MAX_WQE_BB)
 		return EINVAL;
-	/* the tail moves when poll_cq retires WQEs, outside sq_lock */
-	used = qp->sq_head - __atomic_load_n(&qp->sq_tail, __ATOMIC_ACQUIRE);
-	if (used + bb > qp->sq_wqe_cnt)
+	/* the tail moves when poll_cq retires WQEs, outside sq.lock */
+	used = emu_wq_used(&qp->sq);
+	if (used + bb > qp->sq.wqe_cnt)
 		return ENOMEM;
 	memset(wqe, 0, (size_t)bb * GNIC_MLX5_SEND_WQE_BB);
 	build_send_wqe(wqe, qp, wr, &k, ds, inline_len);
-	copy_to_sq(qp, wqe, bb);
+	emu_wq_copy_in(&qp->sq, qp->sq.head, wqe, bb);
 	memcpy(ctrl8, wqe, sizeof(*ctrl8));
 	record_wqe(qp, wr, &k, bb);
 	return 0;
@@ -276,7 +262,7 @@ static void ring_send_doorbell(struct emu_qp *qp, uint64_t ctrl8)
 	volatile uint64_t *reg = qp->bf_reg + qp->bf_offset / sizeof(uint64_t);
 
 	/* WQEs before the record, the record before the register */
-	__atomic_store_n(&qp->dbrec[GNIC_MLX5_SND_DBR], gnic_be32(qp->sq_head & 0xffff),
+	__atomic_store_n(&qp->dbrec[GNIC_MLX5_SND_DBR], gnic_be32(qp->sq.head & 0xffff),
 	                 __ATOMIC_RELEASE);
 	__atomic_store_n(reg, ctrl8, __ATOMIC_RELEASE);
 	qp->bf_offset ^= GNIC_MLX5_BF_SIZE;
@@ -296,7 +282,7 @@ EMU_EXPORT int gemu_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struc
 	uint64_t ctrl8 = 0;
 	int posted = 0, err = 0;
 
-	pthread_spin_lock(&qp->sq_lock);
+	pthread_spin_lock(&qp->sq.lock);
 	if (!send_allowed(atomic_load_explicit(&qp->state, memory_order_acquire)))
 		err = EINVAL;
 	while (wr && !err) {
@@ -308,7 +294,7 @@ EMU_EXPORT int gemu_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struc
 	}
 	if (posted)
 		ring_send_doorbell(qp, ctrl8);
-	pthread_spin_unlock(&qp->sq_lock);
+	pthread_spin_unlock(&qp->sq.lock);
 	if (posted)
 		emu_engine_kick();
 	if (err && bad)
@@ -322,7 +308,7 @@ static int check_recv_wr(const struct emu_qp *qp, const struct ibv_recv_wr *wr)
 {
 	if (wr->num_sge < 0 || wr->num_sge > qp->max_recv_sge || (wr->num_sge && !wr->sg_list))
 		return EINVAL;
-	if (qp->rq_head - __atomic_load_n(&qp->rq_tail, __ATOMIC_ACQUIRE) >= qp->rq_wqe_cnt)
+	if (emu_wq_used(&qp->rq) >= qp->rq.wqe_cnt)
 		return ENOMEM;
 	return 0;
 }
@@ -330,10 +316,9 @@ static int check_recv_wr(const struct emu_qp *qp, const struct ibv_recv_wr *wr)
 /* A list shorter than the stride ends with an INVALID_LKEY segment. */
 static void write_recv_wqe(struct emu_qp *qp, const struct ibv_recv_wr *wr)
 {
-	uint32_t slot = qp->rq_head & (qp->rq_wqe_cnt - 1);
-	struct gnic_mlx5_data_seg *seg =
-	    (struct gnic_mlx5_data_seg *)(qp->rq_buf + (size_t)slot * qp->rq_stride);
-	uint32_t nseg = qp->rq_stride / GNIC_MLX5_SEG_SIZE, j = 0;
+	uint32_t slot = emu_wq_slot(&qp->rq, qp->rq.head);
+	struct gnic_mlx5_data_seg *seg = (struct gnic_mlx5_data_seg *)emu_wq_at(&qp->rq, slot);
+	uint32_t nseg = qp->rq.stride / GNIC_MLX5_SEG_SIZE, j = 0;
 
 	for (int i = 0; i < wr->num_sge; i++)
 		if (wr->sg_list[i].length)
@@ -343,8 +328,8 @@ static void write_recv_wqe(struct emu_qp *qp, const struct ibv_recv_wr *wr)
 		seg[j].lkey = gnic_be32(GNIC_MLX5_INVALID_LKEY);
 		seg[j].addr = 0;
 	}
-	qp->rq_wrid[slot] = wr->wr_id;
-	qp->rq_head++;
+	qp->rq.wrid[slot] = wr->wr_id;
+	qp->rq.head++;
 }
 
 EMU_EXPORT int gemu_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
@@ -354,8 +339,8 @@ EMU_EXPORT int gemu_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struc
 	bool rung;
 	int err = 0;
 
-	pthread_spin_lock(&qp->rq_lock);
-	start = qp->rq_head;
+	pthread_spin_lock(&qp->rq.lock);
+	start = qp->rq.head;
 	if (atomic_load_explicit(&qp->state, memory_order_acquire) == IBV_QPS_RESET)
 		err = EINVAL;
 	while (wr && !err) {
@@ -365,13 +350,13 @@ EMU_EXPORT int gemu_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struc
 		write_recv_wqe(qp, wr);
 		wr = wr->next;
 	}
-	rung = qp->rq_head != start;
+	rung = qp->rq.head != start;
 	if (rung) {
 		/* release: the WQEs before the record */
-		__atomic_store_n(&qp->dbrec[GNIC_MLX5_RCV_DBR], gnic_be32(qp->rq_head & 0xffff),
+		__atomic_store_n(&qp->dbrec[GNIC_MLX5_RCV_DBR], gnic_be32(qp->rq.head & 0xffff),
 		                 __ATOMIC_RELEASE);
 	}
-	pthread_spin_unlock(&qp->rq_lock);
+	pthread_spin_unlock(&qp->rq.lock);
 	if (rung)
 		emu_engine_kick();
 	if (err && bad)

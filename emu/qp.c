@@ -99,6 +99,7 @@ static int size_sq(struct emu_qp *qp, const struct ibv_qp_cap *cap, struct ibv_q
 {
 	uint32_t wqe = send_wqe_size(cap), wq;
 
+	qp->sq.stride = 1; /* what mlx5dv reports without an SQ: 1 << 0 */
 	out->max_send_sge = cap->max_send_sge;
 	out->max_inline_data = cap->max_inline_data;
 	if (!cap->max_send_wr)
@@ -108,7 +109,8 @@ static int size_sq(struct emu_qp *qp, const struct ibv_qp_cap *cap, struct ibv_q
 	wq = roundup_pow2(cap->max_send_wr * wqe);
 	if (wq / GNIC_MLX5_SEND_WQE_BB > EMU_MAX_QP_WR)
 		return EINVAL;
-	qp->sq_wqe_cnt = wq / GNIC_MLX5_SEND_WQE_BB;
+	qp->sq.wqe_cnt = wq / GNIC_MLX5_SEND_WQE_BB;
+	qp->sq.stride = GNIC_MLX5_SEND_WQE_BB;
 	qp->max_send_sge = (int)cap->max_send_sge;
 	/* signed like rdma-core's: max_send_sge 0 without inline leaves a slot
 	 * of just the overhead, -4 (reported as 4294967292), no inline at all */
@@ -125,19 +127,19 @@ static int size_rq(struct emu_qp *qp, const struct ibv_qp_cap *cap, struct ibv_q
 {
 	uint32_t sge = cap->max_recv_sge ? cap->max_recv_sge : 1, wq;
 
-	qp->rq_stride = 1; /* what mlx5dv reports without an RQ: 1 << 0 */
+	qp->rq.stride = 1; /* what mlx5dv reports without an RQ: 1 << 0 */
 	out->max_recv_wr = out->max_recv_sge = 0;
 	if (!cap->max_recv_wr)
 		return 0;
 	if (cap->max_recv_wr > EMU_MAX_QP_WR || sge > EMU_MAX_RQ_DESC / GNIC_MLX5_SEG_SIZE)
 		return EINVAL;
-	qp->rq_stride = roundup_pow2(sge * GNIC_MLX5_SEG_SIZE);
-	wq = roundup_pow2(cap->max_recv_wr) * qp->rq_stride;
+	qp->rq.stride = roundup_pow2(sge * GNIC_MLX5_SEG_SIZE);
+	wq = roundup_pow2(cap->max_recv_wr) * qp->rq.stride;
 	if (wq < GNIC_MLX5_SEND_WQE_BB)
 		wq = GNIC_MLX5_SEND_WQE_BB;
-	qp->rq_wqe_cnt = wq / qp->rq_stride;
-	qp->max_recv_sge = (int)(qp->rq_stride / GNIC_MLX5_SEG_SIZE);
-	out->max_recv_wr = qp->rq_wqe_cnt;
+	qp->rq.wqe_cnt = wq / qp->rq.stride;
+	qp->max_recv_sge = (int)(qp->rq.stride / GNIC_MLX5_SEG_SIZE);
+	out->max_recv_wr = qp->rq.wqe_cnt;
 	out->max_recv_sge = (uint32_t)qp->max_recv_sge;
 	return 0;
 }
@@ -157,26 +159,24 @@ static struct ibv_qp_cap queried_caps(const struct emu_qp *qp, const struct ibv_
  * and the buffer at least a page, so an empty queue still has an address. */
 static int alloc_queues(struct emu_qp *qp)
 {
-	size_t rq_size = (size_t)qp->rq_wqe_cnt * qp->rq_stride;
+	size_t rq_size = (size_t)qp->rq.wqe_cnt * qp->rq.stride;
 	size_t sq_off = align_up(rq_size, EMU_PAGE);
-	size_t sq_n = qp->sq_wqe_cnt ? qp->sq_wqe_cnt : 1;
+	size_t sq_n = qp->sq.wqe_cnt ? qp->sq.wqe_cnt : 1;
 
 	qp->buf_size =
-	    sq_off + align_up((uint64_t)qp->sq_wqe_cnt * GNIC_MLX5_SEND_WQE_BB, EMU_PAGE);
+	    sq_off + align_up((uint64_t)qp->sq.wqe_cnt * GNIC_MLX5_SEND_WQE_BB, EMU_PAGE);
 	if (!qp->buf_size)
 		qp->buf_size = EMU_PAGE;
 	qp->buf = emu_alloc_pages(qp->buf_size);
 	qp->dbrec = emu_alloc_pages(EMU_PAGE);
 	qp->uar = emu_alloc_pages(EMU_PAGE);
-	qp->sq_wrid = calloc(sq_n, sizeof(*qp->sq_wrid));
 	qp->sq_wqe_end = calloc(sq_n, sizeof(*qp->sq_wqe_end));
 	qp->sq_opcode = calloc(sq_n, sizeof(*qp->sq_opcode));
-	qp->rq_wrid = calloc(qp->rq_wqe_cnt ? qp->rq_wqe_cnt : 1, sizeof(*qp->rq_wrid));
-	if (!qp->buf || !qp->dbrec || !qp->uar || !qp->sq_wrid || !qp->sq_wqe_end ||
-	    !qp->sq_opcode || !qp->rq_wrid)
+	if (!qp->buf || !qp->dbrec || !qp->uar || emu_wq_alloc_arrays(&qp->sq) || !qp->sq_wqe_end ||
+	    !qp->sq_opcode || emu_wq_alloc_arrays(&qp->rq))
 		return ENOMEM;
-	qp->rq_buf = qp->rq_wqe_cnt ? qp->buf : NULL;
-	qp->sq_buf = (uint8_t *)qp->buf + sq_off;
+	qp->rq.buf = qp->rq.wqe_cnt ? qp->buf : NULL;
+	qp->sq.buf = (uint8_t *)qp->buf + sq_off;
 	qp->bf_reg = (volatile uint64_t *)((uint8_t *)qp->uar + GNIC_MLX5_BF_OFFSET);
 	return 0;
 }
@@ -186,10 +186,10 @@ static void free_queues(struct emu_qp *qp)
 	free(qp->buf);
 	free(qp->dbrec);
 	free(qp->uar);
-	free(qp->sq_wrid);
+	emu_wq_free_arrays(&qp->sq);
 	free(qp->sq_wqe_end);
 	free(qp->sq_opcode);
-	free(qp->rq_wrid);
+	emu_wq_free_arrays(&qp->rq);
 }
 
 static void init_ibqp(struct emu_qp *qp, const struct ibv_qp_init_attr_ex *a)
@@ -201,10 +201,11 @@ static void init_ibqp(struct emu_qp *qp, const struct ibv_qp_init_attr_ex *a)
 	qp->ibqp.recv_cq = a->recv_cq;
 	qp->ibqp.state = IBV_QPS_RESET;
 	qp->ibqp.qp_type = IBV_QPT_RC;
+	qp->ops = &emu_rc_qp_ops;
 	pthread_mutex_init(&qp->ibqp.mutex, NULL);
 	pthread_cond_init(&qp->ibqp.cond, NULL);
-	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
-	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
+	emu_wq_init_lock(&qp->sq);
+	emu_wq_init_lock(&qp->rq);
 	qp->ctx = to_ectx(a->pd->context);
 	qp->pd = to_epd(a->pd);
 	qp->scq = to_ecq(a->send_cq);
@@ -218,8 +219,8 @@ static void init_ibqp(struct emu_qp *qp, const struct ibv_qp_init_attr_ex *a)
 
 static void destroy_ibqp(struct emu_qp *qp)
 {
-	pthread_spin_destroy(&qp->sq_lock);
-	pthread_spin_destroy(&qp->rq_lock);
+	emu_wq_destroy_lock(&qp->sq);
+	emu_wq_destroy_lock(&qp->rq);
 	pthread_cond_destroy(&qp->ibqp.cond);
 	pthread_mutex_destroy(&qp->ibqp.mutex);
 }
@@ -303,7 +304,7 @@ static void set_scatter(struct emu_qp *qp, enum emu_scatter scatter)
 	bool on = scatter == EMU_SCATTER_ALLOW ||
 	          (scatter == EMU_SCATTER_DEFAULT && emu_env_scatter_to_cqe());
 
-	qp->scat_recv = on && qp->rq_wqe_cnt;
+	qp->scat_recv = on && qp->rq.wqe_cnt;
 	qp->scat_req = on && (qp->sq_sig_all || scatter == EMU_SCATTER_ALLOW);
 }
 
@@ -509,20 +510,18 @@ static void commit_attr(struct emu_qp *qp, const struct ibv_qp_attr *a, int mask
  * engine does (emu_engine_qp_state). */
 static void reset_queues(struct emu_qp *qp)
 {
-	pthread_spin_lock(&qp->sq_lock);
-	pthread_spin_lock(&qp->rq_lock);
-	qp->sq_head = 0;
-	__atomic_store_n(&qp->sq_tail, 0, __ATOMIC_RELEASE);
-	qp->rq_head = 0;
-	__atomic_store_n(&qp->rq_tail, 0, __ATOMIC_RELEASE);
+	pthread_spin_lock(&qp->sq.lock);
+	pthread_spin_lock(&qp->rq.lock);
+	emu_wq_reset(&qp->sq);
+	emu_wq_reset(&qp->rq);
 	qp->bf_offset = 0;
 	memset(qp->dbrec, 0, 2 * sizeof(*qp->dbrec));
 	/* the engine reads the register as memory: an old index left there
 	 * would look like a doorbell for WQEs of the new life */
 	memset((uint8_t *)qp->uar + GNIC_MLX5_BF_OFFSET, 0, 2 * GNIC_MLX5_BF_SIZE);
 	memset(qp->buf, 0, qp->buf_size);
-	pthread_spin_unlock(&qp->rq_lock);
-	pthread_spin_unlock(&qp->sq_lock);
+	pthread_spin_unlock(&qp->rq.lock);
+	pthread_spin_unlock(&qp->sq.lock);
 	emu_cq_clean(qp->scq, qp->ibqp.qp_num);
 	if (qp->rcq != qp->scq)
 		emu_cq_clean(qp->rcq, qp->ibqp.qp_num);
@@ -551,6 +550,14 @@ static void commit_state(struct emu_qp *qp, int old, int next)
 	emu_engine_qp_state(qp, old);
 	if (next == IBV_QPS_RESET)
 		reset_attr(qp);
+}
+
+void emu_qp_enter_error(struct emu_qp *qp, const char *why)
+{
+	int old = atomic_exchange(&qp->state, IBV_QPS_ERR);
+
+	if (old != IBV_QPS_ERR)
+		emu_info("QP 0x%x enters ERR: %s", qp->ibqp.qp_num, why);
 }
 
 EMU_EXPORT int gemu_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)

@@ -3,7 +3,7 @@
  * The requester: turns rung send WQEs into fabric requests and responses into
  * requester CQEs.
  *
- * Every WQE taken from the SQ gets an entry in qp->ost (in SQ order). An entry
+ * Every WQE taken from the SQ gets an entry in qp->req.ost (in SQ order). An entry
  * is "done" when its answer arrived (or, for NOP and local errors, at once);
  * retire() walks the done prefix and writes CQEs, so CQEs stay in posting
  * order whatever order answers come in. Requests carry a sequence number
@@ -18,43 +18,28 @@
 
 #include "emu.h"
 #include "fabric.h"
+#include "rc.h"
+#include "wqe.h"
 
-#define BURST         64 /* WQEs per QP per engine pass: passes stay short */
-#define ACK_EVERY     32 /* ask for an ACK at least this often */
-#define MAX_WQE_BYTES (GNIC_MLX5_MAX_WQE_BB * GNIC_MLX5_SEND_WQE_BB)
-
-/* A WQE copied out of the SQ (it may wrap) with its control fields decoded. */
-struct wqe {
-	uint8_t bytes[MAX_WQE_BYTES];
-	uint16_t idx;
-	uint8_t opcode, opmod, fm_ce_se, nbb, ds;
-	uint32_t qpn, imm;
-};
-
-/* A WQE's local buffers: at most EMU_MAX_SGE + a little slack. */
-struct sgl {
-	struct gnic_mlx5_data_seg *seg[GNIC_MLX5_MAX_DS];
-	int n;
-	const uint8_t *inl; /* inline data, or NULL */
-	uint64_t len;       /* total bytes */
-};
+#define BURST     64 /* WQEs per QP per engine pass: passes stay short */
+#define ACK_EVERY 32 /* ask for an ACK at least this often */
 
 static uint8_t *gather_buf;
 static size_t gather_cap;
 
 static uint32_t mask(const struct emu_qp *qp)
 {
-	return qp->sq_wqe_cnt - 1;
+	return qp->sq.wqe_cnt - 1;
 }
 
 static struct emu_outstanding *ost_at(struct emu_qp *qp, uint32_t n)
 {
-	return &qp->ost[n & mask(qp)];
+	return &qp->req.ost[n & mask(qp)];
 }
 
 static bool ost_empty(const struct emu_qp *qp)
 {
-	return qp->ost_tail == qp->ost_head;
+	return qp->req.ost_tail == qp->req.ost_head;
 }
 
 static uint64_t timeout_ns(const struct emu_qp *qp)
@@ -80,9 +65,9 @@ static uint64_t rnr_delay_ns(uint8_t code)
  * and newer than what we had. */
 static void consider(const struct emu_qp *qp, uint16_t x, uint16_t *best)
 {
-	uint16_t ci = qp->eng_sq_ci, dist = (uint16_t)(x - ci);
+	uint16_t ci = qp->req.sq_ci, dist = (uint16_t)(x - ci);
 
-	if (dist && dist <= qp->sq_wqe_cnt && dist > (uint16_t)(*best - ci))
+	if (dist && dist <= qp->sq.wqe_cnt && dist > (uint16_t)(*best - ci))
 		*best = x;
 }
 
@@ -108,12 +93,12 @@ static uint16_t sq_doorbell(struct emu_qp *qp)
 {
 	uint32_t rec = atomic_load_explicit((_Atomic uint32_t *)&qp->dbrec[GNIC_MLX5_SND_DBR],
 	                                    memory_order_acquire);
-	uint16_t best = qp->db_pi;
+	uint16_t best = qp->req.db_pi;
 
-	if ((uint16_t)(best - qp->eng_sq_ci) > qp->sq_wqe_cnt)
-		best = qp->eng_sq_ci; /* after a rewind: nothing known ahead */
-	if (rec != qp->db_last_rec) {
-		qp->db_last_rec = rec;
+	if ((uint16_t)(best - qp->req.sq_ci) > qp->sq.wqe_cnt)
+		best = qp->req.sq_ci; /* after a rewind: nothing known ahead */
+	if (rec != qp->req.db_last_rec) {
+		qp->req.db_last_rec = rec;
 		consider(qp, (uint16_t)gnic_be32(rec), &best);
 	}
 	for (int half = 0; half < 2; half++) {
@@ -121,103 +106,31 @@ static uint16_t sq_doorbell(struct emu_qp *qp)
 		    (const _Atomic uint64_t *)((uint8_t *)qp->bf_reg + half * GNIC_MLX5_BF_SIZE);
 		uint64_t v = atomic_load_explicit(reg, memory_order_acquire);
 
-		if (v != qp->db_last_reg[half]) {
-			qp->db_last_reg[half] = v;
+		if (v != qp->req.db_last_reg[half]) {
+			qp->req.db_last_reg[half] = v;
 			consider(qp, reg_pi(v), &best);
 		}
 	}
-	qp->db_pi = best;
+	qp->req.db_pi = best;
 	return best;
 }
 
-/* ---- WQE decoding ---------------------------------------------------------- */
+/* ---- local buffers --------------------------------------------------------- */
 
-static uint8_t *sq_bb(struct emu_qp *qp, uint32_t idx)
+/* The WQE this QP posted at basic block idx (false: it did not, see wqe.h). */
+static bool fetch_wqe(struct emu_qp *qp, uint16_t idx, struct emu_wqe *w)
 {
-	return qp->sq_buf + (size_t)(idx & mask(qp)) * GNIC_MLX5_SEND_WQE_BB;
-}
-
-static void decode_ctrl(struct wqe *w, const struct gnic_mlx5_ctrl_seg *c)
-{
-	uint32_t w0 = gnic_be32(c->opmod_idx_opcode), w1 = gnic_be32(c->qpn_ds);
-
-	w->opmod = w0 >> 24;
-	w->idx = (uint16_t)(w0 >> 8);
-	w->opcode = (uint8_t)w0;
-	w->qpn = w1 >> 8;
-	w->ds = w1 & 0x3f;
-	w->fm_ce_se = c->fm_ce_se;
-	w->imm = c->imm;
-	w->nbb = w->ds ? (w->ds * 16 + 63) / 64 : 1;
-}
-
-/* Copy the WQE at basic block idx out of the SQ. false: its ctrl is not a
- * WQE this QP posted at idx (doorbell beyond written WQEs, or garbage). */
-static bool fetch_wqe(struct emu_qp *qp, uint16_t idx, struct wqe *w)
-{
-	memcpy(w->bytes, sq_bb(qp, idx), GNIC_MLX5_SEND_WQE_BB);
-	decode_ctrl(w, (const struct gnic_mlx5_ctrl_seg *)w->bytes);
-	if (w->idx != idx || w->qpn != qp->ibqp.qp_num || w->ds == 0 ||
-	    w->nbb > GNIC_MLX5_MAX_WQE_BB || w->nbb > qp->sq_wqe_cnt) {
-		emu_warn("QP 0x%x: bad WQE at index %u: ctrl says index %u, QPN 0x%x, ds %u "
-		         "(doorbell rung beyond the written WQEs, or a corrupt WQE)",
-		         qp->ibqp.qp_num, idx, w->idx, w->qpn, w->ds);
-		w->idx = idx;
-		w->nbb = 1;
-		return false;
-	}
-	for (unsigned i = 1; i < w->nbb; i++)
-		memcpy(w->bytes + i * GNIC_MLX5_SEND_WQE_BB, sq_bb(qp, idx + i),
-		       GNIC_MLX5_SEND_WQE_BB);
-	return true;
-}
-
-/* Parse the data/inline segments starting at byte off of the WQE. */
-static bool parse_sgl(struct wqe *w, unsigned off, struct sgl *s)
-{
-	unsigned end = w->ds * 16u;
-
-	s->n = 0;
-	s->inl = NULL;
-	s->len = 0;
-	while (off < end) {
-		uint32_t bc = gnic_be32(*(const gnic_be32_t *)(w->bytes + off));
-
-		if (bc & GNIC_MLX5_INLINE_SEG) {
-			uint32_t len = bc & ~GNIC_MLX5_INLINE_SEG;
-
-			if (s->inl || s->n || off + 4 + len > end)
-				return false;
-			s->inl = w->bytes + off + 4;
-			s->len = len;
-			off += (4 + len + 15) & ~15u;
-			continue;
-		}
-		if (s->inl)
-			return false;
-		s->seg[s->n++] = (struct gnic_mlx5_data_seg *)(w->bytes + off);
-		/* hardware reads byte_count 0 as 2 GiB */
-		s->len += bc ? bc : 0x80000000u;
-		off += 16;
-	}
-	return true;
-}
-
-static uint32_t seg_len(const struct gnic_mlx5_data_seg *d)
-{
-	uint32_t bc = gnic_be32(d->byte_count);
-
-	return bc ? bc : 0x80000000u;
+	return emu_wqe_fetch(&qp->sq, qp->ibqp.qp_num, idx, w);
 }
 
 /* Check every local buffer; need = IBV_ACCESS_LOCAL_WRITE when we write it. */
-static uint8_t check_sgl(struct emu_qp *qp, const struct sgl *s, int need)
+static uint8_t check_sgl(struct emu_qp *qp, const struct emu_sgl *s, int need)
 {
 	for (int i = 0; i < s->n; i++) {
 		struct emu_mr *mr;
 
 		if (emu_mr_check(qp->pd, gnic_be32(s->seg[i]->lkey), gnic_be64(s->seg[i]->addr),
-		                 seg_len(s->seg[i]), need, &mr))
+		                 emu_seg_len(s->seg[i]), need, &mr))
 			return GNIC_MLX5_SYND_LOCAL_PROT;
 	}
 	return s->len > EMU_MAX_MSG_SIZE ? GNIC_MLX5_SYND_LOCAL_LENGTH : GNIC_MLX5_SYND_OK;
@@ -225,7 +138,7 @@ static uint8_t check_sgl(struct emu_qp *qp, const struct sgl *s, int need)
 
 /* The payload of a WRITE/SEND as one contiguous buffer: inline data, a single
  * host buffer as is, or everything gathered into gather_buf. */
-static const void *gather(struct emu_qp *qp, const struct sgl *s)
+static const void *gather(struct emu_qp *qp, const struct emu_sgl *s)
 {
 	static const uint8_t empty[1];
 	uint64_t off = 0;
@@ -251,7 +164,7 @@ static const void *gather(struct emu_qp *qp, const struct sgl *s)
 	}
 	for (int i = 0; i < s->n; i++) {
 		struct emu_mr *mr = emu_mr_lookup(gnic_be32(s->seg[i]->lkey));
-		uint32_t len = seg_len(s->seg[i]);
+		uint32_t len = emu_seg_len(s->seg[i]);
 
 		if (!mr || emu_mem_read(mr, gnic_be64(s->seg[i]->addr), gather_buf + off, len))
 			return NULL;
@@ -262,13 +175,14 @@ static const void *gather(struct emu_qp *qp, const struct sgl *s)
 }
 
 /* Write an answer (READ data, atomic old value) into the WQE's local buffers. */
-static uint8_t scatter(struct emu_qp *qp, const struct sgl *s, const uint8_t *data, uint64_t len)
+static uint8_t scatter(struct emu_qp *qp, const struct emu_sgl *s, const uint8_t *data,
+                       uint64_t len)
 {
 	uint64_t off = 0;
 
 	for (int i = 0; i < s->n && off < len; i++) {
 		struct emu_mr *mr;
-		uint64_t n = seg_len(s->seg[i]);
+		uint64_t n = emu_seg_len(s->seg[i]);
 
 		if (n > len - off)
 			n = len - off;
@@ -310,7 +224,7 @@ static void req_cqe(struct emu_qp *qp, const struct emu_outstanding *e, uint8_t 
 
 static void arm_timer(struct emu_qp *qp, uint64_t now)
 {
-	qp->timer_deadline_ns = ost_empty(qp) ? 0 : now + timeout_ns(qp);
+	qp->req.timer_deadline_ns = ost_empty(qp) ? 0 : now + timeout_ns(qp);
 }
 
 /* Write CQEs for the done prefix of the outstanding ring, in SQ order. */
@@ -319,13 +233,13 @@ static void retire(struct emu_qp *qp)
 	bool progressed = false;
 
 	while (!ost_empty(qp)) {
-		struct emu_outstanding *e = ost_at(qp, qp->ost_tail);
+		struct emu_outstanding *e = ost_at(qp, qp->req.ost_tail);
 
 		if (!e->done)
 			break;
 		if (e->rd_atomic)
-			qp->rd_atomic_out--;
-		qp->ost_tail++;
+			qp->req.rd_atomic_out--;
+		qp->req.ost_tail++;
 		progressed = true;
 		if (e->syndrome) {
 			record_error(qp, e->syndrome, e->opcode, e->wqe_idx);
@@ -337,24 +251,16 @@ static void retire(struct emu_qp *qp)
 			req_cqe(qp, e, GNIC_MLX5_SYND_OK);
 	}
 	if (progressed) {
-		qp->retries_left = qp->attr.retry_cnt;
+		qp->req.retries_left = qp->attr.retry_cnt;
 		arm_timer(qp, emu_now_ns());
 	}
 }
 
-void emu_qp_enter_error(struct emu_qp *qp, const char *why)
-{
-	int old = atomic_exchange(&qp->state, IBV_QPS_ERR);
-
-	if (old != IBV_QPS_ERR)
-		emu_info("QP 0x%x enters ERR: %s", qp->ibqp.qp_num, why);
-}
-
 /* ---- issuing ---------------------------------------------------------------- */
 
-static struct emu_outstanding *ost_push(struct emu_qp *qp, const struct wqe *w, bool rd_atomic)
+static struct emu_outstanding *ost_push(struct emu_qp *qp, const struct emu_wqe *w, bool rd_atomic)
 {
-	struct emu_outstanding *e = ost_at(qp, qp->ost_head++);
+	struct emu_outstanding *e = ost_at(qp, qp->req.ost_head++);
 
 	memset(e, 0, sizeof(*e));
 	e->wqe_idx = w->idx;
@@ -362,21 +268,21 @@ static struct emu_outstanding *ost_push(struct emu_qp *qp, const struct wqe *w, 
 	e->opcode = w->opcode;
 	e->fm_ce_se = w->fm_ce_se;
 	e->rd_atomic = rd_atomic;
-	e->psn = qp->psn_next;
+	e->psn = qp->req.psn_next;
 	if (rd_atomic)
-		qp->rd_atomic_out++;
+		qp->req.rd_atomic_out++;
 	return e;
 }
 
 /* A WQE that fails before anything is sent: its error CQE waits its turn. */
-static int fail_local(struct emu_qp *qp, const struct wqe *w, uint8_t synd)
+static int fail_local(struct emu_qp *qp, const struct emu_wqe *w, uint8_t synd)
 {
 	struct emu_outstanding *e = ost_push(qp, w, false);
 
 	e->done = true;
 	e->syndrome = synd;
-	qp->eng_sq_ci = (uint16_t)(w->idx + w->nbb);
-	qp->sq_stalled = true;
+	qp->req.sq_ci = (uint16_t)(w->idx + w->nbb);
+	qp->req.sq_stalled = true;
 	retire(qp);
 	return -1;
 }
@@ -423,7 +329,7 @@ static bool fence_allows(const struct emu_qp *qp, uint8_t fm_ce_se)
 	case GNIC_MLX5_FM_STRONG:
 		return ost_empty(qp);
 	default: /* small fence, fence, small+fence: wait for READ/ATOMIC */
-		return qp->rd_atomic_out == 0;
+		return qp->req.rd_atomic_out == 0;
 	}
 }
 
@@ -433,7 +339,7 @@ static uint32_t max_rd_atomic(const struct emu_qp *qp)
 }
 
 /* Build and send the request for WQE w. 1 sent, 0 stalled, -1 QP failed. */
-static int issue(struct emu_qp *qp, struct wqe *w, bool last_in_burst)
+static int issue(struct emu_qp *qp, struct emu_wqe *w, bool last_in_burst)
 {
 	int type = msg_type(w->opcode);
 	unsigned off = sizeof(struct gnic_mlx5_ctrl_seg);
@@ -443,7 +349,7 @@ static int issue(struct emu_qp *qp, struct wqe *w, bool last_in_burst)
 	                    .imm = w->imm};
 	struct emu_outstanding *e;
 	const void *payload = NULL;
-	struct sgl s;
+	struct emu_sgl s;
 	uint8_t synd;
 	int ret;
 
@@ -463,7 +369,7 @@ static int issue(struct emu_qp *qp, struct wqe *w, bool last_in_burst)
 		m.operand[1] = gnic_be64(a->compare);
 		off += sizeof(*a);
 	}
-	if (off > w->ds * 16u || !parse_sgl(w, off, &s))
+	if (off > w->ds * 16u || !emu_wqe_parse_sgl(w, off, &s))
 		return fail_local(qp, w, GNIC_MLX5_SYND_LOCAL_QP_OP);
 	if (type == EMU_MSG_READ || is_atomic(type)) {
 		if (s.inl)
@@ -473,7 +379,7 @@ static int issue(struct emu_qp *qp, struct wqe *w, bool last_in_burst)
 		synd = check_sgl(qp, &s, IBV_ACCESS_LOCAL_WRITE);
 		if (synd)
 			return fail_local(qp, w, synd);
-		if (qp->rd_atomic_out >= max_rd_atomic(qp))
+		if (qp->req.rd_atomic_out >= max_rd_atomic(qp))
 			return 0;
 		m.operand[0] = type == EMU_MSG_READ ? s.len : m.operand[0];
 	} else {
@@ -488,40 +394,40 @@ static int issue(struct emu_qp *qp, struct wqe *w, bool last_in_burst)
 	if (w->fm_ce_se & GNIC_MLX5_CTRL_SOLICITED)
 		m.flags |= EMU_MSG_F_SOLICITED;
 	if ((w->fm_ce_se & GNIC_MLX5_CTRL_CQ_UPDATE) || last_in_burst ||
-	    qp->psn_next % ACK_EVERY == 0)
+	    qp->req.psn_next % ACK_EVERY == 0)
 		m.flags |= EMU_MSG_F_ACKREQ;
-	m.psn = qp->psn_next;
+	m.psn = qp->req.psn_next;
 
 	/* Commit before sending: an in-process peer answers inside the call. */
 	e = ost_push(qp, w, type == EMU_MSG_READ || is_atomic(type));
 	e->byte_cnt = (uint32_t)s.len;
-	qp->psn_next++;
-	qp->eng_sq_ci = (uint16_t)(w->idx + w->nbb);
-	if (!qp->timer_deadline_ns)
+	qp->req.psn_next++;
+	qp->req.sq_ci = (uint16_t)(w->idx + w->nbb);
+	if (!qp->req.timer_deadline_ns)
 		arm_timer(qp, emu_now_ns());
 	ret = emu_fabric_send(qp, &m, payload);
 	emu_dbg("QP 0x%x: WQE %u psn %u type %u sent (%d)", qp->ibqp.qp_num, w->idx, m.psn, type,
 	        ret);
 	if (ret == -EAGAIN) { /* output full: take it back, retry later */
-		qp->ost_head--;
-		qp->psn_next--;
-		qp->eng_sq_ci = w->idx;
+		qp->req.ost_head--;
+		qp->req.psn_next--;
+		qp->req.sq_ci = w->idx;
 		if (e->rd_atomic)
-			qp->rd_atomic_out--;
+			qp->req.rd_atomic_out--;
 		if (ost_empty(qp))
-			qp->timer_deadline_ns = 0;
+			qp->req.timer_deadline_ns = 0;
 		return 0;
 	}
 	/* -ENOTCONN: the request is lost on the wire; the timer resends it */
 	return 1;
 }
 
-static int issue_nop(struct emu_qp *qp, const struct wqe *w)
+static int issue_nop(struct emu_qp *qp, const struct emu_wqe *w)
 {
 	struct emu_outstanding *e = ost_push(qp, w, false);
 
 	e->done = true;
-	qp->eng_sq_ci = (uint16_t)(w->idx + w->nbb);
+	qp->req.sq_ci = (uint16_t)(w->idx + w->nbb);
 	retire(qp);
 	return 1;
 }
@@ -533,9 +439,10 @@ static int issue_nop(struct emu_qp *qp, const struct wqe *w)
 static bool only_nops(struct emu_qp *qp, uint16_t from, uint16_t pi)
 {
 	for (int n = 0; n < BURST && from != pi; n++) {
-		struct wqe w;
+		struct emu_wqe w;
 
-		decode_ctrl(&w, (const struct gnic_mlx5_ctrl_seg *)sq_bb(qp, from));
+		emu_wqe_decode_ctrl(&w,
+		                    (const struct gnic_mlx5_ctrl_seg *)emu_wq_at(&qp->sq, from));
 		if (w.opcode != GNIC_MLX5_OPCODE_NOP || w.idx != from)
 			return false;
 		from = (uint16_t)(from + w.nbb);
@@ -546,14 +453,14 @@ static bool only_nops(struct emu_qp *qp, uint16_t from, uint16_t pi)
 /* Go back to the oldest unanswered WQE and send everything from there again. */
 static void rewind_to_tail(struct emu_qp *qp)
 {
-	struct emu_outstanding *e = ost_at(qp, qp->ost_tail);
+	struct emu_outstanding *e = ost_at(qp, qp->req.ost_tail);
 
-	qp->eng_sq_ci = e->wqe_idx;
-	qp->psn_next = e->psn;
-	qp->ost_head = qp->ost_tail;
-	qp->rd_atomic_out = 0;
-	qp->sq_stalled = false;
-	qp->timer_deadline_ns = 0;
+	qp->req.sq_ci = e->wqe_idx;
+	qp->req.psn_next = e->psn;
+	qp->req.ost_head = qp->req.ost_tail;
+	qp->req.rd_atomic_out = 0;
+	qp->req.sq_stalled = false;
+	qp->req.timer_deadline_ns = 0;
 }
 
 /* Judged against what the fabric has heard, not the bare clock: an answer
@@ -562,13 +469,13 @@ static int check_timer(struct emu_qp *qp, uint64_t now)
 {
 	struct emu_outstanding *e;
 
-	if (ost_empty(qp) || !qp->timer_deadline_ns ||
-	    emu_fabric_heard_ns(qp, now) < qp->timer_deadline_ns)
+	if (ost_empty(qp) || !qp->req.timer_deadline_ns ||
+	    emu_fabric_heard_ns(qp, now) < qp->req.timer_deadline_ns)
 		return 0;
-	e = ost_at(qp, qp->ost_tail);
+	e = ost_at(qp, qp->req.ost_tail);
 	if (e->done)
 		return 0;
-	if (qp->retries_left == 0) {
+	if (qp->req.retries_left == 0) {
 		emu_info("QP 0x%x: no answer from QP 0x%x after %d retries (timeout %llu us)",
 		         qp->ibqp.qp_num, qp->dest_qpn, qp->attr.retry_cnt,
 		         (unsigned long long)(timeout_ns(qp) / 1000));
@@ -577,7 +484,7 @@ static int check_timer(struct emu_qp *qp, uint64_t now)
 		retire(qp);
 		return 1;
 	}
-	qp->retries_left--;
+	qp->req.retries_left--;
 	emu_dbg("QP 0x%x: timeout, resending from psn %u", qp->ibqp.qp_num, e->psn);
 	rewind_to_tail(qp);
 	return 1;
@@ -605,24 +512,24 @@ static int flush_sq(struct emu_qp *qp)
 	uint16_t pi;
 
 	while (!ost_empty(qp) && work < BURST) {
-		struct emu_outstanding *e = ost_at(qp, qp->ost_tail);
+		struct emu_outstanding *e = ost_at(qp, qp->req.ost_tail);
 
 		if (!flush_one(qp, e->wqe_idx, e->opcode))
 			return work;
-		qp->ost_tail++;
+		qp->req.ost_tail++;
 		work++;
 	}
-	qp->rd_atomic_out = 0;
+	qp->req.rd_atomic_out = 0;
 	pi = sq_doorbell(qp);
-	while (qp->eng_sq_ci != pi && work < BURST) {
-		struct wqe w;
+	while (qp->req.sq_ci != pi && work < BURST) {
+		struct emu_wqe w;
 
-		fetch_wqe(qp, qp->eng_sq_ci, &w);
-		if ((uint16_t)(pi - qp->eng_sq_ci) < w.nbb)
+		fetch_wqe(qp, qp->req.sq_ci, &w);
+		if ((uint16_t)(pi - qp->req.sq_ci) < w.nbb)
 			w.nbb = 1;
-		if (!flush_one(qp, qp->eng_sq_ci, w.opcode))
+		if (!flush_one(qp, qp->req.sq_ci, w.opcode))
 			return work;
-		qp->eng_sq_ci = (uint16_t)(qp->eng_sq_ci + w.nbb);
+		qp->req.sq_ci = (uint16_t)(qp->req.sq_ci + w.nbb);
 		work++;
 	}
 	return work;
@@ -638,16 +545,16 @@ int emu_requester_progress(struct emu_qp *qp, uint64_t now)
 	if (atomic_load(&qp->state) == IBV_QPS_ERR)
 		return flush_sq(qp);
 	work += check_timer(qp, now);
-	if (now < qp->rnr_resume_ns || qp->sq_stalled)
+	if (now < qp->req.rnr_resume_ns || qp->req.sq_stalled)
 		return work;
 	pi = sq_doorbell(qp);
-	for (int n = 0; n < BURST && qp->eng_sq_ci != pi; n++) {
-		struct wqe w;
+	for (int n = 0; n < BURST && qp->req.sq_ci != pi; n++) {
+		struct emu_wqe w;
 		int ret;
 
-		if (atomic_load(&qp->state) != IBV_QPS_RTS || now < qp->rnr_resume_ns)
+		if (atomic_load(&qp->state) != IBV_QPS_RTS || now < qp->req.rnr_resume_ns)
 			break;
-		if (!fetch_wqe(qp, qp->eng_sq_ci, &w)) {
+		if (!fetch_wqe(qp, qp->req.sq_ci, &w)) {
 			fail_local(qp, &w, GNIC_MLX5_SYND_LOCAL_QP_OP);
 			return work + 1;
 		}
@@ -667,23 +574,23 @@ int emu_requester_progress(struct emu_qp *qp, uint64_t now)
 
 void emu_requester_reset(struct emu_qp *qp)
 {
-	qp->eng_sq_ci = 0;
-	qp->db_pi = 0;
-	qp->db_last_rec = 0; /* RESET zeroes the record and the register */
-	qp->db_last_reg[0] = qp->db_last_reg[1] = 0;
-	qp->ost_head = qp->ost_tail = 0;
-	qp->rd_atomic_out = 0;
-	qp->timer_deadline_ns = 0;
-	qp->rnr_resume_ns = 0;
-	qp->sq_stalled = false;
-	qp->psn_next = 0;
+	qp->req.sq_ci = 0;
+	qp->req.db_pi = 0;
+	qp->req.db_last_rec = 0; /* RESET zeroes the record and the register */
+	qp->req.db_last_reg[0] = qp->req.db_last_reg[1] = 0;
+	qp->req.ost_head = qp->req.ost_tail = 0;
+	qp->req.rd_atomic_out = 0;
+	qp->req.timer_deadline_ns = 0;
+	qp->req.rnr_resume_ns = 0;
+	qp->req.sq_stalled = false;
+	qp->req.psn_next = 0;
 	memset(&qp->last_err, 0, sizeof(qp->last_err));
 }
 
 /* Find the unanswered entry with this psn, or NULL for a stale answer. */
 static struct emu_outstanding *find_psn(struct emu_qp *qp, uint32_t psn)
 {
-	for (uint32_t n = qp->ost_tail; n != qp->ost_head; n++) {
+	for (uint32_t n = qp->req.ost_tail; n != qp->req.ost_head; n++) {
 		struct emu_outstanding *e = ost_at(qp, n);
 
 		if (e->psn == psn && !e->done && (e->opcode != GNIC_MLX5_OPCODE_NOP))
@@ -697,7 +604,7 @@ static struct emu_outstanding *find_psn(struct emu_qp *qp, uint32_t psn)
 /* An answer for psn implies every earlier request succeeded (in-order). */
 static void ack_through(struct emu_qp *qp, uint32_t psn, bool inclusive)
 {
-	for (uint32_t n = qp->ost_tail; n != qp->ost_head; n++) {
+	for (uint32_t n = qp->req.ost_tail; n != qp->req.ost_head; n++) {
 		struct emu_outstanding *e = ost_at(qp, n);
 		int32_t d = (int32_t)(e->psn - psn);
 
@@ -711,15 +618,11 @@ static void ack_through(struct emu_qp *qp, uint32_t psn, bool inclusive)
 	}
 }
 
-static void reparse_sgl(struct emu_qp *qp, const struct emu_outstanding *e, struct wqe *w,
-                        struct sgl *s)
+static void reparse_sgl(struct emu_qp *qp, const struct emu_outstanding *e, struct emu_wqe *w,
+                        struct emu_sgl *s)
 {
-	unsigned off = sizeof(struct gnic_mlx5_ctrl_seg) + sizeof(struct gnic_mlx5_raddr_seg);
-
 	fetch_wqe(qp, e->wqe_idx, w);
-	if (e->opcode == GNIC_MLX5_OPCODE_ATOMIC_CS || e->opcode == GNIC_MLX5_OPCODE_ATOMIC_FA)
-		off += sizeof(struct gnic_mlx5_atomic_seg);
-	if (!parse_sgl(w, off, s))
+	if (!emu_wqe_parse_sgl(w, emu_wqe_rd_atomic_sgl(e->opcode), s))
 		s->n = 0;
 }
 
@@ -731,16 +634,31 @@ static bool to_cqe(const struct emu_qp *qp, const struct emu_outstanding *e, uin
 	       len <= GNIC_MLX5_SCATTER_32_MAX;
 }
 
-/* false: READ data that is not here yet (nothing done). */
+/* The response that carries a WQE's data back (0: none does). */
+static uint8_t data_answer(uint8_t opcode)
+{
+	switch (opcode) {
+	case GNIC_MLX5_OPCODE_RDMA_READ:
+		return EMU_MSG_READ_RESP;
+	case GNIC_MLX5_OPCODE_ATOMIC_CS:
+	case GNIC_MLX5_OPCODE_ATOMIC_FA:
+		return EMU_MSG_ATOMIC_RESP;
+	default:
+		return 0;
+	}
+}
+
+/* false: READ data that is not here yet (nothing done). Data of the wrong
+ * type for the WQE (an ATOMIC_RESP for a WRITE or SEND, say) is a bad
+ * response: it must not be scattered into the WQE's buffers. */
 static bool on_data(struct emu_qp *qp, struct emu_outstanding *e, const struct emu_msg *m,
                     const void *payload)
 {
 	uint64_t want = e->rd_atomic && e->opcode == GNIC_MLX5_OPCODE_RDMA_READ ? e->byte_cnt : 8;
-	struct wqe w;
-	struct sgl s;
+	struct emu_wqe w;
+	struct emu_sgl s;
 
-	if (m->type == EMU_MSG_READ_RESP ? e->opcode != GNIC_MLX5_OPCODE_RDMA_READ
-	                                 : e->opcode == GNIC_MLX5_OPCODE_RDMA_READ) {
+	if (m->type != data_answer(e->opcode)) {
 		e->syndrome = GNIC_MLX5_SYND_BAD_RESP;
 	} else if (m->type == EMU_MSG_READ_RESP && m->len != want) {
 		e->syndrome = GNIC_MLX5_SYND_BAD_RESP;
@@ -765,14 +683,14 @@ static bool on_data(struct emu_qp *qp, struct emu_outstanding *e, const struct e
 
 static void on_rnr(struct emu_qp *qp, struct emu_outstanding *e, const struct emu_msg *m)
 {
-	if (qp->rnr_retries_left == 0) {
+	if (qp->req.rnr_retries_left == 0) {
 		e->done = true;
 		e->syndrome = GNIC_MLX5_SYND_RNR_RETRY_EXC;
 		return;
 	}
-	if (qp->rnr_retries_left != 7) /* 7 means retry forever */
-		qp->rnr_retries_left--;
-	qp->rnr_resume_ns = emu_now_ns() + rnr_delay_ns(m->rnr_timer);
+	if (qp->req.rnr_retries_left != 7) /* 7 means retry forever */
+		qp->req.rnr_retries_left--;
+	qp->req.rnr_resume_ns = emu_now_ns() + rnr_delay_ns(m->rnr_timer);
 	rewind_to_tail(qp);
 }
 
@@ -799,7 +717,7 @@ bool emu_requester_on_response(struct emu_qp *qp, const struct emu_msg *m, const
 	}
 	ack_through(qp, m->psn, false);
 	retire(qp); /* earlier WQEs complete before this one's outcome */
-	if (atomic_load(&qp->state) != IBV_QPS_RTS || ost_at(qp, qp->ost_tail) != e)
+	if (atomic_load(&qp->state) != IBV_QPS_RTS || ost_at(qp, qp->req.ost_tail) != e)
 		return true;
 	switch (m->type) {
 	case EMU_MSG_NAK:

@@ -14,6 +14,8 @@
 
 #include "emu.h"
 #include "fabric.h"
+#include "rc.h"
+#include "wqe.h"
 
 #define RQ_FLUSH_BURST 64
 #define NEED_DATA      0x100 /* not a syndrome: the request's data is not here */
@@ -31,11 +33,11 @@ static uint16_t rq_head(struct emu_qp *qp)
 
 static bool rq_available(struct emu_qp *qp)
 {
-	uint16_t n = (uint16_t)(rq_head(qp) - qp->eng_rq_ci);
+	uint16_t n = (uint16_t)(rq_head(qp) - qp->resp.rq_ci);
 
-	if (n > qp->rq_wqe_cnt) {
+	if (n > qp->rq.wqe_cnt) {
 		emu_warn("QP 0x%x: RQ doorbell record %u is %u ahead of the %u-entry RQ",
-		         qp->ibqp.qp_num, rq_head(qp), n, qp->rq_wqe_cnt);
+		         qp->ibqp.qp_num, rq_head(qp), n, qp->rq.wqe_cnt);
 		return false;
 	}
 	return n > 0;
@@ -43,33 +45,25 @@ static bool rq_available(struct emu_qp *qp)
 
 static struct gnic_mlx5_data_seg *rq_wqe(struct emu_qp *qp, uint16_t idx)
 {
-	return (struct gnic_mlx5_data_seg *)(qp->rq_buf +
-	                                     (size_t)(idx & (qp->rq_wqe_cnt - 1)) * qp->rq_stride);
+	return (struct gnic_mlx5_data_seg *)emu_wq_at(&qp->rq, idx);
 }
 
-static uint32_t seg_len(const struct gnic_mlx5_data_seg *d)
-{
-	uint32_t bc = gnic_be32(d->byte_count);
-
-	return bc ? bc : 0x80000000u; /* hardware reads 0 as 2 GiB */
-}
-
-/* Scatter a SEND's payload into the RQ WQE at eng_rq_ci. A syndrome, or
+/* Scatter a SEND's payload into the RQ WQE at resp.rq_ci. A syndrome, or
  * NEED_DATA when the data is not there (nothing done). */
 static int scatter_recv(struct emu_qp *qp, const uint8_t *data, uint64_t len)
 {
-	struct gnic_mlx5_data_seg *seg = rq_wqe(qp, qp->eng_rq_ci);
-	unsigned nseg = qp->rq_stride / sizeof(*seg);
+	struct gnic_mlx5_data_seg *seg = rq_wqe(qp, qp->resp.rq_ci);
+	unsigned nseg = qp->rq.stride / sizeof(*seg);
 	uint64_t room = 0, off = 0;
 
 	for (unsigned i = 0; i < nseg && gnic_be32(seg[i].lkey) != GNIC_MLX5_INVALID_LKEY; i++)
-		room += seg_len(&seg[i]);
+		room += emu_seg_len(&seg[i]);
 	if (len > room)
 		return GNIC_MLX5_SYND_LOCAL_LENGTH;
 	if (len && !data)
 		return NEED_DATA;
 	for (unsigned i = 0; i < nseg && off < len; i++) {
-		uint64_t n = seg_len(&seg[i]);
+		uint64_t n = emu_seg_len(&seg[i]);
 		struct emu_mr *mr;
 
 		if (n > len - off)
@@ -90,7 +84,7 @@ static void resp_cqe_inl(struct emu_qp *qp, uint8_t opcode, uint8_t synd, const 
 	struct emu_cqe_info ci = {
 	    .opcode = synd ? GNIC_MLX5_CQE_RESP_ERR : opcode,
 	    .syndrome = synd,
-	    .wqe_counter = qp->eng_rq_ci,
+	    .wqe_counter = qp->resp.rq_ci,
 	    .qpn = qp->ibqp.qp_num,
 	    .byte_cnt = m ? m->len : 0,
 	    .imm = m ? m->imm : 0,
@@ -99,7 +93,7 @@ static void resp_cqe_inl(struct emu_qp *qp, uint8_t opcode, uint8_t synd, const 
 	    .inl_len = inl_len,
 	};
 
-	qp->eng_rq_ci++;
+	qp->resp.rq_ci++;
 	if (!emu_cqe_write(qp->rcq, &ci) && atomic_load(&qp->state) != IBV_QPS_ERR)
 		emu_qp_enter_error(qp, "receive CQ overrun");
 }
@@ -262,7 +256,7 @@ static bool atomic_op(struct emu_mr *mr, const struct emu_msg *m, uint64_t *old)
 
 static void do_atomic(struct emu_reply_path *to, struct emu_qp *qp, const struct emu_msg *m)
 {
-	struct emu_atomic_result *slot = &qp->atomic_cache[m->psn % EMU_MAX_RD_ATOMIC];
+	struct emu_atomic_result *slot = &qp->resp.atomic_cache[m->psn % EMU_MAX_RD_ATOMIC];
 	struct emu_mr *mr;
 	uint64_t old;
 
@@ -366,7 +360,7 @@ static bool execute(struct emu_reply_path *to, struct emu_qp *qp, const struct e
 	}
 	if (atomic_load(&qp->state) == IBV_QPS_ERR)
 		return true;
-	qp->psn_expected++;
+	qp->resp.psn_expected++;
 	if ((m->flags & EMU_MSG_F_ACKREQ) && m->type != EMU_MSG_READ &&
 	    m->type != EMU_MSG_ATOMIC_CS && m->type != EMU_MSG_ATOMIC_FA)
 		ack(to, qp, m, m->psn);
@@ -376,7 +370,7 @@ static bool execute(struct emu_reply_path *to, struct emu_qp *qp, const struct e
 /* A request we already executed (its answer was lost or is late). */
 static void duplicate(struct emu_reply_path *to, struct emu_qp *qp, const struct emu_msg *m)
 {
-	const struct emu_atomic_result *slot = &qp->atomic_cache[m->psn % EMU_MAX_RD_ATOMIC];
+	const struct emu_atomic_result *slot = &qp->resp.atomic_cache[m->psn % EMU_MAX_RD_ATOMIC];
 
 	switch (m->type) {
 	case EMU_MSG_READ:
@@ -388,16 +382,15 @@ static void duplicate(struct emu_reply_path *to, struct emu_qp *qp, const struct
 			answer(to, qp, m, EMU_MSG_ATOMIC_RESP, 0, slot->old, NULL, 0);
 		break;
 	default:
-		ack(to, qp, m, qp->psn_expected - 1);
+		ack(to, qp, m, qp->resp.psn_expected - 1);
 		break;
 	}
 }
 
-bool emu_responder_on_request(struct emu_reply_path *from, const struct emu_msg *m,
-                              const void *payload)
+bool emu_responder_on_request(struct emu_qp *qp, struct emu_reply_path *from,
+                              const struct emu_msg *m, const void *payload)
 {
-	struct emu_qp *qp = emu_qp_lookup(m->dst_qpn);
-	int state = qp ? atomic_load(&qp->state) : IBV_QPS_RESET;
+	int state = atomic_load(&qp->state);
 	int32_t d;
 
 	emu_dbg("QP 0x%x: request type %u psn %u len %u from QP 0x%x", m->dst_qpn, m->type, m->psn,
@@ -413,10 +406,10 @@ bool emu_responder_on_request(struct emu_reply_path *from, const struct emu_msg 
 		         qp->ibqp.qp_num, m->src_qpn, qp->dest_qpn);
 		return true;
 	}
-	d = (int32_t)(m->psn - qp->psn_expected);
+	d = (int32_t)(m->psn - qp->resp.psn_expected);
 	if (d > 0) { /* out of sequence (after an RNR NAK): the requester resends */
 		emu_dbg("QP 0x%x: request psn %u dropped: expected psn %u", qp->ibqp.qp_num, m->psn,
-		        qp->psn_expected);
+		        qp->resp.psn_expected);
 		return true;
 	}
 	if (d < 0) {
@@ -430,7 +423,7 @@ int emu_responder_progress(struct emu_qp *qp)
 {
 	int work = 0;
 
-	if (!qp->rq_wqe_cnt)
+	if (!qp->rq.wqe_cnt)
 		return 0;
 	while (work < RQ_FLUSH_BURST && rq_available(qp)) {
 		resp_cqe(qp, 0, GNIC_MLX5_SYND_WR_FLUSH, NULL);
@@ -441,7 +434,7 @@ int emu_responder_progress(struct emu_qp *qp)
 
 void emu_responder_reset(struct emu_qp *qp)
 {
-	qp->eng_rq_ci = 0;
-	qp->psn_expected = 0;
-	memset(qp->atomic_cache, 0xff, sizeof(qp->atomic_cache));
+	qp->resp.rq_ci = 0;
+	qp->resp.psn_expected = 0;
+	memset(qp->resp.atomic_cache, 0xff, sizeof(qp->resp.atomic_cache));
 }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Fuzz target "fabric": gnic-emu's fabric input, emu_wire_input() and the
- * handshake behind it (emu/fabric_wire.c), exactly as fabric.c drives them
- * on a connection's receive buffer.
+ * handshake behind it (emu/fabric_wire.c), exactly as emu/fabric_conn.c
+ * drives them on a connection's receive buffer.
  *
  * Input: a mode byte and the byte stream a peer sends (fuzz_fabric.h). The
  * local end has a fixed secret, nonce and GID, so a seed can hold a valid
@@ -211,8 +211,8 @@ static void record(struct run *r, const struct emu_wire_step *st, const uint8_t 
 			e->sum = e->sum * 31 + p[i];
 }
 
-/* Take every whole frame in stream[r->taken, end), as fabric.c's conn_parse
- * does; the frame is parsed from an exact-size heap copy. */
+/* Take every whole frame in stream[r->taken, end), as fabric_conn.c's
+ * conn_parse does; the frame is parsed from an exact-size heap copy. */
 static void parse(struct run *r, const uint8_t *stream, size_t end, const uint8_t *data,
                   size_t size)
 {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Fuzz target "wqe": gnic-emu's send WQE decoder end to end (emu/requester.c
- * fetch_wqe/decode_ctrl/parse_sgl/issue, then emu/responder.c).
+ * Fuzz target "wqe": gnic-emu's send WQE decoder end to end (emu/wqe.c
+ * emu_wqe_fetch/decode_ctrl/parse_sgl, emu/requester.c issue, then
+ * emu/responder.c).
  *
  * Once per process: rocep1s0f0 opened through the verbs shims, two RC QPs
  * connected to each other (the pair is reused by every input), the SQ and the

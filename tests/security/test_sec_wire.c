@@ -62,6 +62,9 @@
  *                  (0, 1, 3, 6) the emulator sends it exactly N + 1 times,
  *                  then completes it with RNR_RETRY_EXC_ERR; with 7 it
  *                  retries for ever (10 NAKs, then an ACK: SUCCESS)
+ *   wrong_answer   a WRITE and a SEND answered with an atomic's response:
+ *                  BAD_RESP_ERR, and the 8 bytes it carries land nowhere
+ *                  (not in the WRITE's source buffer either)
  *
  * Run one case: test_sec_wire <case>.
  */
@@ -1062,13 +1065,16 @@ static int fake_session(int lfd, const union ibv_gid *fake_gid)
 	return fd;
 }
 
-static void post_read(struct ibv_qp *qp, uint64_t id, void *buf, uint32_t len, uint32_t lkey)
+/* A signaled op on one buffer (a READ's or WRITE's remote side is the fake
+ * peer's, which checks nothing). */
+static void post_op(struct ibv_qp *qp, uint64_t id, enum ibv_wr_opcode op, void *buf, uint32_t len,
+                    uint32_t lkey)
 {
 	struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = len, .lkey = lkey};
 	struct ibv_send_wr wr = {.wr_id = id,
 	                         .sg_list = &sge,
 	                         .num_sge = 1,
-	                         .opcode = IBV_WR_RDMA_READ,
+	                         .opcode = op,
 	                         .send_flags = IBV_SEND_SIGNALED,
 	                         .wr.rdma = {.remote_addr = 0x10000, .rkey = 0x1234}};
 
@@ -1115,7 +1121,7 @@ static void case_big_read(void)
 	gid_of(&fa, &peer.gid);
 	peer.qpn = FAKE_QPN;
 	t_connect(rq, &peer, &o);
-	post_read(rq, 1, dst, BIG_LEN, dmr->lkey);
+	post_op(rq, 1, IBV_WR_RDMA_READ, dst, BIG_LEN, dmr->lkey);
 	fd = fake_session(lfd, &peer.gid);
 	memset(&r, 0, sizeof(r));
 	r.type = EMU_MSG_READ_RESP;
@@ -1132,7 +1138,7 @@ static void case_big_read(void)
 
 	t_case("big_read: a 4 KiB READ answered with 2 GiB");
 	memset(dst, GUARD, BIG_LEN);
-	post_read(rq, 2, dst, 4096, dmr->lkey);
+	post_op(rq, 2, IBV_WR_RDMA_READ, dst, 4096, dmr->lkey);
 	r.psn = read_request(fd, 4096);
 	r.len = EMU_WIRE_MAX_MSG;
 	rss0 = rss_bytes();
@@ -1188,20 +1194,29 @@ static void setup(void)
 
 /* ---- RNR retry count ------------------------------------------------------ */
 
-/* The next SEND on fd within ms (retransmissions included); false: none. */
-static bool next_send(int fd, struct emu_msg *m, unsigned ms)
+/* The next request on fd within ms (retransmissions included), of this
+ * type and with at most 64 bytes of data; false: none. */
+static bool next_request(int fd, uint8_t type, struct emu_msg *m, unsigned ms)
 {
 	uint8_t payload[64];
 
 	if (!recv_exact(fd, m, sizeof(*m), ms))
 		return false;
-	CHECK_EQ(m->type, EMU_MSG_SEND);
+	CHECK_EQ(m->type, type);
 	CHECK(m->len <= sizeof(payload));
 	CHECK(recv_exact(fd, payload, m->len, CLOSE_MS));
 	return true;
 }
 
-static void answer_send(int fd, const struct emu_msg *req, uint8_t type, uint32_t qpn)
+static bool next_send(int fd, struct emu_msg *m, unsigned ms)
+{
+	return next_request(fd, EMU_MSG_SEND, m, ms);
+}
+
+/* Answer request req to QP qpn with a response of this type (operand: an
+ * ATOMIC_RESP's old value). */
+static void answer_req(int fd, const struct emu_msg *req, uint8_t type, uint32_t qpn,
+                       uint64_t operand)
 {
 	struct emu_msg a;
 
@@ -1211,7 +1226,27 @@ static void answer_send(int fd, const struct emu_msg *req, uint8_t type, uint32_
 	a.dst_qpn = qpn;
 	a.src_qpn = FAKE_QPN;
 	a.psn = req->psn;
+	a.operand[0] = operand;
 	send_all(fd, &a, sizeof(a));
+}
+
+/* A QP on cq connected to QP FAKE_QPN of the fake peer listening at fa,
+ * whose GID goes to *gid. */
+static struct ibv_qp *fake_peer_qp(struct ibv_cq *cq, const struct sockaddr_in *fa,
+                                   const struct t_conn_opts *o, union ibv_gid *gid)
+{
+	struct t_qp_caps caps;
+	struct t_ep peer;
+	struct ibv_qp *qp;
+
+	t_qp_caps_default(&caps);
+	qp = t_qp(pd, cq, cq, &caps, NULL);
+	memset(&peer, 0, sizeof(peer));
+	gid_of(fa, &peer.gid);
+	peer.qpn = FAKE_QPN;
+	t_connect(qp, &peer, o);
+	*gid = peer.gid;
+	return qp;
 }
 
 /* One SEND with rnr_retry n, every try NAKed (n == 7: 10 NAKs, then an ACK). */
@@ -1220,9 +1255,8 @@ static void rnr_round(uint8_t n)
 	struct ibv_cq *cq = t_cq(ctx, 16);
 	unsigned sends = 0, naks = n == 7 ? 10 : 1000;
 	struct t_conn_opts o;
-	struct t_qp_caps caps;
 	struct sockaddr_in fa;
-	struct t_ep peer;
+	union ibv_gid gid;
 	struct emu_msg m;
 	struct ibv_qp *qp;
 	struct ibv_wc wc;
@@ -1232,24 +1266,13 @@ static void rnr_round(uint8_t n)
 	t_conn_opts_default(&o);
 	o.rnr_retry = n;
 	o.timeout = 14; /* 67 ms: no transport retry while the NAKs come */
-	t_qp_caps_default(&caps);
-	qp = t_qp(pd, cq, cq, &caps, NULL);
-	memset(&peer, 0, sizeof(peer));
-	gid_of(&fa, &peer.gid);
-	peer.qpn = FAKE_QPN;
-	t_connect(qp, &peer, &o);
+	qp = fake_peer_qp(cq, &fa, &o, &gid);
 	t_fill(src, 16, n);
-	struct ibv_sge sge = {.addr = (uintptr_t)src, .length = 16, .lkey = smr->lkey};
-	struct ibv_send_wr wr = {.wr_id = 7,
-	                         .sg_list = &sge,
-	                         .num_sge = 1,
-	                         .opcode = IBV_WR_SEND,
-	                         .send_flags = IBV_SEND_SIGNALED};
-	t_post_send(qp, &wr);
-	fd = fake_session(lfd, &peer.gid);
+	post_op(qp, 7, IBV_WR_SEND, src, 16, smr->lkey);
+	fd = fake_session(lfd, &gid);
 	while (!got && next_send(fd, &m, 2000)) {
 		sends++;
-		answer_send(fd, &m, sends <= naks ? EMU_MSG_RNR_NAK : EMU_MSG_ACK, qp->qp_num);
+		answer_req(fd, &m, sends <= naks ? EMU_MSG_RNR_NAK : EMU_MSG_ACK, qp->qp_num, 0);
 		got = ibv_poll_cq(cq, 1, &wc);
 		if (!got && n != 7 && sends == n + 1u) /* the last try: its answer ends it */
 			t_poll_timeout(cq, 1, &wc, 2000, "the SEND after its last RNR NAK"),
@@ -1282,6 +1305,48 @@ static void case_rnr_count(void)
 		rnr_round(ns[i]);
 }
 
+/* ---- answers of the wrong type --------------------------------------------- */
+
+/* A signaled WRITE (or SEND) of 16 bytes from src, answered by the fake
+ * peer with an ATOMIC_RESP for its psn: a response no such request has.
+ * The WQE completes with BAD_RESP_ERR and src keeps its bytes (the
+ * answer's old value must not be scattered into the WQE's buffers). */
+static void wrong_answer_round(enum ibv_wr_opcode op, uint8_t type, const char *what)
+{
+	struct ibv_cq *cq = t_cq(ctx, 16);
+	uint8_t want[16];
+	struct t_conn_opts o;
+	struct sockaddr_in fa;
+	union ibv_gid gid;
+	struct emu_msg m;
+	struct ibv_qp *qp;
+	struct ibv_wc wc;
+	int lfd = fake_listen(&fa), fd;
+
+	t_case("wrong_answer: a %s answered with an ATOMIC_RESP", what);
+	t_conn_opts_default(&o);
+	qp = fake_peer_qp(cq, &fa, &o, &gid);
+	t_fill(src, sizeof(want), op);
+	memcpy(want, src, sizeof(want));
+	post_op(qp, 9, op, src, sizeof(want), smr->lkey);
+	fd = fake_session(lfd, &gid);
+	CHECK(next_request(fd, type, &m, CLOSE_MS));
+	answer_req(fd, &m, EMU_MSG_ATOMIC_RESP, qp->qp_num, 0x1122334455667788ull);
+	t_poll_timeout(cq, 1, &wc, CLOSE_MS, what);
+	CHECK_WC_STATUS(&wc, 9, IBV_WC_BAD_RESP_ERR);
+	CHECK_MEM(src, want, sizeof(want));
+	close(fd);
+	close(lfd);
+	CHECK_OK(ibv_destroy_qp(qp));
+	CHECK_OK(ibv_destroy_cq(cq));
+}
+
+static void case_wrong_answer(void)
+{
+	wrong_answer_round(IBV_WR_RDMA_WRITE, EMU_MSG_WRITE, "WRITE");
+	wrong_answer_round(IBV_WR_SEND, EMU_MSG_SEND, "SEND");
+}
+
 static const struct t_named_case cases[] = {
     {"control", case_control},
     {"no_handshake", case_no_handshake},
@@ -1303,6 +1368,7 @@ static const struct t_named_case cases[] = {
     {"big_write_ok", case_big_write_ok},
     {"big_read", case_big_read},
     {"rnr_count", case_rnr_count},
+    {"wrong_answer", case_wrong_answer},
 };
 
 int main(int argc, char **argv)

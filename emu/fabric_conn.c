@@ -1,0 +1,616 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A fabric connection: its life (connect, reconnect, close, reap), its
+ * output (one direct write per pass, the rest buffered for
+ * emu_fabric_flush) and its input, read in big chunks, parsed in place and
+ * dispatched to the QP each message names through its type's table
+ * (qp_ops.h). The handshake before any of that is fabric_hs.c's.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "fabric_int.h"
+
+/* ---- life cycle ----------------------------------------------------------- */
+
+const char *fab_conn_name(const struct emu_conn *c, char *buf, size_t size)
+{
+	char a[48];
+
+	snprintf(buf, size, "%s %s", c->outbound ? "to" : "from",
+	         fab_addr_str(&c->addr, a, sizeof(a)));
+	return buf;
+}
+
+static uint32_t conn_want_events(const struct emu_conn *c)
+{
+	uint32_t ev;
+
+	if (c->state == CONN_CONNECTING)
+		return EPOLLOUT;
+	ev = c->in_blocked ? 0 : EPOLLIN;
+	if (fab_buf_used(&c->out))
+		ev |= EPOLLOUT;
+	return ev;
+}
+
+void fab_conn_update_events(struct emu_conn *c)
+{
+	uint32_t want;
+
+	if (c->fd < 0)
+		return;
+	want = conn_want_events(c);
+	if (want != c->events && !fab_epoll_set(EPOLL_CTL_MOD, c->fd, &c->h, want))
+		c->events = want;
+}
+
+static void conn_close_fd(struct emu_conn *c)
+{
+	if (c->fd < 0)
+		return;
+	fab_epoll_forget(c->fd);
+	close(c->fd);
+	c->fd = -1;
+	c->events = 0;
+}
+
+/* The connection is gone: whatever was queued either way is lost, like
+ * packets on a cut wire (requesters retransmit). Memory goes in fab_reap(). */
+void fab_conn_down(struct emu_conn *c)
+{
+	fab_pending_del(c);
+	conn_close_fd(c);
+	c->state = CONN_DEAD;
+	c->in_blocked = false;
+	c->admitted = false;
+	c->skip = 0;
+	c->in.head = c->in.tail = 0;
+	c->out.head = c->out.tail = 0;
+	c->hold.head = c->hold.tail = 0;
+	if (!c->outbound)
+		c->doomed = true;
+	fab.reap_due = true;
+}
+
+void fab_conn_fail(struct emu_conn *c, const char *why, int err)
+{
+	char name[64];
+
+	if (c->state == CONN_DEAD)
+		return;
+	emu_info("fabric: connection %s: %s%s%s", fab_conn_name(c, name, sizeof(name)), why,
+	         err ? ": " : "", err ? strerror(err) : "");
+	fab_conn_down(c);
+}
+
+void fab_conn_connect_failed(struct emu_conn *c, int err)
+{
+	char name[64];
+
+	/* A peer that is not up yet is retried every few ms: log it once. */
+	if (c->fails++ == 0)
+		emu_info("fabric: cannot connect %s: %s", fab_conn_name(c, name, sizeof(name)),
+		         strerror(err));
+	else
+		emu_dbg("fabric: cannot connect %s: %s", fab_conn_name(c, name, sizeof(name)),
+		        strerror(err));
+	fab_conn_down(c);
+}
+
+/* ---- connect -------------------------------------------------------------- */
+
+/* Start a non-blocking connect; the hello goes first in the output. On
+ * failure the connection stays DEAD until retry_ns. */
+void fab_conn_connect(struct emu_conn *c)
+{
+	uint64_t now = emu_now_ns();
+	int fd, err;
+
+	c->retry_ns = now + FAB_RECONNECT_NS;
+	c->in.head = c->in.tail = c->out.head = c->out.tail = 0;
+	c->hold.head = c->hold.tail = 0;
+	c->sock_full = false;
+	err = fab_hs_begin(c, EMU_HS_CONNECTOR);
+	if (err) {
+		fab_conn_connect_failed(c, -err);
+		return;
+	}
+	fab_hs_arm(c, now);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		fab_conn_connect_failed(c, errno);
+		return;
+	}
+	fab_set_nodelay(fd);
+	c->fd = fd;
+	if (!connect(fd, (const struct sockaddr *)&c->addr, sizeof(c->addr)))
+		c->state = CONN_AUTH;
+	else if (errno == EINPROGRESS)
+		c->state = CONN_CONNECTING;
+	else
+		goto fail;
+	c->events = conn_want_events(c);
+	if (fab_epoll_set(EPOLL_CTL_ADD, fd, &c->h, c->events))
+		goto fail;
+	if (c->state == CONN_AUTH)
+		c->fails = 0;
+	return;
+fail:
+	err = errno;
+	fab_conn_connect_failed(c, err);
+}
+
+/* A stale readiness event can reach a socket that is still connecting:
+ * SO_ERROR is 0 then too, but it has no peer yet. */
+static bool still_connecting(int fd)
+{
+	struct sockaddr_in peer;
+	socklen_t len = sizeof(peer);
+
+	return getpeername(fd, (struct sockaddr *)&peer, &len) && errno == ENOTCONN;
+}
+
+/* connect() finished, one way or the other. */
+static int conn_connected(struct emu_conn *c)
+{
+	char name[64];
+	socklen_t len = sizeof(int);
+	int err = 0;
+
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len))
+		err = errno;
+	if (err == EINPROGRESS || err == EALREADY)
+		return 0;
+	if (!err && still_connecting(c->fd))
+		return 0;
+	if (err) {
+		fab_conn_connect_failed(c, err);
+		return 1;
+	}
+	c->state = CONN_AUTH;
+	c->fails = 0;
+	emu_dbg("fabric: connected %s", fab_conn_name(c, name, sizeof(name)));
+	fab_conn_update_events(c);
+	return 1;
+}
+
+struct emu_conn *fab_conn_alloc(struct emu_device *dev, const struct sockaddr_in *addr,
+                                bool outbound)
+{
+	struct emu_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->h.kind = FAB_CONN;
+	c->fd = -1;
+	c->state = CONN_DEAD;
+	c->outbound = outbound;
+	c->dev = dev;
+	c->addr = *addr;
+	c->heard_ns = emu_now_ns(); /* nothing can have come before it existed */
+	c->next = fab.conns;
+	fab.conns = c;
+	return c;
+}
+
+struct emu_conn *fab_conn_find(const struct emu_device *dev, const struct sockaddr_in *addr)
+{
+	for (struct emu_conn *c = fab.conns; c; c = c->next)
+		if (c->outbound && !c->doomed && c->dev == dev &&
+		    c->addr.sin_addr.s_addr == addr->sin_addr.s_addr &&
+		    c->addr.sin_port == addr->sin_port)
+			return c;
+	return NULL;
+}
+
+/* Free what dead connections hold and unlink the doomed ones. Never called
+ * while a message is being dispatched. */
+void fab_reap(void)
+{
+	struct emu_conn **pp = &fab.conns;
+
+	if (!fab.reap_due)
+		return;
+	fab.reap_due = false;
+	while (*pp) {
+		struct emu_conn *c = *pp;
+
+		if (c->state == CONN_DEAD || c->doomed) {
+			fab_buf_free(&c->in);
+			fab_buf_free(&c->out);
+			fab_buf_free(&c->hold);
+		}
+		if (c->doomed) {
+			conn_close_fd(c);
+			*pp = c->next;
+			free(c);
+			continue;
+		}
+		pp = &c->next;
+	}
+}
+
+void fab_conn_retire(struct emu_conn *c)
+{
+	conn_close_fd(c);
+	c->state = CONN_DEAD;
+	c->doomed = true;
+	fab.reap_due = true;
+	if (!fab.dispatching)
+		fab_reap();
+}
+
+/* A dead connection is retried at most once per FAB_RECONNECT_NS. */
+bool fab_conn_revive(struct emu_conn *c)
+{
+	if (c->state != CONN_DEAD)
+		return true;
+	if (emu_now_ns() < c->retry_ns)
+		return false;
+	fab_conn_connect(c);
+	return c->state != CONN_DEAD;
+}
+
+/* ---- output --------------------------------------------------------------- */
+
+/* An idle connection sends its first message of the pass right away (one
+ * latency hop less); later ones wait for emu_fabric_flush(). Returns bytes
+ * written, or -errno when the socket is broken. */
+static ssize_t out_direct(struct emu_conn *c, const struct emu_msg *m, const void *payload,
+                          uint32_t plen)
+{
+	struct iovec iov[2] = {{(void *)m, sizeof(*m)}, {(void *)payload, plen}};
+	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = plen ? 2 : 1};
+	ssize_t n;
+
+	if (c->state != CONN_UP || fab_buf_used(&c->out) || c->wrote_this_pass)
+		return 0;
+	c->wrote_this_pass = true;
+	do
+		n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n >= 0)
+		return n;
+	return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+}
+
+int fab_conn_post(struct emu_conn *c, const struct emu_msg *m, const void *payload)
+{
+	uint32_t plen = emu_wire_payload_len(m);
+	ssize_t sent;
+
+	/* not authenticated yet: nothing may precede the proof */
+	if (c->state != CONN_UP)
+		return fab_msg_append(&c->hold, m, payload, plen, 0) ? -EAGAIN : 0;
+	sent = out_direct(c, m, payload, plen);
+	if (sent < 0) {
+		fab_conn_fail(c, "send failed", (int)-sent);
+		return -ENOTCONN;
+	}
+	if ((size_t)sent == sizeof(*m) + plen)
+		return 0;
+	/* out of memory: like a full queue, the requester tries again later */
+	return fab_msg_append(&c->out, m, payload, plen, (size_t)sent) ? -EAGAIN : 0;
+}
+
+/* Write what is queued until the socket is full. Returns bytes written. */
+size_t fab_conn_write(struct emu_conn *c)
+{
+	size_t total = 0;
+
+	while ((c->state == CONN_UP || c->state == CONN_AUTH) && fab_buf_used(&c->out)) {
+		ssize_t n = send(c->fd, c->out.data + c->out.head, fab_buf_used(&c->out),
+		                 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n > 0) {
+			c->out.head += (size_t)n;
+			total += (size_t)n;
+			c->sock_full = false;
+		} else if (n < 0 && errno == EINTR) {
+			continue;
+		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			c->sock_full = true;
+			break;
+		} else {
+			fab_conn_fail(c, "send failed", n < 0 ? errno : EPIPE);
+			return total;
+		}
+	}
+	fab_buf_settle(&c->out);
+	return total;
+}
+
+/* ---- input ---------------------------------------------------------------- */
+
+/* The unread input (a released buffer has no data pointer at all). */
+static const uint8_t *in_head(const struct emu_conn *c)
+{
+	return c->in.data ? c->in.data + c->in.head : NULL;
+}
+
+/* Bytes the next frame needs in the input buffer, counted from its head. */
+static size_t in_need(const struct emu_conn *c)
+{
+	return emu_wire_need(&c->hs, in_head(c), fab_buf_used(&c->in));
+}
+
+/* Does the next message need more than FAB_IN_FREE bytes of buffer? */
+static bool msg_big(size_t need)
+{
+	return need > sizeof(struct emu_msg) + FAB_IN_FREE;
+}
+
+/* Room for one recv(): a full chunk, or the rest of a large message its QP
+ * took. Before the peer is authenticated, exactly the next handshake frame:
+ * an unknown peer gets no big buffer, and no message byte is read before
+ * the proof. */
+static size_t in_room(struct emu_conn *c)
+{
+	size_t used = fab_buf_used(&c->in), need = c->skip ? 0 : in_need(c), want;
+
+	fab_buf_settle(&c->in);
+	want = need > used ? need - used : 0;
+	if (c->state == CONN_AUTH) {
+		want = want ? want : 1; /* never a 0-byte recv(): that reads as EOF */
+		if (fab_buf_reserve(&c->in, want, EMU_HS_OUT_MAX))
+			return 0;
+		return want;
+	}
+	if (msg_big(need) && !c->admitted)
+		want = 0; /* a chunk at a time until conn_parse() asked its QP */
+	if (want < FAB_READ_CHUNK)
+		want = FAB_READ_CHUNK;
+	if (fab_buf_reserve(&c->in, want, FAB_IN_MIN))
+		return 0;
+	return c->in.cap - c->in.tail;
+}
+
+/* Request m for a QP of this process goes to its type's responder. Like a
+ * wire: a request for a QP that does not exist is dropped. */
+static bool deliver_request(struct emu_reply_path *from, const struct emu_msg *m,
+                            const void *payload)
+{
+	struct emu_qp *qp = emu_qp_lookup(m->dst_qpn);
+
+	if (!qp) {
+		emu_dbg("request type %u psn %u for QP 0x%x dropped: no such QP", m->type, m->psn,
+		        m->dst_qpn);
+		return true;
+	}
+	return qp->ops->on_request(qp, from, m, payload);
+}
+
+/* A response for a QP that is gone, or that talks to someone else now, is
+ * dropped like a stray packet (true: nothing more to do with it). */
+static bool deliver_response(struct emu_conn *c, const struct emu_msg *m, const void *payload)
+{
+	struct emu_qp *qp = emu_qp_lookup(m->dst_qpn);
+
+	return !qp || qp->conn != c || qp->ops->on_response(qp, m, payload);
+}
+
+static void dispatch(struct emu_conn *c, const struct emu_msg *m, const void *payload)
+{
+	struct emu_reply_path path = {.conn = c, .peer_gid = &c->peer_gid};
+
+	if (emu_wire_is_request(m->type))
+		deliver_request(&path, m, payload);
+	else
+		deliver_response(c, m, payload);
+}
+
+/* A large message's header is in, its data is not: offer the header alone
+ * (emu_requester_on_response() in rc.h says how). true: it was handled
+ * without the data, which is then dropped as it arrives. */
+static bool take_header(struct emu_conn *c, const struct emu_msg *m)
+{
+	struct emu_reply_path path = {.conn = c, .peer_gid = &c->peer_gid};
+
+	if (emu_wire_is_request(m->type))
+		return deliver_request(&path, m, NULL);
+	return deliver_response(c, m, NULL);
+}
+
+/* The message at the input's head was handled from its header: drop the
+ * header and its data, what is here now and the rest as it comes. */
+static void skip_msg(struct emu_conn *c, const struct emu_msg *m, size_t size)
+{
+	size_t data = size - sizeof(*m), here = fab_buf_used(&c->in) - sizeof(*m);
+	char name[64];
+
+	if (here > data)
+		here = data;
+	c->in.head += sizeof(*m) + here;
+	c->skip = (uint32_t)(data - here);
+	emu_dbg("fabric: connection %s: %zu bytes of data of type %u psn %u for QP 0x%x dropped "
+	        "(not taken)",
+	        fab_conn_name(c, name, sizeof(name)), data, m->type, m->psn, m->dst_qpn);
+}
+
+/* Drop skipped data that arrived. true while more of it is to come. */
+static bool skip_input(struct emu_conn *c)
+{
+	size_t n = fab_buf_used(&c->in);
+
+	if (n > c->skip)
+		n = c->skip;
+	c->in.head += n;
+	c->skip -= (uint32_t)n;
+	return c->skip != 0;
+}
+
+/* Take every whole frame in the input buffer: handshake frames until the
+ * peer is authenticated, then messages, which are dispatched; of a large
+ * message the header alone first (take_header). Requests wait while this
+ * connection's output is over the high-water mark: their replies would grow
+ * it without bound. Responses always go through, so two processes that both
+ * hold back requests still drain each other. */
+static int conn_parse(struct emu_conn *c)
+{
+	struct emu_wire_step st;
+	char name[64];
+	int msgs = 0;
+
+	while (c->state == CONN_AUTH || c->state == CONN_UP) {
+		const uint8_t *p;
+
+		if (c->skip && skip_input(c))
+			return msgs;
+		p = in_head(c);
+		emu_wire_input(&c->hs, p, fab_buf_used(&c->in), &st);
+		switch (st.ev) {
+		case EMU_WIRE_EV_NEED:
+			/* a large message's header, not yet offered: go on */
+			if (c->state != CONN_UP || c->admitted || !msg_big(st.size) ||
+			    fab_buf_used(&c->in) < sizeof(st.msg))
+				return msgs;
+			break;
+		case EMU_WIRE_EV_HS:
+		case EMU_WIRE_EV_HS_FAIL:
+			c->in.head += st.size;
+			fab_conn_hs_step(c, &st);
+			continue;
+		case EMU_WIRE_EV_BAD:
+			emu_warn("fabric: connection %s: malformed message (type %u len %u), "
+			         "closing",
+			         fab_conn_name(c, name, sizeof(name)), st.msg.type, st.msg.len);
+			fab_conn_down(c);
+			return msgs;
+		case EMU_WIRE_EV_MSG:
+			break;
+		}
+		if (emu_wire_is_request(st.msg.type) &&
+		    fab_buf_used(&c->out) >= FAB_OUT_HIGH_WATER) {
+			emu_dbg("fabric: connection %s: output full, holding requests",
+			        fab_conn_name(c, name, sizeof(name)));
+			c->in_blocked = true;
+			break;
+		}
+		if (st.ev == EMU_WIRE_EV_NEED) {
+			if (!take_header(c, &st.msg)) {
+				c->admitted = true; /* in_room() makes room for all of it */
+				return msgs;
+			}
+			skip_msg(c, &st.msg, st.size);
+			msgs++;
+			continue;
+		}
+		c->in.head += st.size;
+		c->admitted = false;
+		dispatch(c, &st.msg, p + sizeof(st.msg));
+		msgs++;
+	}
+	return msgs;
+}
+
+/* The peer closed or reset the connection. During the handshake that is
+ * how an acceptor that refused us answers: the connector says so (once);
+ * an inbound peer that gives up has nothing to report. */
+static void conn_closed(struct emu_conn *c, int err)
+{
+	char name[64], why[160];
+
+	if (c->state == CONN_AUTH && c->outbound) {
+		snprintf(why, sizeof(why),
+		         "handshake failed: closed by the peer%s%s (another secret or fabric "
+		         "version on that side, or too many connections waiting there?)",
+		         err ? ": " : "", err ? strerror(err) : "");
+		fab_conn_auth_failed(c, why);
+	} else if (c->state == CONN_AUTH) {
+		emu_dbg("fabric: connection %s: closed during the handshake",
+		        fab_conn_name(c, name, sizeof(name)));
+		fab_conn_down(c);
+	} else {
+		fab_conn_fail(c, err ? "receive failed" : "closed by peer", err);
+	}
+}
+
+void fab_conn_heard(struct emu_conn *c, uint64_t t)
+{
+	if (t > c->heard_ns)
+		c->heard_ns = t;
+}
+
+/* The socket was found empty by a recv() that started at t: everything that
+ * came before t is dispatched, unless requests are held back. */
+static void conn_drained(struct emu_conn *c, uint64_t t)
+{
+	if (!c->in_blocked)
+		fab_conn_heard(c, t);
+}
+
+/* Read and dispatch until the socket is empty or the budget is spent. */
+int fab_conn_read(struct emu_conn *c)
+{
+	size_t budget = FAB_READ_BUDGET;
+	int work = 0;
+
+	c->read_seq = fab.poll_seq;
+	while (budget && c->fd >= 0 && !c->in_blocked) {
+		size_t room = in_room(c);
+		uint64_t t = emu_now_ns();
+		ssize_t n;
+
+		if (!room) {
+			fab_conn_fail(c, "input buffer", ENOMEM);
+			break;
+		}
+		n = recv(c->fd, c->in.data + c->in.tail, room, MSG_DONTWAIT);
+		if (n > 0) {
+			c->in.tail += (size_t)n;
+			budget -= (size_t)n < budget ? (size_t)n : budget;
+			work += 1 + conn_parse(c);
+			if ((size_t)n < room) { /* short read: the socket is drained */
+				conn_drained(c, t);
+				break;
+			}
+		} else if (n == 0) {
+			conn_closed(c, 0);
+		} else if (errno != EINTR) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				conn_drained(c, t);
+			else
+				conn_closed(c, errno);
+			break;
+		}
+	}
+	fab_conn_update_events(c);
+	return work;
+}
+
+int fab_conn_event(struct emu_conn *c, uint32_t events)
+{
+	if (c->fd < 0 || c->doomed)
+		return 0;
+	if (c->state == CONN_CONNECTING)
+		return conn_connected(c);
+	if (c->in_blocked && (events & (EPOLLHUP | EPOLLERR))) {
+		fab_conn_fail(c, "hung up", 0);
+		return 1;
+	}
+	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+		return fab_conn_read(c);
+	return 0;
+}
+
+/* Connections whose output fell below the mark take requests again. */
+int fab_resume_blocked(void)
+{
+	int work = 0;
+
+	for (struct emu_conn *c = fab.conns; c; c = c->next) {
+		if (!c->in_blocked || fab_buf_used(&c->out) >= FAB_OUT_HIGH_WATER)
+			continue;
+		c->in_blocked = false;
+		work += conn_parse(c);
+		fab_conn_update_events(c);
+	}
+	return work;
+}

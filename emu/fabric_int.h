@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fabric's internals, shared by its files and seen by no other:
+ *
+ *   fabric.c         the entry points (fabric.h): attach, send, reply, poll,
+ *                    flush, wait; the epoll set and the engine's kick
+ *   fabric_conn.c    a connection's life (connect, reconnect, close, reap),
+ *                    its output, and its input: parsed in place, dispatched
+ *                    to the QP each message names through qp->ops
+ *   fabric_hs.c      the handshake on a connection (fabric_wire.c's parser
+ *                    driven by socket input) and the log of failed ones
+ *   fabric_listen.c  listeners and the bounded set of pending inbound
+ *                    handshakes, also when descriptors run out
+ *   fabric_buf.c     the compacting byte buffers
+ *   fabric_wire.c    the wire format and its parsers: no sockets, no engine
+ *                    state (fuzzed by tests/fuzz/fuzz_fabric.c)
+ *
+ * All state here belongs to the engine and is guarded by nic.lock, except the
+ * epoll set itself, which emu_fabric_wait() sleeps on without the lock.
+ * Connection memory is only freed between dispatches (fab_reap()), so
+ * callbacks may fail or detach any connection without pulling memory from
+ * under the parser.
+ */
+#ifndef GNIC_EMU_FABRIC_INT_H
+#define GNIC_EMU_FABRIC_INT_H
+
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <sys/types.h>
+
+#include "emu.h"
+#include "fabric.h"
+
+enum {
+	FAB_READ_CHUNK = 256 * 1024,       /* one recv() */
+	FAB_READ_BUDGET = 4 * 1024 * 1024, /* per connection and poll: fairness */
+	FAB_IN_MIN = 2 * FAB_READ_CHUNK,   /* so a chunk fits after a partial message */
+	FAB_IN_FREE = 1024 * 1024,         /* larger messages: only once their QP takes them */
+	FAB_OUT_MIN = 64 * 1024,
+	FAB_KEEP_MAX = 4 * 1024 * 1024, /* idle buffers above this are released */
+	FAB_POLL_EVENTS = 64,
+	FAB_ACCEPT_BATCH = 16,
+};
+#define FAB_OUT_HIGH_WATER  ((size_t)64 << 20)
+#define FAB_RECONNECT_NS    5000000ull    /* at most one connect() per 5 ms per peer */
+#define FAB_IDLE_POLL_NS    20000ull      /* epoll period while no connection exists */
+#define FAB_AUTH_LOG_NS     5000000000ull /* failed handshakes: one warning per peer per 5 s */
+#define FAB_AUTH_LOG_MAX    8             /* ... and at most this many per 5 s in all */
+#define FAB_FLOOD_LOG_NS    5000000000ull /* a listener under pressure: one warning per 5 s */
+#define FAB_ACCEPT_PAUSE_NS 2000000ull    /* a listener under pressure leaves epoll this long */
+#define FAB_PENDING_MIN     4             /* pending handshakes allowed however low NOFILE is */
+
+/* What an epoll event's data.ptr points at: the first member of each. */
+enum fab_kind { FAB_KICK, FAB_LISTENER, FAB_CONN };
+struct fab_handle {
+	enum fab_kind kind;
+};
+
+/* What a listener had to do since its last warning about it. */
+struct flood_log {
+	uint64_t next_ns;      /* no warning before this */
+	unsigned int shed;     /* pending handshakes closed: over a bound */
+	unsigned int shed_fd;  /* ... closed for their descriptor (EMFILE) */
+	unsigned int refused;  /* connections closed on accept: no descriptor left */
+	unsigned int failures; /* accept() failures, the last one's errno: */
+	int err;
+};
+
+struct emu_listener {
+	struct fab_handle h;
+	int fd;
+	struct emu_device *dev;
+	bool paused; /* out of epoll until resume_ns */
+	uint64_t resume_ns;
+	struct flood_log flood;
+};
+
+enum conn_state {
+	CONN_CONNECTING, /* outbound: connect() in progress, hello queued */
+	CONN_AUTH,       /* handshake in progress: c->hs says what comes next */
+	CONN_UP,         /* authenticated: messages flow */
+	CONN_DEAD,       /* socket closed; outbound ones reconnect on the next send */
+};
+
+struct fab_buf {
+	uint8_t *data;
+	size_t head, tail, cap; /* bytes [head, tail) are queued */
+};
+
+struct emu_conn {
+	struct fab_handle h;
+	int fd;
+	enum conn_state state;
+	bool outbound;
+	bool in_blocked;         /* requests held back: our output is over the mark */
+	bool wrote_this_pass;    /* one direct write per pass, the rest is batched */
+	bool sock_full;          /* last write hit EAGAIN: EPOLLOUT will tell */
+	bool doomed;             /* unlinked and freed by the next fab_reap() */
+	bool admitted;           /* the large message at the input's head: its QP takes it */
+	uint32_t skip;           /* data bytes of a message nobody took: dropped on arrival */
+	uint32_t events;         /* epoll interest registered now */
+	int refs;                /* attached QPs (outbound) */
+	unsigned int fails;      /* failed connects in a row: quiets the log */
+	uint64_t retry_ns;       /* no new connect() before this */
+	uint64_t hs_deadline_ns; /* CONNECTING / AUTH: give up at this time */
+	uint64_t heard_ns;       /* all input that came before this is dispatched */
+	uint64_t read_seq;       /* the poll that last read it */
+	struct emu_hs hs;
+	struct emu_device *dev;  /* outbound: hello source; inbound: listener's */
+	struct sockaddr_in addr; /* remote listener (outbound) or peer (inbound) */
+	union ibv_gid peer_gid;
+	struct fab_buf in, out;
+	struct fab_buf hold; /* outbound requests posted before CONN_UP */
+	struct emu_conn *next;
+	bool pending; /* inbound, in the pending list: handshake not over */
+	struct emu_conn *pend_prev, *pend_next;
+};
+
+/* What the fabric's files share. */
+struct fab_state {
+	struct emu_conn *conns; /* every connection, newest first */
+	bool dispatching;       /* inside emu_fabric_poll(): frees wait for fab_reap() */
+	uint64_t poll_seq;      /* emu_fabric_poll() calls */
+	bool reap_due;          /* some connection died or was retired */
+};
+extern struct fab_state fab;
+/* A paused listener's return; 0: none (emu_fabric_wait reads it unlocked). */
+extern _Atomic uint64_t fab_accept_resume_ns;
+
+/* fabric.c: sockets and the epoll set */
+const char *fab_addr_str(const struct sockaddr_in *a, char *buf, size_t size);
+int fab_epoll_set(int op, int fd, struct fab_handle *h, uint32_t events);
+void fab_epoll_forget(int fd);
+void fab_register_kick(void);
+void fab_set_nodelay(int fd);
+
+/* fabric_buf.c */
+static inline size_t fab_buf_used(const struct fab_buf *b)
+{
+	return b->tail - b->head;
+}
+void fab_buf_free(struct fab_buf *b);
+int fab_buf_reserve(struct fab_buf *b, size_t n, size_t min_cap);
+int fab_buf_append(struct fab_buf *b, const void *p, size_t n, size_t min_cap);
+void fab_buf_settle(struct fab_buf *b);
+int fab_msg_append(struct fab_buf *b, const struct emu_msg *m, const void *payload, uint32_t plen,
+                   size_t skip);
+
+/* fabric_conn.c: life cycle */
+const char *fab_conn_name(const struct emu_conn *c, char *buf, size_t size);
+void fab_conn_update_events(struct emu_conn *c);
+void fab_conn_down(struct emu_conn *c);
+void fab_conn_fail(struct emu_conn *c, const char *why, int err);
+void fab_conn_connect_failed(struct emu_conn *c, int err);
+struct emu_conn *fab_conn_alloc(struct emu_device *dev, const struct sockaddr_in *addr,
+                                bool outbound);
+struct emu_conn *fab_conn_find(const struct emu_device *dev, const struct sockaddr_in *addr);
+void fab_conn_connect(struct emu_conn *c);
+bool fab_conn_revive(struct emu_conn *c);
+void fab_conn_retire(struct emu_conn *c);
+void fab_reap(void);
+/* fabric_conn.c: output and input */
+int fab_conn_post(struct emu_conn *c, const struct emu_msg *m, const void *payload);
+size_t fab_conn_write(struct emu_conn *c);
+int fab_conn_read(struct emu_conn *c);
+int fab_conn_event(struct emu_conn *c, uint32_t events);
+void fab_conn_heard(struct emu_conn *c, uint64_t t);
+int fab_resume_blocked(void);
+
+/* fabric_hs.c */
+int fab_hs_begin(struct emu_conn *c, enum emu_hs_role role);
+void fab_hs_arm(struct emu_conn *c, uint64_t now);
+void fab_conn_hs_step(struct emu_conn *c, const struct emu_wire_step *st);
+void fab_conn_auth_failed(struct emu_conn *c, const char *why);
+void fab_hs_expire(void);
+
+/* fabric_listen.c */
+void fab_pending_del(struct emu_conn *c);
+int fab_listener_accept(struct emu_listener *l);
+void fab_listeners_resume(void);
+
+#endif /* GNIC_EMU_FABRIC_INT_H */

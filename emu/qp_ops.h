@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A QP type's behaviour in the engine: one table per type (RC: rc.c), set
+ * when the QP is created and never changed. The engine (engine.c) and the
+ * fabric reach a QP only through qp->ops, so a new type (UC, UD, raw
+ * Ethernet) is a new file with its own table and no new branch in theirs.
+ *
+ * Every operation runs on the engine thread or on the control path, with
+ * nic.lock held (emu.h's threading note), and every one is required.
+ */
+#ifndef GNIC_EMU_QP_OPS_H
+#define GNIC_EMU_QP_OPS_H
+
+#include <infiniband/verbs.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct emu_qp;
+struct emu_msg;
+struct emu_reply_path;
+
+struct emu_qp_ops {
+	/* The engine's per-QP state of a new QP, as after RESET: 0 or -errno
+	 * (emu_engine_qp_add). remove frees it, and detaches the QP from the
+	 * fabric, before the QP is freed (emu_engine_qp_remove). */
+	int (*add)(struct emu_qp *qp);
+	void (*remove)(struct emu_qp *qp);
+	/* After the verbs side committed a state change (emu_engine_qp_state):
+	 * a change to RESET must leave the engine state as add() made it. */
+	void (*state_change)(struct emu_qp *qp, enum ibv_qp_state old_state);
+	/* One engine pass over the QP, whatever its state: rung WQEs, timers,
+	 * flushing in ERR. Returns work done (0: nothing to do). */
+	int (*progress)(struct emu_qp *qp, uint64_t now_ns);
+	/* Responder side: request m for this QP arrived along from (a
+	 * connection, or a requester of this process). false: it needs its
+	 * data, which the fabric has not buffered (payload NULL: see
+	 * emu_requester_on_response in rc.h); nothing was done then. */
+	bool (*on_request)(struct emu_qp *qp, struct emu_reply_path *from, const struct emu_msg *m,
+	                   const void *payload);
+	/* Requester side: response m to one of this QP's requests; false as
+	 * for on_request. */
+	bool (*on_response)(struct emu_qp *qp, const struct emu_msg *m, const void *payload);
+};
+
+extern const struct emu_qp_ops emu_rc_qp_ops; /* rc.c */
+
+#endif /* GNIC_EMU_QP_OPS_H */
