@@ -17,30 +17,12 @@
 #include <gnic/gnic.h>
 #include <gnic/gnic_dev.cuh>
 
+#include "gpu_check.h"
+
 #define CTAS    8
 #define THREADS 64
 #define ITERS   64
 #define NWORDS  (CTAS * THREADS)
-
-#define CK(expr)                                                                                   \
-	do {                                                                                       \
-		gnic_status_t s_ = (expr);                                                         \
-		if (s_ != GNIC_OK) {                                                               \
-			fprintf(stderr, "%s:%d: %s = %s: %s\n", __FILE__, __LINE__, #expr,         \
-			        gnic_strerror(s_), gnic_last_error());                             \
-			exit(1);                                                                   \
-		}                                                                                  \
-	} while (0)
-
-#define CKC(expr)                                                                                  \
-	do {                                                                                       \
-		cudaError_t e_ = (expr);                                                           \
-		if (e_ != cudaSuccess) {                                                           \
-			fprintf(stderr, "%s:%d: %s = %s\n", __FILE__, __LINE__, #expr,             \
-			        cudaGetErrorString(e_));                                           \
-			exit(1);                                                                   \
-		}                                                                                  \
-	} while (0)
 
 struct result {
 	unsigned int wrong;     /* old values that were not this thread's */

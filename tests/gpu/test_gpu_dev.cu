@@ -26,6 +26,8 @@
 #include <gnic/gnic.h>
 #include <gnic/gnic_dev.cuh>
 
+#include "gpu_check.h"
+
 #define SLOT    64
 #define CTAS    8
 #define THREADS 128
@@ -34,26 +36,6 @@
 
 enum scope { SC_THREAD, SC_WARP, SC_CTA, SC_COUNT };
 static const char *scope_name[] = {"thread", "warp", "cta"};
-
-#define CK(expr)                                                                                   \
-	do {                                                                                       \
-		gnic_status_t s_ = (expr);                                                         \
-		if (s_ != GNIC_OK) {                                                               \
-			fprintf(stderr, "%s:%d: %s = %s: %s\n", __FILE__, __LINE__, #expr,         \
-			        gnic_strerror(s_), gnic_last_error());                             \
-			exit(1);                                                                   \
-		}                                                                                  \
-	} while (0)
-
-#define CKC(expr)                                                                                  \
-	do {                                                                                       \
-		cudaError_t e_ = (expr);                                                           \
-		if (e_ != cudaSuccess) {                                                           \
-			fprintf(stderr, "%s:%d: %s = %s\n", __FILE__, __LINE__, #expr,             \
-			        cudaGetErrorString(e_));                                           \
-			exit(1);                                                                   \
-		}                                                                                  \
-	} while (0)
 
 /* What the server publishes to the client. */
 struct srv_info {
