@@ -97,6 +97,29 @@ void emu_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
 			emu_log(EMU_LOG_DEBUG, __VA_ARGS__);                                       \
 	} while (0)
 const char *emu_syndrome_str(uint8_t syndrome);
+
+/* Warnings that garbage input can trigger once per WQE or message (a bad
+ * WQE, a stray request) are rate-limited per call site: EMU_LOG_BURST lines
+ * per EMU_LOG_PERIOD_NS, the rest counted and the count given with the next
+ * line let through. One static per call site; the engine thread owns it. */
+#define EMU_LOG_BURST     10
+#define EMU_LOG_PERIOD_NS 5000000000ull
+struct emu_log_limit {
+	uint64_t window_end;
+	unsigned int lines, quiet;
+};
+/* true: print (with *quiet lines suppressed since the last one printed). */
+bool emu_log_allow(struct emu_log_limit *l, unsigned int *quiet);
+#define emu_warn_limited(l, fmt, ...)                                                              \
+	do {                                                                                       \
+		unsigned int q_;                                                                   \
+		if (!emu_log_allow((l), &q_))                                                      \
+			break;                                                                     \
+		if (q_)                                                                            \
+			emu_warn(fmt " (and %u more like it not shown)", __VA_ARGS__, q_);         \
+		else                                                                               \
+			emu_warn(fmt, __VA_ARGS__);                                                \
+	} while (0)
 enum ibv_wc_status emu_syndrome_to_status(uint8_t syndrome);
 
 /* ---- objects ------------------------------------------------------------- */

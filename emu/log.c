@@ -98,3 +98,21 @@ enum ibv_wc_status emu_syndrome_to_status(uint8_t syndrome)
 
 	return s ? s->status : IBV_WC_GENERAL_ERR;
 }
+
+bool emu_log_allow(struct emu_log_limit *l, unsigned int *quiet)
+{
+	uint64_t now = emu_now_ns();
+
+	if (now >= l->window_end) {
+		l->window_end = now + EMU_LOG_PERIOD_NS;
+		l->lines = 0;
+	}
+	if (l->lines >= EMU_LOG_BURST) {
+		l->quiet++;
+		return false;
+	}
+	l->lines++;
+	*quiet = l->quiet;
+	l->quiet = 0;
+	return true;
+}

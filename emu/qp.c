@@ -507,7 +507,9 @@ static void commit_attr(struct emu_qp *qp, const struct ibv_qp_attr *a, int mask
 }
 
 /* RESET empties the work queues: software starts again at index 0, as the
- * engine does (emu_engine_qp_state). */
+ * engine does (emu_engine_qp_state), and the doorbell records are zeroed,
+ * as rdma-core does. The queue buffers keep their bytes: rdma-core does not
+ * clear them, and software that reuses WQEs across a reset relies on it. */
 static void reset_queues(struct emu_qp *qp)
 {
 	pthread_spin_lock(&qp->sq.lock);
@@ -519,7 +521,6 @@ static void reset_queues(struct emu_qp *qp)
 	/* the engine reads the register as memory: an old index left there
 	 * would look like a doorbell for WQEs of the new life */
 	memset((uint8_t *)qp->uar + GNIC_MLX5_BF_OFFSET, 0, 2 * GNIC_MLX5_BF_SIZE);
-	memset(qp->buf, 0, qp->buf_size);
 	pthread_spin_unlock(&qp->rq.lock);
 	pthread_spin_unlock(&qp->sq.lock);
 	emu_cq_clean(qp->scq, qp->ibqp.qp_num);

@@ -36,8 +36,11 @@ static bool rq_available(struct emu_qp *qp)
 	uint16_t n = (uint16_t)(rq_head(qp) - qp->resp.rq_ci);
 
 	if (n > qp->rq.wqe_cnt) {
-		emu_warn("QP 0x%x: RQ doorbell record %u is %u ahead of the %u-entry RQ",
-		         qp->ibqp.qp_num, rq_head(qp), n, qp->rq.wqe_cnt);
+		static struct emu_log_limit limit;
+
+		emu_warn_limited(&limit,
+		                 "QP 0x%x: RQ doorbell record %u is %u ahead of the %u-entry RQ",
+		                 qp->ibqp.qp_num, rq_head(qp), n, qp->rq.wqe_cnt);
 		return false;
 	}
 	return n > 0;
@@ -354,9 +357,13 @@ static bool execute(struct emu_reply_path *to, struct emu_qp *qp, const struct e
 	case EMU_MSG_ATOMIC_FA:
 		do_atomic(to, qp, m);
 		break;
-	default:
-		emu_warn("QP 0x%x: unknown request type %u dropped", qp->ibqp.qp_num, m->type);
+	default: {
+		static struct emu_log_limit limit;
+
+		emu_warn_limited(&limit, "QP 0x%x: unknown request type %u dropped",
+		                 qp->ibqp.qp_num, m->type);
 		return true;
+	}
 	}
 	if (atomic_load(&qp->state) == IBV_QPS_ERR)
 		return true;
@@ -401,9 +408,12 @@ bool emu_responder_on_request(struct emu_qp *qp, struct emu_reply_path *from,
 		return true;
 	}
 	if (m->src_qpn != qp->dest_qpn || memcmp(from->peer_gid, &qp->dgid, sizeof(qp->dgid))) {
-		emu_warn("QP 0x%x: request from QP 0x%x of another peer dropped (connected to "
-		         "QP 0x%x)",
-		         qp->ibqp.qp_num, m->src_qpn, qp->dest_qpn);
+		static struct emu_log_limit limit;
+
+		emu_warn_limited(&limit,
+		                 "QP 0x%x: request from QP 0x%x of another peer dropped (connected "
+		                 "to QP 0x%x)",
+		                 qp->ibqp.qp_num, m->src_qpn, qp->dest_qpn);
 		return true;
 	}
 	d = (int32_t)(m->psn - qp->resp.psn_expected);

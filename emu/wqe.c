@@ -44,9 +44,13 @@ bool emu_wqe_fetch(const struct emu_wq *sq, uint32_t qpn, uint16_t idx, struct e
 	copy_first(sq, idx, w);
 	if (w->idx != idx || w->qpn != qpn || w->ds == 0 || w->nbb > GNIC_MLX5_MAX_WQE_BB ||
 	    w->nbb > sq->wqe_cnt) {
-		emu_warn("QP 0x%x: bad WQE at index %u: ctrl says index %u, QPN 0x%x, ds %u "
-		         "(doorbell rung beyond the written WQEs, or a corrupt WQE)",
-		         qpn, idx, w->idx, w->qpn, w->ds);
+		static struct emu_log_limit limit;
+
+		emu_warn_limited(
+		    &limit,
+		    "QP 0x%x: bad WQE at index %u: ctrl says index %u, QPN 0x%x, ds %u "
+		    "(doorbell rung beyond the written WQEs, or a corrupt WQE)",
+		    qpn, idx, w->idx, w->qpn, w->ds);
 		w->idx = idx;
 		w->nbb = 1;
 		return false;

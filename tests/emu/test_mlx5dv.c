@@ -10,12 +10,15 @@
  * error CQE rather than a crash.
  */
 #include <infiniband/mlx5dv.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "gnic/gnic_mlx5.h"
 
 #define BUF_LEN (1u << 20)
-#define GUARD   0xee
+/* gnic-emu's per-call-site warning burst (EMU_LOG_BURST in emu/emu.h) */
+#define EMU_LOG_BURST_FOR_TEST 10
+#define GUARD                  0xee
 
 enum ring_style { RING_RDMA_CORE, RING_GPU, RING_RECORD_ONLY };
 static const char *const ring_names[] = {"rdma-core doorbell", "GPU doorbell", "record only"};
@@ -545,6 +548,85 @@ static void dv_garbage_case(bool wrong_index)
 	dv_teardown(&d);
 }
 
+/* RESET, as rdma-core does it: the doorbell records are zeroed, the SQ and
+ * RQ buffers keep every byte (software may reuse WQEs it wrote before). */
+static void reset_keeps_queues_case(void)
+{
+	struct dv d;
+	size_t sq_len, rq_len;
+	uint8_t *sq_copy, *rq_copy;
+	uint16_t idx;
+
+	t_case("RESET leaves the SQ and RQ bytes as they are, zeroes the doorbell records");
+	dv_setup(&d);
+	idx = dv_nop(&d, true);
+	dv_ring(&d, RING_GPU, idx);
+	(void)dv_poll(&d, "NOP before the reset");
+	t_post_recv_buf(d.p.qp[0], 1, d.a, 64, d.amr->lkey);
+	sq_len = (size_t)d.qp.sq.wqe_cnt * d.qp.sq.stride;
+	rq_len = (size_t)d.qp.rq.wqe_cnt * d.qp.rq.stride;
+	sq_copy = t_alloc(sq_len, 0);
+	rq_copy = t_alloc(rq_len, 0);
+	memcpy(sq_copy, d.qp.sq.buf, sq_len);
+	memcpy(rq_copy, d.qp.rq.buf, rq_len);
+	CHECK_EQ(t_qp_to(d.p.qp[0], IBV_QPS_RESET), 0);
+	CHECK_MEM(d.qp.sq.buf, sq_copy, sq_len);
+	CHECK_MEM(d.qp.rq.buf, rq_copy, rq_len);
+	CHECK_EQ(d.qp.dbrec[GNIC_MLX5_RCV_DBR], 0);
+	CHECK_EQ(d.qp.dbrec[GNIC_MLX5_SND_DBR], 0);
+	free(sq_copy);
+	free(rq_copy);
+	dv_teardown(&d);
+}
+
+/* A stream of bad WQEs gives a bounded number of warnings (a log line per
+ * WQE is a flood a buggy or hostile poster controls). */
+static void garbage_warnings_limited_case(void)
+{
+	const int n = 3 * EMU_LOG_BURST_FOR_TEST;
+	char path[] = "/tmp/gnic-mlx5dv-stderr-XXXXXX";
+	int fd = mkstemp(path), saved = dup(2), lines = 0;
+	char line[512];
+	FILE *f;
+	struct dv d;
+
+	t_case("%d bad WQEs in a row: at most %d warnings", n, EMU_LOG_BURST_FOR_TEST);
+	CHECK(fd >= 0 && saved >= 0);
+	dv_setup(&d);
+	fflush(stderr);
+	CHECK(dup2(fd, 2) == 2);
+	for (int i = 0; i < n; i++) {
+		struct gnic_mlx5_cqe64 cqe;
+		struct wqe w;
+		uint16_t idx;
+
+		t_reconnect(d.p.qp[0], &d.p.ep[1], &d.p.opts);
+		d.pi = 0;
+		wqe_ctrl(&w, GNIC_MLX5_OPCODE_RDMA_WRITE, GNIC_MLX5_CTRL_CQ_UPDATE);
+		wqe_raddr(&w, (uintptr_t)d.b, d.bmr->rkey);
+		wqe_data(&w, d.a, 64, d.amr->lkey);
+		idx = dv_write_wqe_as(&d, &w, (uint16_t)(d.pi + 5), d.qpn);
+		dv_ring(&d, RING_GPU, idx);
+		cqe = dv_poll(&d, "error CQE for a bad WQE");
+		CHECK_EQ(gnic_mlx5_cqe_opcode(cqe.op_own), GNIC_MLX5_CQE_REQ_ERR);
+	}
+	fflush(stderr);
+	CHECK(dup2(saved, 2) == 2);
+	close(saved);
+	f = CHECK_PTR(fdopen(fd, "r"));
+	rewind(f);
+	while (fgets(line, sizeof(line), f))
+		lines += strstr(line, "bad WQE") != NULL;
+	fclose(f);
+	unlink(path);
+	printf("%d bad WQEs: %d warning lines\n", n, lines);
+	CHECK_GE(lines, 1);
+	if (lines > EMU_LOG_BURST_FOR_TEST)
+		T_FAIL("%d warning lines for %d bad WQEs (at most %d)", lines, n,
+		       EMU_LOG_BURST_FOR_TEST);
+	dv_teardown(&d);
+}
+
 /* After the garbage the NIC still works for everybody else. */
 static void still_alive(void)
 {
@@ -601,6 +683,8 @@ int main(void)
 	dv_teardown(&d);
 
 	post_send_wrap_case();
+	garbage_warnings_limited_case();
+	reset_keeps_queues_case();
 	dv_garbage_case(true);
 	dv_garbage_case(false);
 	still_alive();
