@@ -67,8 +67,19 @@ static void consider(const struct emu_qp *qp, uint16_t x, uint16_t *best)
 {
 	uint16_t ci = qp->req.sq_ci, dist = (uint16_t)(x - ci);
 
-	if (dist && dist <= qp->sq.wqe_cnt && dist > (uint16_t)(*best - ci))
+	if (dist && dist <= qp->sq.wqe_cnt && dist > (uint16_t)(*best - ci)) {
 		*best = x;
+	} else if (dist > qp->sq.wqe_cnt && dist < 0x8000) {
+		/* ahead by more than the SQ holds: software rang for WQEs it must
+		 * have written over unexecuted ones; a value behind (a stale
+		 * register half) is just old news */
+		static struct emu_log_limit limit;
+
+		emu_warn_limited(&limit,
+		                 "QP 0x%x: doorbell for index %u is %u basic blocks ahead of the "
+		                 "engine, more than the %u-block SQ; ignored",
+		                 qp->ibqp.qp_num, x, dist, qp->sq.wqe_cnt);
+	}
 }
 
 /* Producer index a register value rings: a value whose ds field is set is a

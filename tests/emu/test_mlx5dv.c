@@ -579,22 +579,52 @@ static void reset_keeps_queues_case(void)
 	dv_teardown(&d);
 }
 
+/* stderr into a file while the emulator logs, then the lines that hold a word. */
+struct capture {
+	char path[64];
+	int fd, saved;
+};
+
+static void capture_begin(struct capture *c)
+{
+	snprintf(c->path, sizeof(c->path), "/tmp/gnic-mlx5dv-stderr-XXXXXX");
+	c->fd = mkstemp(c->path);
+	c->saved = dup(2);
+	CHECK(c->fd >= 0 && c->saved >= 0);
+	fflush(stderr);
+	CHECK(dup2(c->fd, 2) == 2);
+}
+
+static int capture_end(struct capture *c, const char *word)
+{
+	char line[512];
+	int lines = 0;
+	FILE *f;
+
+	fflush(stderr);
+	CHECK(dup2(c->saved, 2) == 2);
+	close(c->saved);
+	f = CHECK_PTR(fdopen(c->fd, "r"));
+	rewind(f);
+	while (fgets(line, sizeof(line), f))
+		lines += strstr(line, word) != NULL;
+	fclose(f);
+	unlink(c->path);
+	return lines;
+}
+
 /* A stream of bad WQEs gives a bounded number of warnings (a log line per
  * WQE is a flood a buggy or hostile poster controls). */
 static void garbage_warnings_limited_case(void)
 {
 	const int n = 3 * EMU_LOG_BURST_FOR_TEST;
-	char path[] = "/tmp/gnic-mlx5dv-stderr-XXXXXX";
-	int fd = mkstemp(path), saved = dup(2), lines = 0;
-	char line[512];
-	FILE *f;
+	struct capture cap;
 	struct dv d;
+	int lines;
 
 	t_case("%d bad WQEs in a row: at most %d warnings", n, EMU_LOG_BURST_FOR_TEST);
-	CHECK(fd >= 0 && saved >= 0);
 	dv_setup(&d);
-	fflush(stderr);
-	CHECK(dup2(fd, 2) == 2);
+	capture_begin(&cap);
 	for (int i = 0; i < n; i++) {
 		struct gnic_mlx5_cqe64 cqe;
 		struct wqe w;
@@ -610,20 +640,40 @@ static void garbage_warnings_limited_case(void)
 		cqe = dv_poll(&d, "error CQE for a bad WQE");
 		CHECK_EQ(gnic_mlx5_cqe_opcode(cqe.op_own), GNIC_MLX5_CQE_REQ_ERR);
 	}
-	fflush(stderr);
-	CHECK(dup2(saved, 2) == 2);
-	close(saved);
-	f = CHECK_PTR(fdopen(fd, "r"));
-	rewind(f);
-	while (fgets(line, sizeof(line), f))
-		lines += strstr(line, "bad WQE") != NULL;
-	fclose(f);
-	unlink(path);
+	lines = capture_end(&cap, "bad WQE");
 	printf("%d bad WQEs: %d warning lines\n", n, lines);
 	CHECK_GE(lines, 1);
 	if (lines > EMU_LOG_BURST_FOR_TEST)
 		T_FAIL("%d warning lines for %d bad WQEs (at most %d)", lines, n,
 		       EMU_LOG_BURST_FOR_TEST);
+	dv_teardown(&d);
+}
+
+/* A doorbell record more than one SQ ahead of the engine: software rang for
+ * WQEs it can only have written over unexecuted ones. Logged and ignored;
+ * the QP works on with the right index. */
+static void doorbell_ahead_case(void)
+{
+	struct gnic_mlx5_cqe64 cqe;
+	struct capture cap;
+	struct dv d;
+	uint16_t idx;
+	int lines;
+
+	t_case("a doorbell more than one SQ ahead is logged and ignored");
+	dv_setup(&d);
+	capture_begin(&cap);
+	__atomic_store_n(&d.qp.dbrec[GNIC_MLX5_SND_DBR],
+	                 gnic_be32((uint16_t)(d.pi + d.qp.sq.wqe_cnt + 5)), __ATOMIC_RELEASE);
+	t_sleep_ms(300); /* the engine looks at it many times */
+	lines = capture_end(&cap, "ahead of the engine");
+	CHECK_GE(lines, 1);
+	dv_expect_empty(&d, "after the doorbell from nowhere");
+	CHECK_BYTES(d.b, GUARD, BUF_LEN);
+	idx = dv_nop(&d, true);
+	dv_ring(&d, RING_GPU, idx);
+	cqe = dv_poll(&d, "a NOP rung right");
+	CHECK_REQ_CQE(&d, &cqe, GNIC_MLX5_OPCODE_NOP, idx);
 	dv_teardown(&d);
 }
 
@@ -684,6 +734,7 @@ int main(void)
 
 	post_send_wrap_case();
 	garbage_warnings_limited_case();
+	doorbell_ahead_case();
 	reset_keeps_queues_case();
 	dv_garbage_case(true);
 	dv_garbage_case(false);
