@@ -29,6 +29,10 @@ export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # A sanitizer build of the libraries needs its runtime loaded first into the
 # uninstrumented perftest (and only there).
 launch=(env)
+# A sanitizer build runs the emulator several times slower: its QPs get a
+# longer ack timeout (perftest's -u: 4.096 us x 2^20 = 4.3 s a try instead
+# of 67 ms), or a 4 MiB WRITE can run out of retries under TSan.
+slow=()
 preload=$(ldd "$libdir/libibverbs.so.1" 2>/dev/null |
 	awk '/libasan\.so|libtsan\.so/ { first = first $3 ":" }
 	     /libubsan\.so/ { rest = rest $3 ":" }
@@ -36,6 +40,7 @@ preload=$(ldd "$libdir/libibverbs.so.1" 2>/dev/null |
 if [ -n "$preload" ]; then
 	launch=(env "LD_PRELOAD=${preload%:}" "ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}")
 	echo "sanitizer runtime preloaded: ${preload%:}"
+	slow=(-u 20)
 fi
 
 tmp=$(mktemp -d)
@@ -64,7 +69,7 @@ show() {
 run_once() {
 	local p=$1 prog=$2
 	shift 2
-	local common=(-d rocep1s0f0 -x 0 -F --use_old_post_send -p "$p" "$@")
+	local common=(-d rocep1s0f0 -x 0 -F --use_old_post_send "${slow[@]}" -p "$p" "$@")
 
 	timeout "$RUN_TIMEOUT" "${launch[@]}" "$prog" "${common[@]}" >"$tmp/server" 2>&1 &
 	server_pid=$!
