@@ -27,41 +27,13 @@ if [ ! -e "$libdir/libibverbs.so.1" ]; then
 	echo "FAIL: $libdir/libibverbs.so.1 is missing"
 	exit 1
 fi
-export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-
-# A sanitizer build (GNIC_SANITIZE) of the libraries needs its runtime loaded
-# first into the uninstrumented ibv_rc_pingpong (and only there).
-launch=(env)
-preload=$(ldd "$libdir/libibverbs.so.1" 2>/dev/null |
-	awk '/libasan\.so|libtsan\.so/ { first = first $3 ":" }
-	     /libubsan\.so/ { rest = rest $3 ":" }
-	     END { printf "%s%s", first, rest }')
-if [ -n "$preload" ]; then
-	launch=(env "LD_PRELOAD=${preload%:}" "ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}")
-	echo "sanitizer runtime preloaded: ${preload%:}"
-fi
-
-tmp=$(mktemp -d)
-server_pid=
-cleanup() {
-	# Only the server this script started, by its pid.
-	if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-		kill "$server_pid" 2>/dev/null
-		wait "$server_pid" 2>/dev/null
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/lib/server-client.sh"
+sc_init "$libdir"
 
 # A port range of our own per invocation, so parallel runs do not collide.
 port=$((20000 + ($$ % 2000) * 16))
 bandwidth_re='[0-9]+ bytes in [0-9.]+ seconds = [0-9.]+ Mbit/sec'
 iters_re='[0-9]+ iters in [0-9.]+ seconds = [0-9.]+ usec/iter'
-
-show() {
-	echo "---- $1 ----"
-	cat "$2"
-}
 
 # One server + client pair on a fresh port. Returns 0 pass, 1 fail, 2 when
 # the port was taken (the caller retries on another).
@@ -70,32 +42,7 @@ run_once() {
 	shift
 	local common=(-d rocep1s0f0 -g 0 -p "$p" "$@")
 
-	timeout "$RUN_TIMEOUT" "${launch[@]}" "$PINGPONG" "${common[@]}" >"$tmp/server" 2>&1 &
-	server_pid=$!
-	# The server listens only after setting up its QP: retry the client while
-	# its connection is refused and the server is still alive.
-	local client_rc=1 try
-	for try in $(seq 1 200); do
-		timeout "$RUN_TIMEOUT" "${launch[@]}" "$PINGPONG" "${common[@]}" localhost \
-			>"$tmp/client" 2>&1
-		client_rc=$?
-		if [ $client_rc -ne 0 ] && grep -q "Couldn't connect" "$tmp/client" &&
-			kill -0 "$server_pid" 2>/dev/null; then
-			sleep 0.05
-			continue
-		fi
-		break
-	done
-	if [ $client_rc -ne 0 ] && kill -0 "$server_pid" 2>/dev/null; then
-		kill "$server_pid" 2>/dev/null
-	fi
-	wait "$server_pid"
-	local server_rc=$?
-	server_pid=
-
-	if [ $server_rc -ne 0 ] && grep -q "Couldn't listen" "$tmp/server"; then
-		return 2
-	fi
+	sc_pair localhost "$PINGPONG" "${common[@]}" || return 2
 	local ok=0
 	if [ $server_rc -ne 0 ] || [ $client_rc -ne 0 ]; then
 		echo "FAIL: $* : server exit $server_rc, client exit $client_rc" \
@@ -109,10 +56,7 @@ run_once() {
 			fi
 		done
 	fi
-	if [ $ok -ne 0 ]; then
-		show server "$tmp/server"
-		show client "$tmp/client"
-	fi
+	[ $ok -eq 0 ] || sc_show
 	return $ok
 }
 

@@ -24,46 +24,18 @@ libdir=$(cd "$build/emu" 2>/dev/null && pwd) || {
 	echo "FAIL: no $build/emu (build gnic-emu first)"
 	exit 1
 }
-export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-
-# A sanitizer build of the libraries needs its runtime loaded first into the
-# uninstrumented perftest (and only there).
-launch=(env)
+. "$(dirname "$0")/../../scripts/lib/server-client.sh"
+sc_init "$libdir"
 # A sanitizer build runs the emulator several times slower: its QPs get a
 # longer ack timeout (perftest's -u: 4.096 us x 2^20 = 4.3 s a try instead
 # of 67 ms), or a 4 MiB WRITE can run out of retries under TSan.
 slow=()
-preload=$(ldd "$libdir/libibverbs.so.1" 2>/dev/null |
-	awk '/libasan\.so|libtsan\.so/ { first = first $3 ":" }
-	     /libubsan\.so/ { rest = rest $3 ":" }
-	     END { printf "%s%s", first, rest }')
-if [ -n "$preload" ]; then
-	launch=(env "LD_PRELOAD=${preload%:}" "ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}")
-	echo "sanitizer runtime preloaded: ${preload%:}"
-	slow=(-u 20)
-fi
-
-tmp=$(mktemp -d)
-server_pid=
-cleanup() {
-	# Only the server this script started, by its pid.
-	if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-		kill "$server_pid" 2>/dev/null
-		wait "$server_pid" 2>/dev/null
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+[ "$sanitized" -eq 0 ] || slow=(-u 20)
 
 # A port range of our own per invocation, so parallel runs do not collide.
 port=$((23000 + ($$ % 1000) * 16))
 # the client's result row: message size, iterations, then figures
 result_re='^ *[0-9]+ +[0-9]+ +[0-9.]+'
-
-show() {
-	echo "---- $1 ----"
-	cat "$2"
-}
 
 # One server + client pair. Returns 0 pass, 1 fail, 2 when the port was taken.
 run_once() {
@@ -71,32 +43,7 @@ run_once() {
 	shift 2
 	local common=(-d rocep1s0f0 -x 0 -F --use_old_post_send "${slow[@]}" -p "$p" "$@")
 
-	timeout "$RUN_TIMEOUT" "${launch[@]}" "$prog" "${common[@]}" >"$tmp/server" 2>&1 &
-	server_pid=$!
-	# The server listens only after setting up its resources: retry the
-	# client while it cannot connect and the server is still alive.
-	local client_rc=1 try
-	for try in $(seq 1 200); do
-		timeout "$RUN_TIMEOUT" "${launch[@]}" "$prog" "${common[@]}" 127.0.0.1 \
-			>"$tmp/client" 2>&1
-		client_rc=$?
-		if [ $client_rc -ne 0 ] && grep -q "Couldn't connect" "$tmp/client" &&
-			kill -0 "$server_pid" 2>/dev/null; then
-			sleep 0.05
-			continue
-		fi
-		break
-	done
-	if [ $client_rc -ne 0 ] && kill -0 "$server_pid" 2>/dev/null; then
-		kill "$server_pid" 2>/dev/null
-	fi
-	wait "$server_pid"
-	local server_rc=$?
-	server_pid=
-
-	if [ $server_rc -ne 0 ] && grep -q "Couldn't listen" "$tmp/server"; then
-		return 2
-	fi
+	sc_pair 127.0.0.1 "$prog" "${common[@]}" || return 2
 	local ok=0
 	if [ $server_rc -ne 0 ] || [ $client_rc -ne 0 ]; then
 		echo "FAIL: $prog $* : server exit $server_rc, client exit $client_rc" \
@@ -106,10 +53,7 @@ run_once() {
 		echo "FAIL: $prog $* : the client printed no result row"
 		ok=1
 	fi
-	if [ $ok -ne 0 ]; then
-		show server "$tmp/server"
-		show client "$tmp/client"
-	fi
+	[ $ok -eq 0 ] || sc_show
 	return $ok
 }
 
