@@ -44,17 +44,13 @@ GNIC_DEVFN void pd_sync_cta(void)
 }
 
 /* The thread that speaks for its warp / CTA (every thread at thread scope).
- * The warp's lanes are brought together first: after a collective call they
- * may come out apart, and lanes that each see only themselves in
- * __activemask() would all (or none) take the lead (post_rate's warp rows
- * hung on an H200 with the first-active-lane rule). */
+ * The warp's lanes are brought together first, with the mask the warp calls
+ * use (gnic_warp_lanes). */
 GNIC_DEVFN int pd_is_leader(uint32_t scope)
 {
 #if GNIC_ON_GPU
 	if (scope == PERF_SCOPE_WARP) {
-		uint32_t first = threadIdx.x & ~31u, lanes = blockDim.x - first;
-
-		__syncwarp(lanes >= 32 ? 0xffffffffu : (1u << lanes) - 1);
+		__syncwarp(gnic_warp_lanes());
 		return (threadIdx.x & 31) == 0;
 	}
 	if (scope == PERF_SCOPE_CTA)

@@ -929,32 +929,49 @@ GNIC_DEVFN int gnic_dev_recv_wait(struct gnic_dev_qp *qp, uint32_t *len, uint32_
 }
 
 /* ---- warp and CTA scope (CUDA) --------------------------------------------------------
- * Every active lane of the warp (every thread of the CTA) calls with its own
- * operands; one reservation and one doorbell serve them all, lanes write
- * their WQEs in parallel. On CPU threads a "warp" is the calling thread. */
+ * Every lane of the warp (every thread of the CTA) calls together, each with
+ * its own operands, as with NVSHMEM's _warp/_block calls; one reservation and
+ * one doorbell serve them all, lanes write their WQEs in parallel. A warp
+ * that a CTA's size cuts short counts only the lanes it has. As with
+ * __syncwarp() / __syncthreads(), a call from only some of them hangs. The lanes are
+ * named by the CTA's shape, not by __activemask(): under independent thread
+ * scheduling lanes that all call may arrive apart, and an active-mask group
+ * then met lanes of another group at the next warp barrier (an H200 hung in
+ * a shuffle that its leader had left). On CPU threads a "warp" is the
+ * calling thread. */
 #if GNIC_ON_GPU
+
+/* The lanes of the calling thread's warp that exist in its CTA. */
+GNIC_DEVFN unsigned gnic_warp_lanes(void)
+{
+	uint32_t tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+	uint32_t left = blockDim.x * blockDim.y * blockDim.z - (tid & ~31u);
+
+	return left >= 32 ? 0xffffffffu : (1u << left) - 1;
+}
 
 GNIC_DEVFN int gnic_dev_put_warp(struct gnic_dev_qp *qp, const void *laddr, uint32_t lkey,
                                  uint64_t raddr, uint32_t rkey, uint32_t len, uint32_t flags)
 {
-	unsigned mask = __activemask();
-	int lane = threadIdx.x & 31, leader = __ffs(mask) - 1;
-	uint32_t n = __popc(mask), rank = __popc(mask & ((1u << lane) - 1));
+	unsigned mask = gnic_warp_lanes();
+	uint32_t tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+	uint32_t lane = tid & 31, n = __popc(mask);
 	unsigned long long base = 0;
 	int rc = 0;
 
-	if (lane == leader)
+	__syncwarp(mask);
+	if (lane == 0)
 		rc = gnic_dev_sq_reserve(qp, n, (uint64_t *)&base);
-	rc = __shfl_sync(mask, rc, leader);
+	rc = __shfl_sync(mask, rc, 0);
 	if (rc)
 		return rc;
-	base = __shfl_sync(mask, base, leader);
-	gnic_dev_wqe_rdma(qp, base + rank, GNIC_MLX5_OPCODE_RDMA_WRITE, (uint64_t)(uintptr_t)laddr,
+	base = __shfl_sync(mask, base, 0);
+	gnic_dev_wqe_rdma(qp, base + lane, GNIC_MLX5_OPCODE_RDMA_WRITE, (uint64_t)(uintptr_t)laddr,
 	                  lkey, raddr, rkey, len, flags, 0, NULL);
 	__syncwarp(mask);
-	if (lane == leader)
+	if (lane == 0)
 		rc = gnic_dev_sq_commit(qp, base, n, NULL);
-	rc = __shfl_sync(mask, rc, leader);
+	rc = __shfl_sync(mask, rc, 0);
 	return rc == GNIC_DEV_OK && len > GNIC_DEV_MAX_MSG ? GNIC_DEV_ERR_INVAL : rc;
 }
 
