@@ -251,34 +251,33 @@ GNIC_DEVFN void gnic_ring_locked(struct gnic_dev_qp *qp, uint64_t pi, const void
 	gnic_store_rel64(&qp->sq_rung, pi);
 }
 
-/* Make sure the NIC knows about every WQE below end. In shared modes the
- * thread holding the doorbell lock rings for everyone published so far. */
+/* Tell the NIC of every WQE published so far. Nobody waits for a doorbell:
+ * in shared modes one thread at a time holds the doorbell token and rings
+ * for everyone's WQEs up to sq_ready; a thread that finds the token taken
+ * leaves its WQEs to the holder, which looks at sq_ready again after it let
+ * the token go. Store-fence-load on both sides (sq_ready then the token
+ * here, the token then sq_ready in the holder), so of a poster and the
+ * holder at least one sees the other: no published WQE is left unrung.
+ * end/bf_wqe/nbb: the caller's own WQE, BlueFlamed when it is the only one
+ * to ring. */
 GNIC_DEVFN int gnic_dev_ring(struct gnic_dev_qp *qp, uint64_t end, const void *bf_wqe, uint32_t nbb)
 {
-	struct gnic_wait w;
+	uint64_t pi;
 
 	if (qp->share == GNIC_SHARE_EXCLUSIVE) {
 		if (end > qp->sq_rung)
 			gnic_ring_locked(qp, end, bf_wqe, nbb);
 		return GNIC_DEV_OK;
 	}
-	gnic_wait_init_short(&w, qp->timeout_ns);
-	while (gnic_load_acq64(&qp->sq_rung) < end) {
-		/* ring everything published so far; earlier WQEs still being
-		 * written hold ours back until their posters publish them */
-		if (gnic_cas32(&qp->db_lock, 0, 1) == 0) {
-			uint64_t pi = gnic_load_acq64(&qp->sq_ready);
-
-			if (pi > qp->sq_rung)
-				gnic_ring_locked(qp, pi, pi == end ? bf_wqe : NULL, nbb);
-			gnic_store_rel32(&qp->db_lock, 0);
-			if (pi >= end)
-				break;
-		}
-		if (gnic_dev_failed(qp))
-			return GNIC_DEV_ERR_QP;
-		if (gnic_wait_expired(&w))
-			return gnic_dev_fail(qp, GNIC_DEV_ERR_TIMEOUT, NULL);
+	/* a caller that moved sq_ready fenced after it (gnic_dev_sq_advance) */
+	while (gnic_trylock_sc32(&qp->db_lock)) {
+		pi = gnic_load_acq64(&qp->sq_ready);
+		if (pi > qp->sq_rung)
+			gnic_ring_locked(qp, pi, pi == end ? bf_wqe : NULL, nbb);
+		gnic_unlock_sc32(&qp->db_lock);
+		gnic_fence_sc();
+		if (gnic_load_sc64(&qp->sq_ready) == pi)
+			break;
 	}
 	return GNIC_DEV_OK;
 }
@@ -568,25 +567,34 @@ GNIC_DEVFN void gnic_dev_wqe_put_inline(struct gnic_dev_qp *qp, uint64_t idx, co
 	qp->wqe_nbb[idx & (qp->sq_wqe_cnt - 1)] = (uint8_t)nbb;
 }
 
-/* Move sq_ready over every WQE whose publish mark is in place. Any thread
- * may carry any other's WQE forward, so nobody waits for its turn: a mark
- * is (first BB << 16) | nbb, valid only for the lap it names (nbb <=
- * sq_wqe_cnt <= 32768: a CTA publishes its whole block with one mark). The handshake
- * with gnic_dev_sq_commit() is store-fence-load on both sides (mark then
- * sq_ready there, sq_ready then mark here), so of a publisher and the
- * thread that moves sq_ready up to its WQE at least one sees the other:
- * no WQE is left behind. */
-GNIC_DEVFN void gnic_dev_sq_advance(struct gnic_dev_qp *qp)
+/* Move sq_ready over every WQE whose publish mark is in place; 1 if this
+ * thread moved it. Any thread may carry any other's WQE forward, so nobody
+ * waits for its turn: a mark is (first BB << 16) | nbb, valid only for the
+ * lap it names (nbb <= sq_wqe_cnt <= 32768: a CTA publishes its whole block
+ * with one mark). The marks in place are read first and sq_ready moved over
+ * all of them with one compare-and-swap, so a run of single-WQE posts costs
+ * one fence, not one each. The handshake with gnic_dev_sq_commit() is
+ * store-fence-load on both sides (mark then sq_ready there, sq_ready then
+ * mark here), so of a publisher and the thread that moves sq_ready up to
+ * its WQE at least one sees the other: no WQE is left behind. */
+GNIC_DEVFN int gnic_dev_sq_advance(struct gnic_dev_qp *qp)
 {
 	uint32_t mask = qp->sq_wqe_cnt - 1;
+	int moved = 0;
 
 	for (;;) {
-		uint64_t h = gnic_load_sc64(&qp->sq_ready);
-		uint64_t m = gnic_load_sc64(&qp->sq_pub[h & mask]);
+		uint64_t h = gnic_load_sc64(&qp->sq_ready), n = h;
 
-		if ((m >> 16) != h || !(m & 0xffff))
-			return;
-		gnic_cas_sc64(&qp->sq_ready, h, h + (m & 0xffff));
+		for (;;) {
+			uint64_t m = gnic_load_sc64(&qp->sq_pub[n & mask]);
+
+			if ((m >> 16) != n || !(m & 0xffff) || n - h >= qp->sq_wqe_cnt)
+				break;
+			n += m & 0xffff;
+		}
+		if (n == h)
+			return moved;
+		moved |= gnic_cas_sc64(&qp->sq_ready, h, n) == h;
 		gnic_fence_sc();
 	}
 }
@@ -608,7 +616,9 @@ GNIC_DEVFN int gnic_dev_sq_commit(struct gnic_dev_qp *qp, uint64_t idx, uint32_t
 		 * whoever rings) acquires this thread's WQE stores */
 		gnic_store_sc64(&qp->sq_pub[idx & (qp->sq_wqe_cnt - 1)], (idx << 16) | nbb);
 		gnic_fence_sc();
-		gnic_dev_sq_advance(qp);
+		/* a WQE that someone else carried forward is rung by them */
+		if (!gnic_dev_sq_advance(qp) && qp->db_batch <= 1)
+			return GNIC_DEV_OK;
 	}
 	if (qp->db_batch > 1 && gnic_add32(&qp->unrung, 1) + 1 < qp->db_batch)
 		return GNIC_DEV_OK;

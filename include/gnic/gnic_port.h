@@ -61,6 +61,24 @@ GNIC_DEVFN void gnic_fence_sc(void)
 	asm volatile("fence.sc.gpu;" ::: "memory");
 }
 
+/* A try-lock for one side of such a handshake: taking it acquires what the
+ * last holder did; the holder's release is followed by gnic_fence_sc(). */
+GNIC_DEVFN int gnic_trylock_sc32(uint32_t *p)
+{
+	uint32_t old;
+
+	asm volatile("atom.acq_rel.gpu.global.cas.b32 %0, [%1], 0, 1;"
+	             : "=r"(old)
+	             : "l"(p)
+	             : "memory");
+	return old == 0;
+}
+
+GNIC_DEVFN void gnic_unlock_sc32(uint32_t *p)
+{
+	asm volatile("st.release.gpu.global.u32 [%0], 0;" ::"l"(p) : "memory");
+}
+
 /* This thread's earlier stores (WQEs in host memory) before its later ones
  * for every observer, the NIC included: the poster's own system-scope
  * release, so that another thread ringing the doorbell for its WQE need not
@@ -206,6 +224,18 @@ GNIC_DEVFN uint64_t gnic_cas_sc64(uint64_t *p, uint64_t cmp, uint64_t v)
 
 /* The seq_cst accesses around it order themselves. */
 GNIC_DEVFN void gnic_fence_sc(void) {}
+
+GNIC_DEVFN int gnic_trylock_sc32(uint32_t *p)
+{
+	uint32_t cmp = 0;
+
+	return __atomic_compare_exchange_n(p, &cmp, 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
+GNIC_DEVFN void gnic_unlock_sc32(uint32_t *p)
+{
+	__atomic_store_n(p, 0, __ATOMIC_SEQ_CST);
+}
 
 /* CPU stores to host memory are seen in order by the NIC once released
  * (x86-TSO, and the release stores on Arm); the doorbell's own ordering is
