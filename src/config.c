@@ -17,7 +17,7 @@
 
 #include "gnic_int.h"
 
-enum knob_type { KNOB_PROVIDER, KNOB_PATH, KNOB_LOG };
+enum knob_type { KNOB_PROVIDER, KNOB_PATH, KNOB_LOG, KNOB_SYSFS, KNOB_PCI };
 
 struct knob {
 	const char *name;
@@ -32,6 +32,10 @@ static const struct knob knobs[] = {
     {"GNIC_EMU_LIB", KNOB_PATH, "",
      "path of libgnic_emu.so.0; empty: next to libgnic.so, then the loader's search"},
     {"GNIC_LOG", KNOB_LOG, "1", "log level on stderr: 0 error, 1 warn, 2 info, 3 debug"},
+    {"GNIC_NEAR_PCI", KNOB_PCI, "",
+     "PCI address (dddd:bb:dd.f); a context without a device name takes the mlx5 device "
+     "nearest it in the PCIe tree; empty: nearest the context's GPU"},
+    {"GNIC_SYSFS", KNOB_SYSFS, "/sys", "where sysfs is mounted (PCIe distances are read there)"},
 };
 
 #define NUM_KNOBS (sizeof(knobs) / sizeof(knobs[0]))
@@ -87,6 +91,23 @@ static void knob_path(const struct knob *k, const char *s)
 	strcpy(cfg.emu_lib, s);
 }
 
+static void knob_sysfs(const struct knob *k, const char *s)
+{
+	if (!s[0] || strlen(s) >= sizeof(cfg.sysfs)) {
+		config_warn(k->name, s, "a path shorter than 256 bytes");
+		return;
+	}
+	strcpy(cfg.sysfs, s);
+}
+
+/* It chooses the NIC: a malformed one must not be ignored. */
+static void knob_pci(const struct knob *k, const char *s)
+{
+	cfg.near_pci[0] = 0;
+	if (s[0] && !gnic_pci_norm(s, cfg.near_pci))
+		config_fail(k->name, s, "a PCI address dddd:bb:dd.f");
+}
+
 static void knob_log(const struct knob *k, const char *s)
 {
 	char *end;
@@ -110,6 +131,12 @@ static void knob_set(const struct knob *k, const char *s)
 		break;
 	case KNOB_LOG:
 		knob_log(k, s);
+		break;
+	case KNOB_SYSFS:
+		knob_sysfs(k, s);
+		break;
+	case KNOB_PCI:
+		knob_pci(k, s);
 		break;
 	}
 }

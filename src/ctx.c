@@ -44,18 +44,58 @@ static enum gnic_provider wanted_provider(const struct gnic_ctx_attr *attr)
 	return (enum gnic_provider)gnic_config()->provider;
 }
 
-/* By name; without one, the first device the mlx5 provider drives (other
- * kinds of device may be listed too). *not_mlx5: the named one is not. */
+/* The PCI device a context without a device name wants its NIC near:
+ * GNIC_NEAR_PCI, else its GPU; NULL if neither. */
+static const char *near_pci(const struct gnic_ctx *ctx)
+{
+	if (gnic_config()->near_pci[0])
+		return gnic_config()->near_pci;
+	return ctx->gpu.ordinal != GNIC_GPU_NONE && ctx->gpu.pci[0] ? ctx->gpu.pci : NULL;
+}
+
+/* Without a name: of the devices mlx5 drives (other kinds may be listed
+ * too), the one nearest near_pci() in the PCIe tree, the first of equals;
+ * the first one if no distance is known. why: how it was chosen. */
+static struct ibv_device *pick_nearest(struct gnic_ctx *ctx, struct ibv_device **list, int n,
+                                       char *why, size_t size)
+{
+	const char *pci = near_pci(ctx);
+	struct ibv_device *best = NULL, *first = NULL;
+	int best_d = -1, mlx5 = 0;
+
+	for (int i = 0; i < n; i++) {
+		int d;
+
+		if (!gnic_verbs_is_mlx5(ctx->v, list[i]))
+			continue;
+		mlx5++;
+		first = first ? first : list[i];
+		d = pci ? gnic_topo_nic_distance(list[i]->ibdev_path, pci) : -1;
+		if (d >= 0 && (best_d < 0 || d < best_d)) {
+			best = list[i];
+			best_d = d;
+		}
+	}
+	if (mlx5 > 1 && best)
+		snprintf(why, size, "nearest %s of %d mlx5 devices (PCIe distance %d)", pci, mlx5,
+		         best_d);
+	else if (mlx5 > 1 && pci)
+		snprintf(why, size, "the first of %d mlx5 devices: no PCIe distance to %s known",
+		         mlx5, pci);
+	return best ? best : first;
+}
+
+/* By name, else pick_nearest(). *not_mlx5: the named one is not. */
 static struct ibv_device *pick_device(struct gnic_ctx *ctx, struct ibv_device **list, int n,
-                                      const char *name, bool *not_mlx5)
+                                      const char *name, bool *not_mlx5, char *why, size_t size)
 {
 	*not_mlx5 = false;
+	if (!name)
+		return pick_nearest(ctx, list, n, why, size);
 	for (int i = 0; i < n; i++) {
 		bool mlx5 = gnic_verbs_is_mlx5(ctx->v, list[i]);
 
-		if (!name && mlx5)
-			return list[i];
-		if (name && !strcmp(ctx->v->get_device_name(list[i]), name)) {
+		if (!strcmp(ctx->v->get_device_name(list[i]), name)) {
 			*not_mlx5 = !mlx5;
 			return mlx5 ? list[i] : NULL;
 		}
@@ -63,7 +103,7 @@ static struct ibv_device *pick_device(struct gnic_ctx *ctx, struct ibv_device **
 	return NULL;
 }
 
-static gnic_status_t open_device(struct gnic_ctx *ctx, const char *name)
+static gnic_status_t open_device(struct gnic_ctx *ctx, const char *name, char *why, size_t size)
 {
 	struct ibv_device **list;
 	struct ibv_device *dev;
@@ -75,7 +115,7 @@ static gnic_status_t open_device(struct gnic_ctx *ctx, const char *name)
 	if (!list)
 		return gnic_error(GNIC_ERR_NO_DEVICE, "%s lists no RDMA device (errno %d: %s)",
 		                  ctx->v->lib_path, errno, strerror(errno));
-	dev = pick_device(ctx, list, n, name, &not_mlx5);
+	dev = pick_device(ctx, list, n, name, &not_mlx5, why, size);
 	if (dev) {
 		snprintf(ctx->device, sizeof(ctx->device), "%s", ctx->v->get_device_name(dev));
 		ctx->ibctx = ctx->v->open_device(dev);
@@ -156,11 +196,14 @@ static void say_choice(const struct gnic_ctx *ctx, const char *why)
 
 static gnic_status_t open_verbs(struct gnic_ctx *ctx, const struct gnic_ctx_attr *attr)
 {
-	char why[384];
+	char why[384], pick[192] = "";
 	gnic_status_t st = gnic_verbs_select(wanted_provider(attr), &ctx->v, why, sizeof(why));
 
 	if (!st)
-		st = open_device(ctx, attr->device);
+		st = open_device(ctx, attr->device, pick, sizeof(pick));
+	if (!st && pick[0] && strlen(why) + strlen(pick) + 3 < sizeof(why))
+		snprintf(why + strlen(why), sizeof(why) - strlen(why), "%s%s", why[0] ? "; " : "",
+		         pick);
 	if (!st)
 		say_choice(ctx, why);
 	if (!st)
@@ -203,11 +246,13 @@ GNIC_API gnic_status_t gnic_ctx_create(const struct gnic_ctx_attr *attr, struct 
 	if (!ctx)
 		return gnic_error(GNIC_ERR_NOMEM, "ctx_create: out of memory");
 	ctx->gpu.ordinal = GNIC_GPU_NONE;
-	st = open_verbs(ctx, attr);
+	/* the GPU first: the NIC chosen is the one nearest it */
+	st = gnic_cuda_open(attr->gpu, &ctx->gpu);
 	if (!st)
-		st = gnic_cuda_open(attr->gpu, &ctx->gpu);
+		st = open_verbs(ctx, attr);
 	if (st) {
 		close_verbs(ctx);
+		gnic_cuda_close(&ctx->gpu);
 		free(ctx);
 		return st;
 	}

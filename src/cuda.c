@@ -35,6 +35,7 @@ struct cuda_api {
 	CUresult (*device_get_count)(int *count);
 	CUresult (*device_get)(CUdevice *dev, int ordinal);
 	CUresult (*device_get_name)(char *name, int len, CUdevice dev);
+	CUresult (*device_get_pci_bus_id)(char *id, int len, CUdevice dev);
 	CUresult (*primary_ctx_retain)(CUcontext *ctx, CUdevice dev);
 	CUresult (*primary_ctx_release)(CUdevice dev);
 	CUresult (*ctx_set_current)(CUcontext ctx);
@@ -68,6 +69,8 @@ static const struct cuda_sym syms[] = {
     SYM(device_get_count, "cuDeviceGetCount", NULL, false),
     SYM(device_get, "cuDeviceGet", NULL, false),
     SYM(device_get_name, "cuDeviceGetName", NULL, false),
+    /* for the NIC nearest the GPU; without it the first NIC is taken */
+    SYM(device_get_pci_bus_id, "cuDeviceGetPCIBusId", NULL, true),
     SYM(primary_ctx_retain, "cuDevicePrimaryCtxRetain", NULL, false),
     SYM(primary_ctx_release, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease", false),
     SYM(ctx_set_current, "cuCtxSetCurrent", NULL, false),
@@ -180,6 +183,17 @@ static gnic_status_t pick_ordinal(int want, int *ordinal)
 	return GNIC_OK;
 }
 
+/* gpu->pci, normalised, or "" when CUDA cannot say. */
+static void gpu_pci(struct gnic_gpu *gpu, CUdevice dev)
+{
+	char id[64];
+
+	gpu->pci[0] = 0;
+	if (!cu.device_get_pci_bus_id || cu.device_get_pci_bus_id(id, sizeof(id), dev) ||
+	    !gnic_pci_norm(id, gpu->pci))
+		gpu->pci[0] = 0;
+}
+
 gnic_status_t gnic_cuda_open(int want, struct gnic_gpu *gpu)
 {
 	CUdevice dev;
@@ -200,6 +214,7 @@ gnic_status_t gnic_cuda_open(int want, struct gnic_gpu *gpu)
 	r = cu.device_get_name(gpu->name, sizeof(gpu->name), dev);
 	if (r)
 		return cu_fail(GNIC_ERR_CUDA, r, "cuDeviceGetName");
+	gpu_pci(gpu, dev);
 	r = cu.primary_ctx_retain(&ctx, dev);
 	if (r)
 		return cu_fail(GNIC_ERR_CUDA, r, "cuDevicePrimaryCtxRetain");

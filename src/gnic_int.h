@@ -55,9 +55,20 @@ struct gnic_config {
 	int provider;      /* GNIC_PROVIDER: enum gnic_provider, AUTO if unset */
 	char emu_lib[256]; /* GNIC_EMU_LIB: "" = search next to libgnic.so */
 	int log_level;     /* GNIC_LOG: 0 error .. 3 debug */
+	char near_pci[16]; /* GNIC_NEAR_PCI, normalised; "" = the context's GPU */
+	char sysfs[256];   /* GNIC_SYSFS: where sysfs is mounted */
 	char error[512];   /* a knob that must not be ignored is malformed */
 };
 const struct gnic_config *gnic_config(void); /* loaded on first use */
+
+/* ---- topo.c: PCIe distances, read in sysfs ------------------------------ */
+#define GNIC_PCI_LEN 16 /* "dddd:bb:dd.f" and its NUL */
+/* Hops from a and b (resolved sysfs device paths) to their closest common
+ * ancestor in the PCI tree. */
+int gnic_topo_distance(const char *a, const char *b);
+/* The distance between the RDMA device at ibdev_path (/sys/class/infiniband/X)
+ * and PCI device pci (normalised), or -1 if either is not in sysfs. */
+int gnic_topo_nic_distance(const char *ibdev_path, const char *pci);
 
 /* ---- verbs.c: the calls we need, from rdma-core or from gnic-emu --------- */
 struct gnic_verbs {
@@ -117,6 +128,7 @@ struct gnic_gpu {
 	int dev;      /* CUdevice */
 	void *cu_ctx; /* the device's primary context (retained) */
 	char name[128];
+	char pci[16]; /* its PCI address, normalised; "" if unknown */
 };
 /* want: an ordinal, GNIC_GPU_AUTO or GNIC_GPU_NONE. AUTO without CUDA or a
  * GPU gives gpu->ordinal = GNIC_GPU_NONE and GNIC_OK. */
@@ -247,6 +259,9 @@ void gnic_progress_remove(struct gnic_qp *qp);
 void gnic_progress_rewind(struct gnic_qp *qp); /* after a reset: index 0 */
 
 /* ---- util.c -------------------------------------------------------------- */
+/* A PCI address "[dddd:]bb:dd.f" (any case) as "dddd:bb:dd.f" lower case;
+ * false if it is none. */
+bool gnic_pci_norm(const char *in, char out[GNIC_PCI_LEN]);
 uint64_t gnic_time_ns(void);
 uint32_t gnic_pow2_ceil(uint32_t v);
 void gnic_put_le16(uint8_t *p, uint16_t v);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Small helpers shared by several objects. */
+#include <stdio.h>
 #include <time.h>
 
 #include "gnic_int.h"
@@ -54,4 +55,19 @@ uint32_t gnic_get_le32(const uint8_t *p)
 uint64_t gnic_get_le64(const uint8_t *p)
 {
 	return gnic_get_le32(p) | (uint64_t)gnic_get_le32(p + 4) << 32;
+}
+
+/* A PCI address "[dddd:]bb:dd.f" (any case) as sysfs names it. */
+bool gnic_pci_norm(const char *in, char out[GNIC_PCI_LEN])
+{
+	unsigned dom = 0, bus, dev, fn;
+	char tail;
+
+	if (sscanf(in, "%x:%x:%x.%x%c", &dom, &bus, &dev, &fn, &tail) != 4 &&
+	    (dom = 0, sscanf(in, "%x:%x.%x%c", &bus, &dev, &fn, &tail) != 3))
+		return false;
+	if (dom > 0xffff || bus > 0xff || dev > 0x1f || fn > 7)
+		return false;
+	snprintf(out, GNIC_PCI_LEN, "%04x:%02x:%02x.%x", dom, bus, dev, fn);
+	return true;
 }
