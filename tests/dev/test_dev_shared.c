@@ -103,7 +103,7 @@ static void one(enum gnic_share share, enum gnic_db_mode mode, uint32_t batch, u
 	}
 	CHECK(memcmp(p.abuf, p.bbuf + SLOT, n) == 0);
 	CHECK_EQ(*(uint64_t *)p.bbuf, (uint64_t)(THREADS / 2) * (OPS / 8));
-	CHECK_EQ(p.a->sq_retired, p.a->sq_reserved);
+	CHECK_EQ(dev_sq_done(p.a), p.a->sq_reserved);
 	p.abuf -= SLOT;
 	pair_close(&p);
 }
@@ -115,8 +115,11 @@ int main(void)
 	one(GNIC_SHARE_GPU, GNIC_DB_BF, 1, 16);
 	one(GNIC_SHARE_GPU, GNIC_DB_CPU, 1, 16);
 	one(GNIC_SHARE_GPU, GNIC_DB_CPU, 4, 64);
+	one(GNIC_SHARE_GPU, GNIC_DB_PROXY, 1, 16);
+	one(GNIC_SHARE_GPU, GNIC_DB_PROXY, 8, 64);
 	/* the threads of one CTA: the same protocol (CPU threads are one "CTA") */
 	one(GNIC_SHARE_CTA, GNIC_DB_SM, 1, 16);
 	one(GNIC_SHARE_CTA, GNIC_DB_BF, 4, 16);
+	one(GNIC_SHARE_CTA, GNIC_DB_PROXY, 1, 16);
 	return T_EXIT_PASS;
 }
