@@ -22,6 +22,11 @@
  * recorded in qp->err for the host (gnic_qp_error()); later calls return
  * GNIC_DEV_ERR_QP at once, without posting, until the host resets the QP.
  *
+ * GNIC_DB_PROXY: the same calls hand descriptors to libgnic's CPU proxy
+ * thread instead of writing WQEs (gnic_dev_proxy.cuh); reserve takes ring
+ * slots, waits wait for the proxy's completion count, and the contracts
+ * above hold unchanged.
+ *
  * Ordering: RC executes one QP's WQEs in order at the target, so a put
  * followed by a signal on the same QP lands data before the signal.
  * gnic_dev_fence() additionally makes later WQEs wait for earlier READs and
