@@ -5,9 +5,9 @@
  * getenv(); the rest reads gnic_config(). The table is read once, at the
  * first use.
  *
- * A malformed GNIC_PROVIDER or GNIC_EMU_LIB is not ignored: they choose what
- * runs, so gnic_ctx_create() refuses to start (config.error). A malformed
- * GNIC_LOG is reported and left at its default.
+ * A malformed GNIC_PROVIDER, GNIC_EMU_LIB, GNIC_DB_MODE or GNIC_DB_MAP is
+ * not ignored: they choose what runs, so gnic_ctx_create() refuses to start (config.error). A
+ * malformed GNIC_LOG is reported and left at its default.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -17,7 +17,7 @@
 
 #include "gnic_int.h"
 
-enum knob_type { KNOB_PROVIDER, KNOB_PATH, KNOB_LOG, KNOB_SYSFS, KNOB_PCI };
+enum knob_type { KNOB_PROVIDER, KNOB_PATH, KNOB_LOG, KNOB_SYSFS, KNOB_PCI, KNOB_DB_MODE, KNOB_DB_MAP };
 
 struct knob {
 	const char *name;
@@ -36,11 +36,16 @@ static const struct knob knobs[] = {
      "PCI address (dddd:bb:dd.f); a context without a device name takes the mlx5 device "
      "nearest it in the PCIe tree; empty: nearest the context's GPU"},
     {"GNIC_SYSFS", KNOB_SYSFS, "/sys", "where sysfs is mounted (PCIe distances are read there)"},
+    {"GNIC_DB_MODE", KNOB_DB_MODE, "auto",
+     "auto|sm|bf|cpu|proxy: the doorbell mode of QPs created with db_mode AUTO"},
+    {"GNIC_DB_MAP", KNOB_DB_MAP, "try",
+     "try|off: off never maps the doorbell register for device code (as when the system "
+     "cannot): AUTO QPs then use the CPU proxy, SM and BF QPs fail"},
 };
 
 #define NUM_KNOBS (sizeof(knobs) / sizeof(knobs[0]))
 
-static struct gnic_config cfg = {.log_level = GNIC_LOG_WARN};
+static struct gnic_config cfg = {.log_level = GNIC_LOG_WARN, .db_map = true};
 static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
 
 static const char *const provider_names[] = {
@@ -61,6 +66,31 @@ static void config_fail(const char *name, const char *value, const char *want)
 	if (!cfg.error[0])
 		snprintf(cfg.error, sizeof(cfg.error), "%s=\"%.200s\" is invalid: want %s", name,
 		         value, want);
+}
+
+static const char *const db_mode_names[] = {
+    [GNIC_DB_AUTO] = "auto", [GNIC_DB_SM] = "sm",       [GNIC_DB_BF] = "bf",
+    [GNIC_DB_CPU] = "cpu",   [GNIC_DB_PROXY] = "proxy",
+};
+
+static void knob_db_mode(const struct knob *k, const char *s)
+{
+	for (int i = 0; i < (int)(sizeof(db_mode_names) / sizeof(db_mode_names[0])); i++) {
+		if (!strcmp(s, db_mode_names[i])) {
+			cfg.db_mode = i;
+			return;
+		}
+	}
+	config_fail(k->name, s, "auto, sm, bf, cpu or proxy");
+}
+
+static void knob_db_map(const struct knob *k, const char *s)
+{
+	if (strcmp(s, "try") && strcmp(s, "off")) {
+		config_fail(k->name, s, "try or off");
+		return;
+	}
+	cfg.db_map = !strcmp(s, "try");
 }
 
 static int parse_provider(const char *s)
@@ -137,6 +167,12 @@ static void knob_set(const struct knob *k, const char *s)
 		break;
 	case KNOB_PCI:
 		knob_pci(k, s);
+		break;
+	case KNOB_DB_MODE:
+		knob_db_mode(k, s);
+		break;
+	case KNOB_DB_MAP:
+		knob_db_map(k, s);
 		break;
 	}
 }

@@ -257,6 +257,7 @@ GNIC_API gnic_status_t gnic_ctx_create(const struct gnic_ctx_attr *attr, struct 
 		return st;
 	}
 	pthread_mutex_init(&ctx->prog_lock, NULL);
+	pthread_mutex_init(&ctx->px_lock, NULL);
 	gnic_info("context on %s (%s), GPU %d", ctx->device, ctx->v->lib_path, ctx->gpu.ordinal);
 	*ctx_p = ctx;
 	return GNIC_OK;
@@ -274,9 +275,11 @@ GNIC_API void gnic_ctx_destroy(struct gnic_ctx *ctx)
 		return;
 	}
 	gnic_progress_stop(ctx);
+	gnic_proxy_stop(ctx);
 	gnic_cuda_close(&ctx->gpu);
 	close_verbs(ctx);
 	pthread_mutex_destroy(&ctx->prog_lock);
+	pthread_mutex_destroy(&ctx->px_lock);
 	free(ctx);
 }
 

@@ -11,6 +11,7 @@
  *   hostmap.c host memory registered with CUDA (refcounted by page range)
  *   ctx.c mr.c qp.c qp_attr.c qp_dev.c qp_conn.c qp_error.c blob.c
  *   progress.c boot.c   one object each
+ *   proxy.c   the CPU proxy thread of GNIC_DB_PROXY QPs
  *
  * libgnic links neither rdma-core nor CUDA: verbs.h and mlx5dv.h provide
  * types only, and every call goes through struct gnic_verbs / cuda.c.
@@ -27,6 +28,7 @@
 #include <stdint.h>
 
 #include "gnic/gnic.h"
+#include "gnic/gnic_dev_proxy.h"
 
 #define GNIC_API       __attribute__((visibility("default")))
 #define GNIC_PAGE      4096u
@@ -57,6 +59,8 @@ struct gnic_config {
 	int log_level;     /* GNIC_LOG: 0 error .. 3 debug */
 	char near_pci[16]; /* GNIC_NEAR_PCI, normalised; "" = the context's GPU */
 	char sysfs[256];   /* GNIC_SYSFS: where sysfs is mounted */
+	int db_mode;       /* GNIC_DB_MODE: enum gnic_db_mode that AUTO QPs take; AUTO */
+	bool db_map;       /* GNIC_DB_MAP: false = never map the doorbell register for devices */
 	char error[512];   /* a knob that must not be ignored is malformed */
 };
 const struct gnic_config *gnic_config(void); /* loaded on first use */
@@ -179,6 +183,14 @@ struct gnic_ctx {
 	pthread_t prog_thread;
 	bool prog_running;
 	atomic_bool prog_stop;
+	/* proxy.c: the proxy thread for GNIC_DB_PROXY QPs */
+	pthread_mutex_t px_lock; /* guards the list and every QP's proxy state */
+	struct gnic_proxy *px_list;
+	pthread_t px_thread;
+	bool px_running;
+	atomic_bool px_stop;
+	atomic_int px_waiters; /* others waiting for px_lock: the thread lets them in */
+	bool px_noted;         /* AUTO's fallback to the proxy was logged */
 };
 
 static inline bool gnic_ctx_has_gpu(const struct gnic_ctx *ctx)
@@ -223,6 +235,8 @@ struct gnic_qp {
 	struct gnic_qp *prog_next;
 	uint64_t rung; /* producer index the progress thread rang last */
 	bool on_progress;
+	/* proxy.c: GNIC_DB_PROXY state (NULL in the other modes) */
+	struct gnic_proxy *px;
 };
 
 /* qp_attr.c */
@@ -235,6 +249,12 @@ uint32_t gnic_qp_rcq_depth(const struct gnic_qp_attr *attr);
 gnic_status_t gnic_qp_dev_create(struct gnic_qp *qp);
 void gnic_qp_dev_destroy(struct gnic_qp *qp);
 gnic_status_t gnic_qp_dev_reset(struct gnic_qp *qp);
+/* Bytes of the device's tracking arrays (sq_pub, res_owned, wqe_nbb). */
+size_t gnic_qp_track_len(const struct gnic_qp *qp);
+/* The QP as a host thread drives it directly: host pointers, SM doorbells,
+ * EXCLUSIVE, no doorbell batching; track: gnic_qp_track_len() zeroed bytes.
+ * The proxy thread posts through it. */
+void gnic_qp_dev_host_view(struct gnic_qp *qp, struct gnic_dev_qp *d, uint8_t *track);
 /* qp_conn.c */
 gnic_status_t gnic_qp_to_reset(struct gnic_qp *qp);
 /* qp_error.c */
@@ -257,6 +277,34 @@ uint32_t gnic_crc32(const void *buf, size_t len);
 gnic_status_t gnic_progress_add(struct gnic_qp *qp); /* and start the thread */
 void gnic_progress_remove(struct gnic_qp *qp);
 void gnic_progress_rewind(struct gnic_qp *qp); /* after a reset: index 0 */
+
+/* ---- proxy.c ------------------------------------------------------------
+ * The block (gnic_dev_proxy.h): head, result[2 * cnt + 1], ring desc[cnt]
+ * (cnt = sq_wqe_cnt), on pages of its own so a GPU context can map it. */
+static inline size_t gnic_proxy_res_off(void)
+{
+	return (sizeof(struct gnic_px_block) + 63) & ~(size_t)63;
+}
+static inline size_t gnic_proxy_ring_off(uint32_t cnt)
+{
+	return gnic_proxy_res_off() +
+	       (((2 * (size_t)cnt + 1) * sizeof(uint64_t) + 63) & ~(size_t)63);
+}
+/* Allocate qp->px and its block (after the verbs objects, before fill). */
+gnic_status_t gnic_proxy_create(struct gnic_qp *qp);
+void gnic_proxy_destroy(struct gnic_qp *qp);
+void *gnic_proxy_block(const struct gnic_qp *qp, size_t *len); /* host address */
+gnic_status_t gnic_proxy_add(struct gnic_qp *qp);              /* serve it; starts the thread */
+void gnic_proxy_remove(struct gnic_qp *qp);                    /* the thread stops with the last */
+void gnic_proxy_stop(struct gnic_ctx *ctx);
+/* Reset: under gnic_proxy_lock(), the send CQ's consumer index (the proxy
+ * owns it), then rewind(ci) starts everything at index 0 again. */
+void gnic_proxy_lock(struct gnic_qp *qp);
+void gnic_proxy_unlock(struct gnic_qp *qp);
+uint64_t gnic_proxy_scq_ci(const struct gnic_qp *qp);
+void gnic_proxy_rewind(struct gnic_qp *qp, uint64_t scq_ci);
+/* The first error: the proxy's (its QP's record) or the device threads'. */
+const struct gnic_dev_err *gnic_proxy_err(const struct gnic_qp *qp);
 
 /* ---- util.c -------------------------------------------------------------- */
 /* A PCI address "[dddd:]bb:dd.f" (any case) as "dddd:bb:dd.f" lower case;

@@ -253,6 +253,8 @@ GNIC_API gnic_status_t gnic_qp_create(struct gnic_ctx *ctx, const struct gnic_qp
 	qp->psn = random_psn();
 	if (qp->attr.db_mode == GNIC_DB_CPU)
 		st = gnic_progress_add(qp);
+	else if (qp->attr.db_mode == GNIC_DB_PROXY)
+		st = gnic_proxy_add(qp);
 	if (st) {
 		qp_free(qp);
 		return st;
@@ -267,6 +269,7 @@ GNIC_API void gnic_qp_destroy(struct gnic_qp *qp)
 	if (!qp)
 		return;
 	gnic_progress_remove(qp);
+	gnic_proxy_remove(qp); /* the thread lets go of it first */
 	qp->ctx->nqp--;
 	qp_free(qp);
 }

@@ -121,7 +121,7 @@ static gnic_status_t check_queues(const struct gnic_qp_attr *a, uint32_t max_qp_
 
 static gnic_status_t check_device(const struct gnic_qp_attr *a)
 {
-	if ((unsigned)a->db_mode > GNIC_DB_CPU)
+	if ((unsigned)a->db_mode > GNIC_DB_PROXY)
 		return gnic_error(GNIC_ERR_INVALID, "qp: unknown db_mode %d", a->db_mode);
 	if ((unsigned)a->share > GNIC_SHARE_GPU)
 		return gnic_error(GNIC_ERR_INVALID, "qp: unknown share %d", a->share);

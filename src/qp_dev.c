@@ -9,9 +9,14 @@
  * With a GPU the queues stay where the provider put them (host memory), and
  * are mapped into the GPU with cuMemHostRegister; the struct holds their
  * device addresses. The doorbell register page is mapped the same way (as
- * I/O memory on real hardware); when that fails, AUTO falls back to
- * CPU-assisted doorbells. The tracking arrays (sq_pub, res_owned, wqe_nbb)
+ * I/O memory on real hardware); when that fails, AUTO falls back to the
+ * CPU proxy (proxy.c). The tracking arrays (sq_pub, res_owned, wqe_nbb)
  * and the struct itself live in GPU memory.
+ *
+ * A GNIC_DB_PROXY QP also has the proxy's block (host memory, mapped like
+ * the queues): device code finds its ring there, its result slots
+ * (scratch) and its error record (err); the proxy thread posts through a
+ * second, host-only view of the same QP (gnic_qp_dev_host_view).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,16 +26,19 @@
 #define COUNTERS_OFF offsetof(struct gnic_dev_qp, sq_reserved)
 
 /* sq_pub[cnt], res_owned[2 * cnt], then wqe_nbb[cnt]: see struct gnic_dev_qp */
-static size_t track_len(const struct gnic_qp *qp)
+size_t gnic_qp_track_len(const struct gnic_qp *qp)
 {
 	return (size_t)qp->dv.sq.wqe_cnt * (sizeof(uint64_t) + 2 * sizeof(uint32_t) + 1);
 }
+
+#define track_len gnic_qp_track_len
 
 /* Where the device finds each piece (host or device addresses). */
 struct dev_ptrs {
 	uint64_t sq_buf, rq_buf, dbrec, db_reg;
 	uint64_t scq_buf, scq_dbrec, rcq_buf, rcq_dbrec;
 	uint64_t track, scratch, err, cpu_db;
+	uint64_t px; /* GNIC_DB_PROXY: the proxy's block, else 0 */
 };
 
 static void *ptr(uint64_t p)
@@ -38,10 +46,8 @@ static void *ptr(uint64_t p)
 	return (void *)(uintptr_t)p;
 }
 
-static void fill(struct gnic_qp *qp, const struct dev_ptrs *p)
+static void fill(struct gnic_qp *qp, struct gnic_dev_qp *d, const struct dev_ptrs *p)
 {
-	struct gnic_dev_qp *d = qp->img;
-
 	memset(d, 0, sizeof(*d));
 	d->magic = GNIC_DEV_QP_MAGIC;
 	d->qpn = qp->ibqp->qp_num;
@@ -71,6 +77,34 @@ static void fill(struct gnic_qp *qp, const struct dev_ptrs *p)
 	d->scratch_lkey = qp->scratch_mr->lkey;
 	d->cpu_db = ptr(p->cpu_db);
 	d->err = ptr(p->err);
+	if (p->px) { /* results, error record and ring in the proxy's block */
+		d->px = ptr(p->px);
+		d->px_ring = ptr(p->px + gnic_proxy_ring_off(d->sq_wqe_cnt));
+		d->scratch = ptr(p->px + gnic_proxy_res_off());
+		d->err = ptr(p->px + offsetof(struct gnic_px_block, dev_err));
+	}
+}
+
+/* GNIC_DB_MAP=off: as if the system could not map the register. */
+static gnic_status_t db_map_allowed(void)
+{
+	if (!gnic_config()->db_map)
+		return gnic_error(GNIC_ERR_NOT_SUPPORTED, "GNIC_DB_MAP=off");
+	return GNIC_OK;
+}
+
+/* AUTO without a register device code can store to: the proxy, said once
+ * per context at the default log level, then at info. */
+static void fall_back_to_proxy(struct gnic_qp *qp, const char *why)
+{
+	int level = qp->ctx->px_noted ? GNIC_LOG_INFO : GNIC_LOG_NOTE;
+
+	qp->ctx->px_noted = true;
+	gnic_log(level,
+	         "QP %#x: the doorbell register is not mappable for device code (%s): "
+	         "CPU proxy (GNIC_DB_PROXY)",
+	         qp->ibqp->qp_num, why);
+	qp->attr.db_mode = GNIC_DB_PROXY;
 }
 
 /* BlueFlame needs a register with room for a WQE. */
@@ -100,15 +134,53 @@ static gnic_status_t place_host(struct gnic_qp *qp)
 	    .cpu_db = (uintptr_t)qp->cpu_db,
 	};
 
-	/* CPU threads can store to the register themselves */
+	gnic_status_t st;
+
+	/* CPU threads can store to the register themselves, unless told not to */
+	st = db_map_allowed();
+	if (st && qp->attr.db_mode == GNIC_DB_AUTO)
+		fall_back_to_proxy(qp, gnic_last_error());
+	else if (st && (qp->attr.db_mode == GNIC_DB_SM || qp->attr.db_mode == GNIC_DB_BF))
+		return gnic_error(GNIC_ERR_NOT_SUPPORTED,
+		                  "qp: db_mode %s needs the doorbell register: GNIC_DB_MAP=off",
+		                  qp->attr.db_mode == GNIC_DB_BF ? "BF" : "SM");
 	if (qp->attr.db_mode == GNIC_DB_AUTO)
 		qp->attr.db_mode = GNIC_DB_SM;
+	if (qp->attr.db_mode == GNIC_DB_PROXY) {
+		st = gnic_proxy_create(qp);
+		if (st)
+			return st;
+		p.px = (uintptr_t)gnic_proxy_block(qp, NULL);
+	}
 	if (posix_memalign((void **)&qp->track, 64, track_len(qp)))
 		return gnic_error(GNIC_ERR_NOMEM, "qp: out of memory");
 	memset(qp->track, 0, track_len(qp));
 	p.track = (uintptr_t)qp->track;
-	fill(qp, &p);
+	fill(qp, qp->img, &p);
 	return GNIC_OK;
+}
+
+void gnic_qp_dev_host_view(struct gnic_qp *qp, struct gnic_dev_qp *d, uint8_t *track)
+{
+	struct dev_ptrs p = {
+	    .sq_buf = (uintptr_t)qp->dv.sq.buf,
+	    .rq_buf = (uintptr_t)qp->dv.rq.buf,
+	    .dbrec = (uintptr_t)qp->dv.dbrec,
+	    .db_reg = (uintptr_t)qp->dv.bf.reg,
+	    .scq_buf = (uintptr_t)qp->dv_scq.buf,
+	    .scq_dbrec = (uintptr_t)qp->dv_scq.dbrec,
+	    .rcq_buf = (uintptr_t)qp->dv_rcq.buf,
+	    .rcq_dbrec = (uintptr_t)qp->dv_rcq.dbrec,
+	    .track = (uintptr_t)track,
+	    .scratch = (uintptr_t)qp->scratch,
+	    .err = (uintptr_t)qp->err,
+	    .cpu_db = (uintptr_t)qp->cpu_db,
+	};
+
+	fill(qp, d, &p);
+	d->db_mode = GNIC_DB_SM;
+	d->share = GNIC_SHARE_EXCLUSIVE;
+	d->db_batch = UINT32_MAX; /* the host thread rings once per batch (gnic_dev_flush) */
 }
 
 /* ---- GPU placement ------------------------------------------------------- */
@@ -180,8 +252,10 @@ static gnic_status_t map_db_reg(struct gnic_qp *qp)
 {
 	size_t len = qp->dv.bf.size ? 2 * qp->dv.bf.size : sizeof(uint64_t);
 	char iomem_err[256];
-	gnic_status_t st;
+	gnic_status_t st = db_map_allowed();
 
+	if (st)
+		return st;
 	if (qp->ctx->v->provider != GNIC_PROVIDER_VERBS)
 		return map(qp, qp->dv.bf.reg, len, 0);
 	st = map(qp, qp->dv.bf.reg, len, GNIC_CUDA_REG_IOMEM);
@@ -197,13 +271,14 @@ static gnic_status_t map_db_reg(struct gnic_qp *qp)
 	                  gnic_last_error());
 }
 
-/* Resolve db_mode: SM/BF need the register in the GPU; AUTO settles for CPU. */
+/* Resolve db_mode: SM/BF need the register in the GPU; AUTO settles for
+ * the proxy. */
 static gnic_status_t place_db_reg(struct gnic_qp *qp, uint64_t *db_reg)
 {
 	gnic_status_t st;
 
 	*db_reg = 0;
-	if (qp->attr.db_mode == GNIC_DB_CPU)
+	if (qp->attr.db_mode == GNIC_DB_CPU || qp->attr.db_mode == GNIC_DB_PROXY)
 		return GNIC_OK;
 	st = map_db_reg(qp);
 	if (!st)
@@ -217,11 +292,26 @@ static gnic_status_t place_db_reg(struct gnic_qp *qp, uint64_t *db_reg)
 		return gnic_error(GNIC_ERR_NOT_SUPPORTED,
 		                  "qp: db_mode %s needs the doorbell register in the GPU: %s",
 		                  qp->attr.db_mode == GNIC_DB_BF ? "BF" : "SM", gnic_last_error());
-	gnic_info("doorbell register of QP %#x not mappable into the GPU (%s): CPU-assisted "
-	          "doorbells",
-	          qp->ibqp->qp_num, gnic_last_error());
-	qp->attr.db_mode = GNIC_DB_CPU;
+	fall_back_to_proxy(qp, gnic_last_error());
 	return GNIC_OK;
+}
+
+/* The proxy's block, mapped like the queues. */
+static gnic_status_t place_proxy(struct gnic_qp *qp, uint64_t *px)
+{
+	gnic_status_t st;
+	size_t len;
+	void *blk;
+
+	*px = 0;
+	if (qp->attr.db_mode != GNIC_DB_PROXY)
+		return GNIC_OK;
+	st = gnic_proxy_create(qp);
+	if (st)
+		return st;
+	blk = gnic_proxy_block(qp, &len);
+	st = map(qp, blk, len, 0);
+	return st ? st : gnic_cuda_host_dev_ptr(blk, px);
 }
 
 static gnic_status_t dev_ptr(void *host, uint64_t *out)
@@ -278,6 +368,8 @@ static gnic_status_t place_gpu_locked(struct gnic_qp *qp)
 	if (!st)
 		st = place_db_reg(qp, &p.db_reg);
 	if (!st)
+		st = place_proxy(qp, &p.px);
+	if (!st)
 		st = translate(qp, &p);
 	if (!st)
 		st = gpu_zeroed(track_len(qp), &qp->track_gpu);
@@ -286,7 +378,7 @@ static gnic_status_t place_gpu_locked(struct gnic_qp *qp)
 	if (st)
 		return st;
 	p.track = qp->track_gpu;
-	fill(qp, &p);
+	fill(qp, qp->img, &p);
 	return gnic_cuda_htod(qp->dev_gpu, qp->img, sizeof(*qp->img));
 }
 
@@ -305,8 +397,11 @@ static gnic_status_t place_gpu(struct gnic_qp *qp)
 
 gnic_status_t gnic_qp_dev_create(struct gnic_qp *qp)
 {
-	gnic_status_t st = check_bf(qp);
+	gnic_status_t st;
 
+	if (qp->attr.db_mode == GNIC_DB_AUTO) /* GNIC_DB_MODE, if set */
+		qp->attr.db_mode = (enum gnic_db_mode)gnic_config()->db_mode;
+	st = check_bf(qp);
 	if (st)
 		return st;
 	if (posix_memalign((void **)&qp->img, 64, sizeof(*qp->img)))
@@ -325,6 +420,7 @@ void gnic_qp_dev_destroy(struct gnic_qp *qp)
 		unmap_all(qp);
 		gnic_cuda_leave(prev);
 	}
+	gnic_proxy_destroy(qp); /* after its block is unmapped */
 	qp->dev_gpu = qp->track_gpu = 0;
 	free(qp->img);
 	free(qp->track);
@@ -356,7 +452,7 @@ static gnic_status_t reset_gpu_locked(struct gnic_qp *qp, uint64_t *scq_ci, uint
 	st = gnic_cuda_dtoh(d, qp->dev_gpu, sizeof(*d));
 	if (st)
 		return st;
-	*scq_ci = drain_cq(&qp->dv_scq, d->scq_ci);
+	*scq_ci = drain_cq(&qp->dv_scq, qp->px ? gnic_proxy_scq_ci(qp) : d->scq_ci);
 	*rcq_ci = drain_cq(&qp->dv_rcq, d->rcq_ci);
 	memset((char *)d + COUNTERS_OFF, 0, sizeof(*d) - COUNTERS_OFF);
 	d->scq_ci = *scq_ci;
@@ -388,7 +484,7 @@ static gnic_status_t reset_gpu(struct gnic_qp *qp)
 static void reset_host(struct gnic_qp *qp)
 {
 	struct gnic_dev_qp *d = qp->img;
-	uint64_t scq_ci = drain_cq(&qp->dv_scq, d->scq_ci);
+	uint64_t scq_ci = drain_cq(&qp->dv_scq, qp->px ? gnic_proxy_scq_ci(qp) : d->scq_ci);
 	uint64_t rcq_ci = drain_cq(&qp->dv_rcq, d->rcq_ci);
 
 	memset((char *)d + COUNTERS_OFF, 0, sizeof(*d) - COUNTERS_OFF);
@@ -404,13 +500,19 @@ gnic_status_t gnic_qp_dev_reset(struct gnic_qp *qp)
 {
 	gnic_status_t st = GNIC_OK;
 
+	if (qp->px) /* the proxy thread keeps off the QP meanwhile */
+		gnic_proxy_lock(qp);
 	if (gnic_ctx_has_gpu(qp->ctx))
 		st = reset_gpu(qp);
 	else
 		reset_host(qp);
-	if (st)
-		return st;
-	memset(qp->err, 0, sizeof(*qp->err));
-	gnic_progress_rewind(qp);
-	return GNIC_OK;
+	if (!st) {
+		memset(qp->err, 0, sizeof(*qp->err));
+		gnic_progress_rewind(qp);
+		if (qp->px) /* img holds the drained consumer index (reset_*) */
+			gnic_proxy_rewind(qp, qp->img->scq_ci);
+	}
+	if (qp->px)
+		gnic_proxy_unlock(qp);
+	return st;
 }

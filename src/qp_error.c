@@ -108,13 +108,16 @@ static void text(const struct gnic_dev_err *e, uint64_t timeout_ns, char *buf, s
 
 GNIC_API gnic_status_t gnic_qp_error(struct gnic_qp *qp, struct gnic_qp_error *err)
 {
+	const struct gnic_dev_err *rec;
 	struct gnic_dev_err e;
 
 	if (!qp || !err)
 		return gnic_error(GNIC_ERR_INVALID, "qp_error: NULL argument");
+	/* GNIC_DB_PROXY: the proxy thread's record, or the device threads' */
+	rec = qp->px ? gnic_proxy_err(qp) : qp->err;
 	/* written once by the device, status last: acquire it, then the rest */
-	e.status = __atomic_load_n(&qp->err->status, __ATOMIC_ACQUIRE);
-	memcpy((char *)&e + sizeof(e.status), (const char *)qp->err + sizeof(e.status),
+	e.status = __atomic_load_n(&rec->status, __ATOMIC_ACQUIRE);
+	memcpy((char *)&e + sizeof(e.status), (const char *)rec + sizeof(e.status),
 	       sizeof(e) - sizeof(e.status));
 	memset(err, 0, sizeof(*err));
 	err->dev_status = (int32_t)e.status;

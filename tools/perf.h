@@ -12,7 +12,6 @@
  *                    talking through libgnic's bootstrap (gnic_boot_*)
  *   perf_verbs.c     host mode: verbs objects, posting, the shared loops
  *   perf_gnic.c      libgnic modes: contexts, QPs, memory, launches
- *   perf_proxy.c     the cpu-proxy mode, all of it (host thread and device side)
  *   perf_dev_worker.h, perf_dev_cpu.c, perf_dev_gpu.cu: the device workers
  *   perf_util.c      errors, deadlines, patterns and the buffer ring
  *   perf_report.c    table / CSV / JSON, and --plot (through perf_plot.sh)
@@ -65,7 +64,6 @@ struct perf_mode {
 	enum perf_mode_id id;
 	int db_mode; /* enum gnic_db_mode of the QPs device threads post on */
 	bool gnic;   /* device threads (GPU or CPU) drive libgnic QPs */
-	bool proxy;  /* they hand the work to a CPU proxy thread */
 };
 
 enum perf_kind { PERF_BW, PERF_LAT, PERF_RATE };
@@ -235,7 +233,6 @@ struct perf_ep {
 	struct gnic_qp *gqp[PERF_MAX_QPS];
 	struct gnic_dev_qp *dqp[PERF_MAX_QPS]; /* gnic_qp_dev(): a device pointer on a GPU */
 	struct gnic_mr *gmr;
-	struct pp_ring *ring[PERF_MAX_QPS]; /* cpu-proxy */
 	struct pd_status *st;
 	uint64_t *lat;
 	size_t lat_cap;
@@ -349,11 +346,9 @@ void perf_gnic_env(struct perf_session *s);
 void perf_ep_push(struct perf_ep *ep, size_t off, size_t len);
 void perf_ep_pull(struct perf_ep *ep, size_t off, size_t len);
 /* Runs the chunk's device body on the sides in mask this process holds,
- * phase for tests with several launches; r->ns, r->lat. PERF_RUN_QPS: on
- * the QPs themselves (not the proxy's rings), where their structs live. */
-#define PERF_RUN_A   1u
-#define PERF_RUN_B   2u
-#define PERF_RUN_QPS 4u
+ * phase for tests with several launches; r->ns, r->lat. */
+#define PERF_RUN_A 1u
+#define PERF_RUN_B 2u
 void perf_dev_run(struct perf_run *r, unsigned mask, uint32_t phase);
 /* Device-accessible memory: GPU memory, or host memory on CPU threads. */
 void *perf_devmem_alloc(bool on_gpu, size_t len);
@@ -373,20 +368,9 @@ void perf_gpu_free(void *p, int host_mapped);
 void perf_gpu_copy(void *dst, const void *src, size_t len, int to_dev);
 double perf_gpu_launch(const struct pd_launch *L);
 double perf_cpu_launch(const struct pd_launch *L);
-void perf_cpu_run_one(const struct pd_side *s); /* one device thread, here */
 #ifdef __cplusplus
 }
 #endif
-
-/* ---- cpu-proxy (perf_proxy.c): the mode's whole machinery --------------------------------- */
-void perf_proxy_start(void);
-void perf_proxy_stop(void); /* before the QPs it serves are destroyed */
-/* Serves qp (of a context without GPU, EXCLUSIVE: the proxy is its only
- * user) for device threads; returns the ring they post into. post_only:
- * the QP stays unconnected, its WQEs are retired as soon as posted. */
-struct pp_ring *perf_proxy_attach(struct gnic_qp *qp, bool on_gpu, uint8_t *lbase, uint32_t lkey,
-                                  uint64_t rbase, uint32_t rkey, bool post_only);
-void perf_proxy_active(bool on); /* spinning while device threads run */
 
 /* ---- output (perf_report.c) ---------------------------------------------------------------- */
 enum perf_fig { /* bandwidth in MiB/s (Gb/s with --report_gbits), times in us */

@@ -18,17 +18,17 @@ const struct perf_test *const perf_tests[PERF_NTESTS] = {PERF_TESTS(PERF_TEST_PT
 
 const struct perf_mode perf_modes[PERF_NMODES] = {
     {"host", "the CPU posts verbs work requests (ibv_post_send chains, ibv_poll_cq batches)",
-     PERF_HOST, 0, false, false},
+     PERF_HOST, 0, false},
     {"gpu", "device threads write WQEs and ring the doorbell themselves (GNIC_DB_SM)", PERF_GPU,
-     GNIC_DB_SM, true, false},
+     GNIC_DB_SM, true},
     {"gpu-bf", "device threads write WQEs and ring with BlueFlame copies (GNIC_DB_BF)", PERF_GPU_BF,
-     GNIC_DB_BF, true, false},
+     GNIC_DB_BF, true},
     {"cpu-assisted", "device threads write WQEs, libgnic's progress thread rings (GNIC_DB_CPU)",
-     PERF_CPU_ASSISTED, GNIC_DB_CPU, true, false},
-    /* the proxy's own QPs ring like host software: SM doorbells from a CPU thread */
+     PERF_CPU_ASSISTED, GNIC_DB_CPU, true},
     {"cpu-proxy",
-     "device threads hand descriptors to a CPU proxy thread that builds and posts the WQEs",
-     PERF_CPU_PROXY, GNIC_DB_SM, true, true},
+     "device threads hand descriptors to libgnic's proxy thread, which builds and posts the "
+     "WQEs (GNIC_DB_PROXY)",
+     PERF_CPU_PROXY, GNIC_DB_PROXY, true},
 };
 
 static const char usage_text[] =

@@ -171,11 +171,8 @@ PERF_HD uint32_t perf_ring_region(const struct perf_ring *r, int64_t i)
  * ctas "CTAs" of threads threads per side (a CUDA grid of nsides * ctas
  * blocks, or nsides * ctas CPU threads of one thread each); thread g = cta *
  * threads + tid of a side posts on QP cta % nqps, so a warp or CTA shares one. */
-struct pp_ring; /* cpu-proxy hand-off ring (perf_proxy.c) */
-
-struct pd_qp {                  /* exactly one is set */
-	struct gnic_dev_qp *qp; /* gpu, gpu-bf, cpu-assisted: the device thread posts */
-	struct pp_ring *ring;   /* cpu-proxy: the device thread hands work to the proxy */
+struct pd_qp {
+	struct gnic_dev_qp *qp; /* in every mode; its doorbell mode says how work gets out */
 };
 
 /* Which call failed (pd_status.op). */

@@ -86,13 +86,6 @@ double perf_cpu_launch(const struct pd_launch *L)
 	return (double)(t1 - t0);
 }
 
-void perf_cpu_run_one(const struct pd_side *s)
-{
-	struct pd_thread t = {0, 0, 1, 1};
-
-	pd_worker(s, &t);
-}
-
 #ifndef GNIC_PERF_CUDA /* no CUDA build: no GPU is ever seen, nothing else is called */
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #define NO_CUDA(decl)                                                                              \

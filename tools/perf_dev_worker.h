@@ -6,11 +6,11 @@
  * themselves (the PERF_DEV_PASS part of each test's file) and pd_worker(),
  * the whole of a device thread.
  *
- * The operations are the hand-off point between the modes: a QP with a
- * gnic_dev_qp is driven by the device thread itself (gpu, gpu-bf,
- * cpu-assisted: the doorbell mode is the QP's), a QP with a pp_ring goes
- * through the cpu-proxy thread (perf_proxy.c). Everything above them is
- * the same code in every mode.
+ * The operations are gnic_dev.cuh's calls in every mode: the QP's doorbell
+ * mode decides how work gets out (gpu, gpu-bf: the device thread rings;
+ * cpu-assisted: libgnic's progress thread rings; cpu-proxy: libgnic's
+ * proxy thread builds and posts the WQEs, GNIC_DB_PROXY). Everything above
+ * them is the same code in every mode.
  */
 #ifndef GNIC_PERF_DEV_WORKER_H
 #define GNIC_PERF_DEV_WORKER_H
@@ -19,7 +19,6 @@
 #include <gnic/gnic_dev.cuh>
 
 #include "perf_dev.h"
-#include "perf_proxy.c"
 
 struct pd_thread {
 	uint32_t cta, tid, ntid, nctas;
@@ -103,7 +102,7 @@ GNIC_DEVFN int pd_check(const struct pd_side *s, uint64_t off, uint32_t region, 
 	return bad < 0 ? 0 : pd_fail(s, PD_BAD_DATA, PD_OP_CHECK, 0, iter, bad, seen, want);
 }
 
-/* ---- the operations, through gnic_dev or the proxy ------------------------------------------ */
+/* ---- the operations ------------------------------------------------------------------------- */
 
 GNIC_DEVFN void *pd_l(const struct pd_side *s, uint64_t off)
 {
@@ -116,8 +115,6 @@ GNIC_DEVFN int pd_put(const struct pd_side *s, const struct pd_qp *q, uint64_t l
 {
 	uint64_t ra = s->rbase + roff;
 
-	if (q->ring)
-		return pp_post(q->ring, s->scope, s->timeout_ns, PP_PUT, len, loff, roff, 0, 0, 0);
 	if (s->scope == PERF_SCOPE_WARP)
 		return gnic_dev_put_warp(q->qp, pd_l(s, loff), s->lkey, ra, s->rkey, len, 0);
 	if (s->scope == PERF_SCOPE_CTA)
@@ -129,27 +126,16 @@ GNIC_DEVFN int pd_put(const struct pd_side *s, const struct pd_qp *q, uint64_t l
 GNIC_DEVFN int pd_get(const struct pd_side *s, const struct pd_qp *q, uint64_t loff, uint64_t roff,
                       uint32_t len, int wait)
 {
-	uint64_t ticket = 0;
-	int rc;
-
-	if (!q->ring && wait)
+	if (wait)
 		return gnic_dev_get_wait(q->qp, pd_l(s, loff), s->lkey, s->rbase + roff, s->rkey,
 		                         len);
-	if (!q->ring)
-		return gnic_dev_get(q->qp, pd_l(s, loff), s->lkey, s->rbase + roff, s->rkey, len,
-		                    0);
-	rc = pp_post(q->ring, PERF_SCOPE_THREAD, s->timeout_ns, PP_GET, len, loff, roff, 0, 0,
-	             &ticket);
-	return rc || !wait ? rc : pp_wait_done(q->ring, ticket, s->timeout_ns);
+	return gnic_dev_get(q->qp, pd_l(s, loff), s->lkey, s->rbase + roff, s->rkey, len, 0);
 }
 
 /* A put, then an add to the peer's word at sig_roff, under one doorbell. */
 GNIC_DEVFN int pd_put_signal(const struct pd_side *s, const struct pd_qp *q, uint64_t loff,
                              uint64_t roff, uint32_t len, uint64_t sig_roff)
 {
-	if (q->ring)
-		return pp_post(q->ring, PERF_SCOPE_THREAD, s->timeout_ns, PP_PUT_SIGNAL, len, loff,
-		               roff, sig_roff, 1, 0);
 	return gnic_dev_put_signal(q->qp, pd_l(s, loff), s->lkey, s->rbase + roff, s->rkey, len,
 	                           s->rbase + sig_roff, s->rkey, 1, 0);
 }
@@ -157,43 +143,23 @@ GNIC_DEVFN int pd_put_signal(const struct pd_side *s, const struct pd_qp *q, uin
 /* A non-fetching add to the peer's word at roff (completes at quiet). */
 GNIC_DEVFN int pd_add(const struct pd_side *s, const struct pd_qp *q, uint64_t roff, uint64_t add)
 {
-	if (q->ring)
-		return pp_post(q->ring, PERF_SCOPE_THREAD, s->timeout_ns, PP_ADD, 8, 0, roff, add,
-		               0, 0);
 	return gnic_dev_signal(q->qp, s->rbase + roff, s->rkey, add, 0);
 }
 
 GNIC_DEVFN int pd_fetch_add(const struct pd_side *s, const struct pd_qp *q, uint64_t roff,
                             uint64_t add, uint64_t *old)
 {
-	uint64_t ticket = 0;
-	int rc;
-
-	if (!q->ring)
-		return gnic_dev_atomic_fetch_add(q->qp, s->rbase + roff, s->rkey, add, old);
-	rc = pp_post(q->ring, PERF_SCOPE_THREAD, s->timeout_ns, PP_FADD, 8, 0, roff, add, 0,
-	             &ticket);
-	if (!rc)
-		rc = pp_wait_done(q->ring, ticket, s->timeout_ns);
-	if (!rc)
-		*old = pp_result(q->ring, 0);
-	return rc;
+	return gnic_dev_atomic_fetch_add(q->qp, s->rbase + roff, s->rkey, add, old);
 }
 
 GNIC_DEVFN int pd_send(const struct pd_side *s, const struct pd_qp *q, uint64_t loff, uint32_t len)
 {
-	if (q->ring)
-		return pp_post(q->ring, PERF_SCOPE_THREAD, s->timeout_ns, PP_SEND, len, loff, 0, 0,
-		               0, 0);
 	return gnic_dev_send(q->qp, pd_l(s, loff), s->lkey, len, 0);
 }
 
 GNIC_DEVFN int pd_recv_post(const struct pd_side *s, const struct pd_qp *q, uint64_t loff,
                             uint32_t len)
 {
-	if (q->ring)
-		return pp_post(q->ring, PERF_SCOPE_THREAD, s->timeout_ns, PP_RECV, len, loff, 0, 0,
-		               0, 0);
 	return gnic_dev_recv_post(q->qp, pd_l(s, loff), s->lkey, len);
 }
 
@@ -203,8 +169,6 @@ GNIC_DEVFN int pd_recv_ready(const struct pd_qp *q)
 	const struct gnic_dev_qp *qp = q->qp;
 	const struct gnic_mlx5_cqe64 *cqe;
 
-	if (q->ring)
-		return pp_recv_ready(q->ring);
 	cqe = &qp->rcq.buf[qp->rcq_ci & (qp->rcq.cqe_cnt - 1)];
 	return gnic_mlx5_cqe_sw_owned((uint8_t)(gnic_cqe_tail(cqe) >> 24), (uint32_t)qp->rcq_ci,
 	                              qp->rcq.cqe_cnt);
@@ -212,16 +176,14 @@ GNIC_DEVFN int pd_recv_ready(const struct pd_qp *q)
 
 GNIC_DEVFN int pd_recv_wait(const struct pd_side *s, const struct pd_qp *q, uint32_t *len)
 {
-	if (q->ring)
-		return pp_recv_wait(q->ring, s->timeout_ns, len);
+	(void)s;
 	return gnic_dev_recv_wait(q->qp, len, 0);
 }
 
 /* Everything posted on q before the call has completed. */
 GNIC_DEVFN int pd_quiet(const struct pd_side *s, const struct pd_qp *q)
 {
-	if (q->ring)
-		return pp_quiet(q->ring, s->timeout_ns);
+	(void)s;
 	return gnic_dev_quiet(q->qp);
 }
 
@@ -259,7 +221,7 @@ GNIC_DEVFN void pd_stream(const struct pd_side *s, const struct pd_thread *t, pd
 	if (rc)
 		pd_fail(s, rc, op, qi, i - (int64_t)n, -1, 0, 0);
 	pd_sync_cta();
-	if (t->tid == 0 && (quiet_qps || q->ring) && (rc = pd_quiet(s, q)) != 0)
+	if (t->tid == 0 && quiet_qps && (rc = pd_quiet(s, q)) != 0)
 		pd_fail(s, rc, PD_OP_QUIET, qi, end, -1, 0, 0);
 }
 

@@ -6,10 +6,9 @@
  *
  * Where things live: on a GPU the QPs' device views are GPU memory (a GPU
  * context) and the buffer is GPU memory with a staging copy for the CPU,
- * or with --host-mem pinned host memory mapped into the GPU. cpu-proxy's
- * QPs are on a context without GPU whatever runs the device code: the
- * proxy is a CPU thread (perf_proxy.c). Without a GPU everything is host
- * memory.
+ * or with --host-mem pinned host memory mapped into the GPU; cpu-proxy's
+ * QPs are GNIC_DB_PROXY QPs of the same context (libgnic's proxy thread
+ * posts for the device threads). Without a GPU everything is host memory.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -180,12 +179,12 @@ struct perf_ep *perf_gnic_open(const struct perf_args *a, enum perf_side side, s
 	ep->on_gpu = a->on_gpu;
 	gnic_ctx_attr_init(&ca);
 	ca.device = a->device[0] ? a->device : NULL;
-	ca.gpu = a->on_gpu && !a->mode->proxy ? a->gpu : GNIC_GPU_NONE;
+	ca.gpu = a->on_gpu ? a->gpu : GNIC_GPU_NONE;
 	check(gnic_ctx_create(&ca, &ep->gctx), "gnic_ctx_create");
 	gnic_qp_attr_init(&qa);
 	qa.db_mode = (enum gnic_db_mode)a->mode->db_mode;
-	/* one poster per QP: latency tests, and the proxy (its own QPs) */
-	qa.share = a->mode->proxy || !streams(a) ? GNIC_SHARE_EXCLUSIVE : GNIC_SHARE_GPU;
+	/* one poster per QP: latency tests */
+	qa.share = !streams(a) ? GNIC_SHARE_EXCLUSIVE : GNIC_SHARE_GPU;
 	qa.sq_depth = (uint32_t)a->tx_depth;
 	qa.timeout_ns = (uint64_t)a->timeout_s * 1000000000ull;
 	if (!(a->test->flags & PERF_F_RECV))
@@ -218,7 +217,9 @@ void perf_gnic_info(const struct perf_ep *ep, struct perf_ep_info *info)
 	info->rkey = m.rkey;
 }
 
-/* peer NULL: the QPs stay in RESET and "the peer" is our own buffer. */
+/* peer NULL: "the peer" is our own buffer, and the QPs stay in RESET, but
+ * for GNIC_DB_PROXY QPs, which loop back to themselves: the proxy needs
+ * completions to free ring and SQ space. */
 void perf_gnic_connect(struct perf_ep *ep, const struct perf_args *a,
                        const struct perf_ep_info *peer)
 {
@@ -228,16 +229,13 @@ void perf_gnic_connect(struct perf_ep *ep, const struct perf_args *a,
 		perf_gnic_info(ep, &own);
 	else if (peer->nqps != (uint32_t)ep->nqps)
 		perf_fatal("the peer has %u QPs, this side %d", peer->nqps, ep->nqps);
-	for (int q = 0; peer && q < ep->nqps; q++)
-		check(gnic_qp_connect(ep->gqp[q], &peer->blob[q]), "gnic_qp_connect");
+	for (int q = 0; (peer || a->mode->db_mode == GNIC_DB_PROXY) && q < ep->nqps; q++)
+		check(gnic_qp_connect(ep->gqp[q], peer ? &peer->blob[q] : &own.blob[q]),
+		      "gnic_qp_connect");
 	peer = peer ? peer : &own;
 	ep->raddr = peer->addr;
 	ep->rlen = peer->len;
 	ep->rkey = peer->rkey;
-	for (int q = 0; a->mode->proxy && q < ep->nqps; q++)
-		ep->ring[q] =
-		    perf_proxy_attach(ep->gqp[q], a->on_gpu, ep->dev, gnic_mr_lkey(ep->gmr),
-		                      ep->raddr, ep->rkey, peer == &own);
 }
 
 void perf_gnic_close(struct perf_ep *ep)
@@ -324,18 +322,14 @@ static void check_side(const struct perf_run *r, struct perf_ep *ep, struct pd_s
 
 /* ---- running a chunk ------------------------------------------------------------------------- */
 
-static void side_init(struct perf_run *r, struct perf_ep *ep, struct pd_side *ps, uint32_t phase,
-                      bool on_qps)
+static void side_init(struct perf_run *r, struct perf_ep *ep, struct pd_side *ps, uint32_t phase)
 {
 	const struct perf_args *a = r->a;
 
 	memset(ps, 0, sizeof(*ps));
 	ps->nqps = (uint32_t)a->qps;
 	for (int q = 0; q < a->qps; q++) {
-		if (a->mode->proxy && !on_qps)
-			ps->qp[q].ring = ep->ring[q];
-		else /* the proxy's QPs are host memory (a context without GPU) */
-			ps->qp[q].qp = a->mode->proxy ? gnic_qp_dev(ep->gqp[q]) : ep->dqp[q];
+		ps->qp[q].qp = ep->dqp[q];
 		ps->want_bb[q] = ep->posted[q];
 		ps->from_bb[q] = ep->posted_row[q];
 	}
@@ -385,7 +379,7 @@ static void samples(struct perf_run *r, struct perf_ep *ep, const struct pd_stat
 void perf_dev_run(struct perf_run *r, unsigned mask, uint32_t phase)
 {
 	const struct perf_args *a = r->a;
-	bool one = r->t->kind == PERF_LAT || phase, qps = mask & PERF_RUN_QPS;
+	bool one = r->t->kind == PERF_LAT || phase;
 	struct pd_launch L = {.ctas = one ? 1 : (uint32_t)a->ctas,
 	                      .threads = one ? 1 : (uint32_t)a->threads};
 	static const struct pd_status zero;
@@ -395,7 +389,7 @@ void perf_dev_run(struct perf_run *r, unsigned mask, uint32_t phase)
 
 	for (int side = PERF_A; side <= PERF_B; side++)
 		if (r->ep[side] && mask & (1u << side)) {
-			side_init(r, r->ep[side], &L.side[L.nsides], phase, qps);
+			side_init(r, r->ep[side], &L.side[L.nsides], phase);
 			perf_devmem_put(a->on_gpu, r->ep[side]->st, &zero, sizeof(zero));
 			eps[L.nsides++] = r->ep[side];
 		}
@@ -403,18 +397,8 @@ void perf_dev_run(struct perf_run *r, unsigned mask, uint32_t phase)
 		L.side[0].peer_st = L.side[1].st;
 		L.side[1].peer_st = L.side[0].st;
 	}
-	perf_proxy_active(a->mode->proxy);
-	if (qps && a->mode->proxy && a->on_gpu) { /* where the proxy's QP structs live */
-		for (uint32_t k = 0; k < L.nsides; k++) {
-			L.side[k].st = &st[k];
-			st[k] = zero;
-			perf_cpu_run_one(&L.side[k]);
-			perf_devmem_put(true, eps[k]->st, &st[k], sizeof(st[k]));
-		}
-	} else if (L.nsides) {
+	if (L.nsides)
 		ns = a->on_gpu ? perf_gpu_launch(&L) : perf_cpu_launch(&L);
-	}
-	perf_proxy_active(false);
 	for (uint32_t k = 0; k < L.nsides; k++)
 		check_side(r, eps[k], &st[k]);
 	r->ns = ns;

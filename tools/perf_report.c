@@ -172,9 +172,8 @@ static void table_begin(const struct perf_session *s)
 		print_list("   CTAs:", a->ctas_list, a->nctas);
 		printf("   threads/CTA: %d", a->threads);
 		print_list("   QPs:", a->qps_list, a->nqps);
-		printf("\n QP settings  : share %s, SQ depth %d, CQE every 16 BBs%s\n",
-		       a->mode->proxy || lat(a) ? "EXCLUSIVE" : "GPU", a->tx_depth,
-		       a->mode->proxy ? " (the proxy's QPs; context without GPU)" : "");
+		printf("\n QP settings  : share %s, SQ depth %d, CQE every 16 BBs\n",
+		       lat(a) ? "EXCLUSIVE" : "GPU", a->tx_depth);
 	} else if (ep) {
 		printf(
 		    " QPs          : %-8d TX depth : %-6u Signaled : every %u   Inline : <= %u B\n",

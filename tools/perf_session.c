@@ -316,8 +316,6 @@ void perf_session_open(struct perf_session *s, struct perf_args *a)
 		perf_wait_setup(a->timeout_s, s->peer_fd);
 		negotiate(s);
 	}
-	if (a->mode->proxy)
-		perf_proxy_start();
 	len = buffer_len(a);
 	if (perf_two_process(a)) {
 		struct perf_ep *ep = open_side(s, a->server ? PERF_B : PERF_A, len, &ia);
@@ -340,8 +338,6 @@ void perf_session_open(struct perf_session *s, struct perf_args *a)
 
 void perf_session_close(struct perf_session *s)
 {
-	if (s->a->mode->proxy)
-		perf_proxy_stop(); /* it posts on the QPs closed below */
 	for (int side = PERF_A; side <= PERF_B; side++) {
 		if (s->ep[side] && s->a->mode->gnic)
 			perf_gnic_close(s->ep[side]);

@@ -120,7 +120,7 @@ struct gnic_qp_attr {
 	uint32_t sq_depth;         /* send WQEs of the largest size the SQ holds; 1024 */
 	uint32_t rq_depth;         /* receives the RQ holds; 256 (0: no receive queue) */
 	uint32_t max_inline;       /* inline bytes per WQE (sizes them); 64 */
-	enum gnic_db_mode db_mode; /* AUTO */
+	enum gnic_db_mode db_mode; /* AUTO (env GNIC_DB_MODE picks what AUTO becomes) */
 	enum gnic_share share;     /* GNIC_SHARE_GPU */
 	uint32_t cqe_every;        /* CQE at least every N basic blocks (pow2); 16 */
 	uint32_t db_batch;         /* ring after N posts (1 = each post); 1 */
@@ -135,7 +135,11 @@ struct gnic_qp;
 
 void gnic_qp_attr_init(struct gnic_qp_attr *attr);
 /* An RC QP with its own send and receive CQs, in host-pinned memory, exported
- * to the device (GPU memory for a GPU context). */
+ * to the device (GPU memory for a GPU context). db_mode AUTO becomes SM when
+ * device code can store to the doorbell register, else PROXY (the reason is
+ * logged at the default level, once per context); SM and BF without it fail
+ * with GNIC_ERR_NOT_SUPPORTED. A CPU QP starts the progress thread below, a
+ * PROXY QP the proxy thread (see the CPU proxy section). */
 gnic_status_t gnic_qp_create(struct gnic_ctx *ctx, const struct gnic_qp_attr *attr,
                              struct gnic_qp **qp_p);
 void gnic_qp_destroy(struct gnic_qp *qp);
@@ -203,6 +207,19 @@ gnic_status_t gnic_qp_group_connect(struct gnic_qp_group *group, const struct gn
  * the context or to pause. Idempotent. */
 gnic_status_t gnic_progress_start(struct gnic_ctx *ctx);
 void gnic_progress_stop(struct gnic_ctx *ctx);
+
+/* ---- CPU proxy (GNIC_DB_PROXY) ---------------------------------------------
+ * Device threads call gnic_dev.cuh as in every mode; their calls hand 64-byte
+ * descriptors to one libgnic thread per context through a ring in host
+ * memory (mapped into the GPU), which builds and posts the WQEs, polls the
+ * send CQ and reports completions, fetched values and errors back: the
+ * device calls' contracts (tickets, quiet, fence, atomics' old values,
+ * GNIC_DEV_ERR_CQE then GNIC_DEV_ERR_QP, gnic_qp_error's record) hold
+ * unchanged. A full ring holds posters back (bounded by timeout_ns), never
+ * drops. The thread starts with the context's first PROXY QP and is joined
+ * when the last is destroyed (descriptors still in its ring go with the
+ * QP) or by gnic_ctx_destroy. Receives are not proxied. No call of its own:
+ * pick it with db_mode GNIC_DB_PROXY (docs/api.md, "CPU proxy"). */
 
 /* ---- bootstrap: exchange blobs among N ranks over TCP (rank 0 listens) ---- */
 

@@ -22,6 +22,11 @@
  * recorded in qp->err for the host (gnic_qp_error()); later calls return
  * GNIC_DEV_ERR_QP at once, without posting, until the host resets the QP.
  *
+ * GNIC_DB_PROXY: the same calls hand descriptors to libgnic's CPU proxy
+ * thread instead of writing WQEs (gnic_dev_proxy.cuh); reserve takes ring
+ * slots, waits wait for the proxy's completion count, and the contracts
+ * above hold unchanged.
+ *
  * Ordering: RC executes one QP's WQEs in order at the target, so a put
  * followed by a signal on the same QP lands data before the signal.
  * gnic_dev_fence() additionally makes later WQEs wait for earlier READs and
@@ -34,6 +39,7 @@
 #include <stdint.h>
 
 #include "gnic_dev.h"
+#include "gnic_dev_proxy.h"
 #include "gnic_port.h"
 
 /* Flags of the posting calls. */
@@ -89,7 +95,8 @@ GNIC_DEVFN int gnic_wait_expired(struct gnic_wait *w)
 
 GNIC_DEVFN int gnic_dev_failed(struct gnic_dev_qp *qp)
 {
-	return gnic_load_acq32(&qp->failed) != 0;
+	return gnic_load_acq32(&qp->failed) != 0 ||
+	       (qp->db_mode == GNIC_DB_PROXY && gnic_load_sys32(&qp->px->status) != 0);
 }
 
 /* Record the QP's first failure for the host; returns status. */
@@ -162,6 +169,8 @@ GNIC_DEVFN int gnic_dev_scq_poll(struct gnic_dev_qp *qp)
 	uint64_t ci, retired;
 	int n = 0, rc = 0;
 
+	if (qp->db_mode == GNIC_DB_PROXY) /* the proxy thread owns the send CQ */
+		return 0;
 	if (!gnic_dev_lock(qp, &qp->scq_lock))
 		return 0;
 	ci = qp->scq_ci;
@@ -285,8 +294,12 @@ GNIC_DEVFN int gnic_dev_ring(struct gnic_dev_qp *qp, uint64_t end, const void *b
 /* Ring for everything published (what batching held back). */
 GNIC_DEVFN int gnic_dev_flush(struct gnic_dev_qp *qp)
 {
+	if (qp->db_mode == GNIC_DB_PROXY) /* the proxy takes descriptors as they come */
+		return GNIC_DEV_OK;
 	return gnic_dev_ring(qp, gnic_load_acq64(&qp->sq_ready), NULL, 0);
 }
+
+#include "gnic_dev_proxy.cuh"
 
 /* ---- low level: reserve, write, commit ------------------------------------------ */
 
@@ -296,6 +309,8 @@ GNIC_DEVFN int gnic_dev_wait(struct gnic_dev_qp *qp, uint64_t ticket)
 	struct gnic_wait w;
 	int rc;
 
+	if (gnic_px_on(qp))
+		return gnic_px_wait_done(qp, ticket);
 	gnic_wait_init(&w, qp->timeout_ns);
 	while (gnic_load_acq64(&qp->sq_retired) < ticket) {
 		rc = gnic_dev_flush(qp);
@@ -330,6 +345,8 @@ GNIC_DEVFN int gnic_dev_sq_reserve(struct gnic_dev_qp *qp, uint32_t nbb, uint64_
 
 	if (gnic_dev_failed(qp))
 		return GNIC_DEV_ERR_QP;
+	if (gnic_px_on(qp)) /* ring slots, one per BB */
+		return gnic_px_reserve(qp, nbb, idx);
 	if (qp->share == GNIC_SHARE_EXCLUSIVE) {
 		first = qp->sq_reserved;
 		qp->sq_reserved = first + nbb;
@@ -423,6 +440,10 @@ GNIC_DEVFN void gnic_dev_wqe_rdma(struct gnic_dev_qp *qp, uint64_t idx, uint8_t 
 	uint8_t f = gnic_dev_ctrl_flags(qp, idx, 1, flags);
 	uint32_t has_data = len != 0;
 
+	if (gnic_px_on(qp)) {
+		gnic_px_rdma(qp, idx, opcode, laddr, lkey, raddr, rkey, len, flags, imm_be);
+		return;
+	}
 	for (int i = 2; i < 8; i++)
 		bb.q[i] = 0;
 	if (len > GNIC_DEV_MAX_MSG) { /* a lane of a warp/CTA call: its slot becomes a NOP */
@@ -509,6 +530,10 @@ GNIC_DEVFN void gnic_dev_wqe_atomic(struct gnic_dev_qp *qp, uint64_t idx, uint8_
 	                                             : gnic_dev_result_slot(qp, idx);
 	union gnic_bb bb;
 
+	if (gnic_px_on(qp)) {
+		gnic_px_atomic(qp, idx, opcode, raddr, rkey, swap_add, compare, flags);
+		return;
+	}
 	gnic_set_ctrl(&bb.seg.ctrl, qp, idx, opcode, 4, gnic_dev_ctrl_flags(qp, idx, 1, flags), 0);
 	gnic_set_raddr(&bb.seg.raddr, raddr, rkey);
 	bb.seg.s2.atomic.swap_add = gnic_be64(swap_add);
@@ -523,6 +548,10 @@ GNIC_DEVFN void gnic_dev_wqe_nop(struct gnic_dev_qp *qp, uint64_t idx, uint32_t 
 {
 	union gnic_bb bb;
 
+	if (gnic_px_on(qp)) {
+		gnic_px_nop(qp, idx, flags);
+		return;
+	}
 	gnic_set_ctrl(&bb.seg.ctrl, qp, idx, GNIC_MLX5_OPCODE_NOP, 1,
 	              gnic_dev_ctrl_flags(qp, idx, 1, flags), 0);
 	for (int i = 2; i < 8; i++)
@@ -548,6 +577,10 @@ GNIC_DEVFN void gnic_dev_wqe_put_inline(struct gnic_dev_qp *qp, uint64_t idx, co
 	union gnic_bb bb;
 	uint32_t off = 0; /* of the data copied so far */
 
+	if (gnic_px_on(qp)) {
+		gnic_px_inline(qp, idx, nbb, src, len, raddr, rkey, flags);
+		return;
+	}
 	for (uint32_t b = 0; b < nbb; b++) {
 		uint32_t at = 0; /* where the data starts in this BB */
 
@@ -605,6 +638,8 @@ GNIC_DEVFN int gnic_dev_sq_advance(struct gnic_dev_qp *qp)
 GNIC_DEVFN int gnic_dev_sq_commit(struct gnic_dev_qp *qp, uint64_t idx, uint32_t nbb,
                                   const void *bf_wqe)
 {
+	if (gnic_px_on(qp)) /* each descriptor was published as it was written */
+		return GNIC_DEV_OK;
 	if (qp->share == GNIC_SHARE_EXCLUSIVE) {
 		gnic_store_rel64(&qp->sq_ready, idx + nbb);
 	} else {
@@ -794,6 +829,8 @@ GNIC_DEVFN int gnic_dev_quiet(struct gnic_dev_qp *qp)
 	uint64_t idx;
 	int rc;
 
+	if (gnic_px_on(qp))
+		return gnic_px_quiet(qp);
 	if (gnic_dev_failed(qp))
 		return GNIC_DEV_ERR_QP;
 	if (gnic_load_acq64(&qp->sq_retired) >= gnic_load_acq64(&qp->sq_reserved))

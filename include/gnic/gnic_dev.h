@@ -23,10 +23,12 @@
 
 /* How a device thread tells the NIC about new WQEs. */
 enum gnic_db_mode {
-	GNIC_DB_AUTO = 0, /* host picks: SM if the register maps into the GPU, else CPU */
-	GNIC_DB_SM = 1,   /* thread writes doorbell record + 8-byte register */
-	GNIC_DB_BF = 2,   /* BlueFlame: thread copies the last WQE into the register */
-	GNIC_DB_CPU = 3,  /* CPU-assisted: thread publishes its index, a host thread rings */
+	GNIC_DB_AUTO = 0,  /* host picks: SM if the register maps into the GPU, else PROXY */
+	GNIC_DB_SM = 1,    /* thread writes doorbell record + 8-byte register */
+	GNIC_DB_BF = 2,    /* BlueFlame: thread copies the last WQE into the register */
+	GNIC_DB_CPU = 3,   /* CPU-assisted: thread publishes its index, a host thread rings */
+	GNIC_DB_PROXY = 4, /* CPU proxy: thread hands a descriptor to a host thread that
+	                    * builds, posts and completes the WQE (docs/api.md) */
 };
 
 /* Who may post on a QP at the same time. */
@@ -96,6 +98,11 @@ struct gnic_dev_qp {
 	uint32_t rsvd1;
 	uint64_t *cpu_db;         /* GNIC_DB_CPU: ready index, read by the host progress thread */
 	struct gnic_dev_err *err; /* host-mapped */
+	/* GNIC_DB_PROXY (gnic_dev_proxy.h, host-mapped): the block and its ring of
+	 * sq_wqe_cnt descriptor slots; scratch then points at its result[] and
+	 * err at its dev_err. NULL in the other modes. */
+	struct gnic_px_block *px;
+	struct gnic_px_desc *px_ring;
 
 	/* ---- hot counters, device-owned ---- */
 	GNIC_DEV_ALIGNED uint64_t sq_reserved; /* BBs handed out to posters */

@@ -29,6 +29,7 @@ void pair_open(struct pair *p, const struct gnic_qp_attr *attr, size_t len)
 {
 	struct gnic_ctx_attr ca;
 	struct gnic_qp_attr qa;
+	const char *mode;
 
 	memset(p, 0, sizeof(*p));
 	gnic_ctx_attr_init(&ca);
@@ -45,6 +46,9 @@ void pair_open(struct pair *p, const struct gnic_qp_attr *attr, size_t len)
 	p->a = gnic_qp_dev(p->qa);
 	p->b = gnic_qp_dev(p->qb);
 	CHECK(p->a && p->b);
+	mode = getenv("GNIC_DB_MODE");
+	if (attr->db_mode == GNIC_DB_AUTO && mode && !strcmp(mode, "proxy"))
+		CHECK_EQ(p->a->db_mode, GNIC_DB_PROXY);
 	p->len = len;
 	p->abuf = alloc_buf(len);
 	p->bbuf = alloc_buf(len);
@@ -63,6 +67,20 @@ void pair_close(struct pair *p)
 	gnic_ctx_destroy(p->ctx);
 	free(p->abuf);
 	free(p->bbuf);
+}
+
+uint64_t dev_sq_ready(const struct gnic_dev_qp *qp)
+{
+	if (qp->db_mode == GNIC_DB_PROXY)
+		return gnic_load_acq64(&qp->px->consumed);
+	return gnic_load_acq64(&qp->sq_ready);
+}
+
+uint64_t dev_sq_done(const struct gnic_dev_qp *qp)
+{
+	if (qp->db_mode == GNIC_DB_PROXY)
+		return gnic_load_acq64(&qp->px->done);
+	return gnic_load_acq64(&qp->sq_retired);
 }
 
 void dev_join_all(pthread_t *th, int n, unsigned timeout_s)

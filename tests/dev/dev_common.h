@@ -3,6 +3,10 @@
  * Set-up shared by the CPU data-path tests: a gnic context on gnic-emu with
  * no GPU, two RC QPs connected to each other in this process ("a" posts, "b"
  * is the target), and registered buffers on both sides.
+ *
+ * Every test also runs with GNIC_DB_MODE=proxy (the *_proxy CTests): QPs
+ * left at db_mode AUTO then go through libgnic's CPU proxy, and pair_open()
+ * checks that they did.
  */
 #ifndef GNIC_TEST_DEV_COMMON_H
 #define GNIC_TEST_DEV_COMMON_H
@@ -42,5 +46,11 @@ void pair_connect(struct pair *p);
 /* Join n threads, failing the test if any is still running after timeout_s
  * (every device call is bounded, so a thread that is not back is a bug). */
 void dev_join_all(pthread_t *th, int n, unsigned timeout_s);
+
+/* The SQ's progress in any doorbell mode: BBs published (sq_ready; the ring
+ * slots the proxy took in GNIC_DB_PROXY) and completed (sq_retired; the
+ * proxy's done count). Both equal sq_reserved once a quiet returned. */
+uint64_t dev_sq_ready(const struct gnic_dev_qp *qp);
+uint64_t dev_sq_done(const struct gnic_dev_qp *qp);
 
 #endif

@@ -283,8 +283,8 @@ static void one(enum gnic_share share)
 	if (recv_ready(p.b))
 		fail_sq(&c, "a message beyond the expected ones: a WQE ran twice");
 	check_ready(&c);
-	CHECK_EQ(p.a->sq_ready, p.a->sq_reserved);
-	CHECK_EQ(p.a->sq_retired, p.a->sq_reserved);
+	CHECK_EQ(dev_sq_ready(p.a), p.a->sq_reserved);
+	CHECK_EQ(dev_sq_done(p.a), p.a->sq_reserved);
 	pair_close(&p);
 }
 

@@ -144,7 +144,7 @@ static void test_many(struct pair *p)
 	}
 	CHECK_DEV(gnic_dev_quiet(p->a));
 	CHECK(memcmp(p->abuf, p->bbuf, 8 * 1024) == 0);
-	CHECK_EQ(p->a->sq_retired, p->a->sq_reserved);
+	CHECK_EQ(dev_sq_done(p->a), p->a->sq_reserved);
 }
 
 /* A quiet right behind unsignaled puts, all rung by one doorbell: the

@@ -156,7 +156,7 @@ static void one(enum mode mode, enum gnic_share share)
 		       (unsigned long long)w[bad].first_want);
 	for (int i = 0; i < THREADS; i++)
 		CHECK_EQ(*(uint64_t *)(p.bbuf + (size_t)i * SLOT), final_word(mode, i));
-	CHECK_EQ(p.a->sq_retired, p.a->sq_reserved);
+	CHECK_EQ(dev_sq_done(p.a), p.a->sq_reserved);
 	pair_close(&p);
 }
 

@@ -7,13 +7,19 @@
  * WQE into the SQ, the doorbell record and the doorbell register (SM) or
  * the CPU doorbell word (CPU mode), and reads the CQE back; the data moves
  * between host memory and CUDA memory registered with gnic_mr_reg. Reset,
- * reconnect and the error record are checked the same way.
+ * reconnect and the error record are checked the same way. A GNIC_DB_PROXY
+ * QP is driven the same way through its proxy block: the test writes
+ * descriptors into the ring through their device pointers and reads the
+ * proxy's done count and status back (argument "nomap", run with
+ * GNIC_DB_MAP=off: AUTO falls back to the proxy on a GPU context too).
  *
  * Skips (77) without CUDA or a GPU; CUDA is loaded with dlopen, so the test
  * builds everywhere.
  */
 #include <dlfcn.h>
 #include <stddef.h>
+
+#include <gnic/gnic_dev_proxy.h>
 
 #include "gt.h"
 
@@ -81,7 +87,8 @@ static void check_struct(const struct gnic_dev_qp *d, enum gnic_db_mode mode, ui
 	CHECK_EQ(d->db_mode, mode);
 	CHECK(d->sq_buf && d->dbrec && d->scq.buf && d->scq.dbrec && d->rcq.buf && d->rcq.dbrec);
 	CHECK(d->wqe_nbb && d->sq_pub && d->res_owned && d->scratch && d->err && d->cpu_db);
-	CHECK(mode == GNIC_DB_CPU ? d->db_reg == NULL : d->db_reg != NULL);
+	CHECK(mode == GNIC_DB_CPU || mode == GNIC_DB_PROXY ? d->db_reg == NULL : d->db_reg != NULL);
+	CHECK(mode == GNIC_DB_PROXY ? d->px && d->px_ring : !d->px && !d->px_ring);
 	CHECK_EQ(d->sq_reserved | d->sq_ready | d->sq_rung, 0);
 	CHECK_EQ(d->scq_ci, scq_ci);
 }
@@ -227,7 +234,66 @@ static void pair(struct gnic_ctx *ctx, enum gnic_db_mode want, enum gnic_db_mode
 	side_fini(&b);
 }
 
-int main(void)
+/* A descriptor into ring slot idx through its device pointer, seq last (as
+ * device code stores it), then the proxy's done count and status. */
+static uint32_t px_post(struct side *s, const struct gnic_px_desc *desc, uint64_t idx)
+{
+	const struct gnic_dev_qp *d = &s->d;
+	CUdeviceptr slot = dp(&d->px_ring[idx & (d->sq_wqe_cnt - 1)]);
+	uint64_t seq = idx + 1, done = 0, deadline = t_now_ms() + T_WAIT_MS;
+	uint32_t status = 0;
+
+	CU(cu.htod(slot + 8, (const char *)desc + 8, sizeof(*desc) - 8));
+	CU(cu.htod(slot, &seq, sizeof(seq)));
+	for (;;) {
+		CU(cu.dtoh(&done, dp(&d->px->done), sizeof(done)));
+		CU(cu.dtoh(&status, dp(&d->px->status), sizeof(status)));
+		if (done > idx || status)
+			return status;
+		if (t_now_ms() > deadline)
+			T_FAIL("the proxy did not complete descriptor %llu of QP %#x",
+			       (unsigned long long)idx, d->qpn);
+	}
+}
+
+static void proxy_pair(struct gnic_ctx *ctx, enum gnic_db_mode want)
+{
+	struct side a = {0}, b = {0};
+	struct gnic_px_desc w = {
+	    .kind = GNIC_PX_RDMA, .opcode = GNIC_MLX5_OPCODE_RDMA_WRITE, .nslots = 1, .len = LEN};
+	struct gnic_qp_error err;
+	uint8_t got[LEN];
+
+	t_case("db_mode %d -> PROXY: WRITEs host -> GPU through the ring's device pointers", want);
+	side_init(&a, ctx, want, GNIC_DB_PROXY);
+	side_init(&b, ctx, want, GNIC_DB_PROXY);
+	CHECK((uint8_t *)a.d.err == (uint8_t *)a.d.px + offsetof(struct gnic_px_block, dev_err));
+	CHECK((uint8_t *)a.d.scratch > (uint8_t *)a.d.px &&
+	      (uint8_t *)a.d.px_ring > (uint8_t *)a.d.scratch);
+	connect_pair(&a, &b);
+	w.laddr = (uintptr_t)a.host;
+	w.lkey = gnic_mr_lkey(a.hmr);
+	w.raddr = b.gpu;
+	w.rkey = gnic_mr_rkey(b.gmr);
+	for (uint64_t i = 0; i < 3 * (uint64_t)a.d.sq_wqe_cnt; i++) { /* three laps */
+		t_fill(a.host, LEN, (uint32_t)i);
+		CHECK_EQ(px_post(&a, &w, i), 0);
+		CU(cu.dtoh(got, b.gpu, LEN));
+		CHECK_MEM(got, a.host, LEN);
+	}
+
+	t_case("db_mode %d -> PROXY: a bad rkey comes back as the proxy's status", want);
+	w.rkey ^= 0x100;
+	CHECK_EQ((int)px_post(&a, &w, 3 * (uint64_t)a.d.sq_wqe_cnt), GNIC_DEV_ERR_CQE);
+	CHECK_GNIC(gnic_qp_error(a.qp, &err));
+	printf("  %s\n", err.text);
+	CHECK_EQ(err.dev_status, GNIC_DEV_ERR_CQE);
+	CHECK_EQ(err.syndrome, GNIC_MLX5_SYND_REMOTE_ACCESS);
+	side_fini(&a);
+	side_fini(&b);
+}
+
+int main(int argc, char **argv)
 {
 	struct gnic_ctx_attr attr;
 	struct gnic_ctx *ctx = NULL;
@@ -244,11 +310,25 @@ int main(void)
 	printf("GPU %d: %s, provider %s\n", info.gpu, info.gpu_name, info.provider_lib);
 	CHECK(info.gpu_name[0]);
 	cuda_load();
+	if (argc > 1 && !strcmp(argv[1], "nomap")) { /* GNIC_DB_MAP=off */
+		struct gnic_qp_attr qa;
+		struct gnic_qp *qp;
+
+		t_case("GNIC_DB_MAP=off: SM is refused on a GPU context");
+		gnic_qp_attr_init(&qa);
+		qa.db_mode = GNIC_DB_SM;
+		CHECK_EQ(gnic_qp_create(ctx, &qa, &qp), GNIC_ERR_NOT_SUPPORTED);
+		CHECK(strstr(gnic_last_error(), "GNIC_DB_MAP=off") != NULL);
+		proxy_pair(ctx, GNIC_DB_AUTO);
+		gnic_ctx_destroy(ctx);
+		return T_EXIT_PASS;
+	}
 
 	/* gnic-emu's register is an ordinary page: it maps plainly, AUTO -> SM */
 	pair(ctx, GNIC_DB_AUTO, GNIC_DB_SM);
 	pair(ctx, GNIC_DB_BF, GNIC_DB_BF);
 	pair(ctx, GNIC_DB_CPU, GNIC_DB_CPU);
+	proxy_pair(ctx, GNIC_DB_PROXY);
 
 	t_case("40 QPs at once, then destroyed out of order (shared mappings)");
 	for (int i = 0; i < 40; i++)

@@ -4,7 +4,7 @@
  * client post puts (thread, warp and CTA scope), signals, atomics and gets
  * into the server's GPU memory; the server waits for the signal in a kernel
  * and checks every byte. Runs once per doorbell mode (SM, BlueFlame,
- * CPU-assisted).
+ * CPU-assisted, CPU proxy).
  *
  *   test_gpu_dev            fork a server and a client, run all, exit 0/1/77
  *   test_gpu_dev --bench    also print put rates (for docs/perf.md)
@@ -378,7 +378,8 @@ static int run_role(int rank, const char *addr, enum gnic_db_mode mode, bool do_
 
 int main(int argc, char **argv)
 {
-	static const enum gnic_db_mode modes[] = {GNIC_DB_SM, GNIC_DB_BF, GNIC_DB_CPU};
+	static const enum gnic_db_mode modes[] = {GNIC_DB_SM, GNIC_DB_BF, GNIC_DB_CPU,
+	                                          GNIC_DB_PROXY};
 	bool do_bench = false;
 
 	setvbuf(stdout, NULL, _IOLBF, 0); /* children end with _exit() */
@@ -425,12 +426,12 @@ int main(int argc, char **argv)
 		printf("one GPU: the server's buffer is pinned host memory (--host-target)\n");
 		host_target = true;
 	}
-	for (int m = 0; m < 3; m++) {
+	for (int m = 0; m < (int)(sizeof(modes) / sizeof(modes[0])); m++) {
 		char addr[64];
 		int st;
 		pid_t srv, cli;
 
-		snprintf(addr, sizeof(addr), "127.0.0.1:%d", 19500 + (getpid() % 200) * 3 + m);
+		snprintf(addr, sizeof(addr), "127.0.0.1:%d", 19500 + (getpid() % 200) * 4 + m);
 		/* both roles in children: a child of a process that initialised
 		 * CUDA cannot use CUDA */
 		fflush(stdout);

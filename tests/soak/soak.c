@@ -8,7 +8,7 @@
  *   soak [--seconds S] [--qps Q] [--threads T] [--seed N]
  *
  * Each pair is an initiator QP (shared by every thread, GNIC_SHARE_GPU) and a
- * target QP. Pair q's doorbell mode is SM, BF or CPU (q % 3). Every thread
+ * target QP. Pair q's doorbell mode is SM, BF, CPU or PROXY (q % 4). Every thread
  * owns one slice of target memory per pair, written only by that thread and
  * only through that pair, so the expected content of every byte is known:
  *
@@ -554,7 +554,8 @@ static void *alloc(size_t len)
 
 static int setup(void)
 {
-	static const enum gnic_db_mode modes[3] = {GNIC_DB_SM, GNIC_DB_BF, GNIC_DB_CPU};
+	static const enum gnic_db_mode modes[4] = {GNIC_DB_SM, GNIC_DB_BF, GNIC_DB_CPU,
+	                                           GNIC_DB_PROXY};
 	struct gnic_ctx_attr ca;
 	struct gnic_rmem rm;
 	size_t tgt_len = (size_t)S.nqps * S.nthreads * SLICE_LEN;
@@ -585,7 +586,7 @@ static int setup(void)
 		gnic_qp_attr_init(&attr);
 		attr.share = GNIC_SHARE_GPU;
 		attr.max_inline = MAX_INLINE;
-		attr.db_mode = modes[q % 3];
+		attr.db_mode = modes[q % 4];
 		if (gnic_qp_create(S.ctx, &attr, &p->qa) || gnic_qp_create(S.ctx, &attr, &p->qb) ||
 		    gnic_qp_export(p->qa, &ba) || gnic_qp_export(p->qb, &bb) ||
 		    gnic_qp_connect(p->qa, &bb) || gnic_qp_connect(p->qb, &ba))
@@ -623,11 +624,14 @@ static void final_account(void)
 	for (unsigned q = 0; q < S.nqps; q++) {
 		struct pair *p = &S.pair[q];
 		struct gnic_qp_error e;
+		/* GNIC_DB_PROXY: the proxy's done count stands for sq_retired */
+		uint64_t retired = p->a->db_mode == GNIC_DB_PROXY
+		                       ? __atomic_load_n(&p->a->px->done, __ATOMIC_ACQUIRE)
+		                       : p->a->sq_retired;
 
-		if (p->a->sq_retired != p->a->sq_reserved)
+		if (retired != p->a->sq_reserved)
 			error(NULL, "pair %u: %llu BBs reserved, %llu retired", q,
-			      (unsigned long long)p->a->sq_reserved,
-			      (unsigned long long)p->a->sq_retired);
+			      (unsigned long long)p->a->sq_reserved, (unsigned long long)retired);
 		if (p->recv_posted != p->recv_done || p->b->rq_posted != p->recv_posted ||
 		    p->b->rq_done != p->recv_done)
 			error(

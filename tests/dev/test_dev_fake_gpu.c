@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libgnic's GPU placement, on a machine without a GPU: with the fake CUDA
+ * driver of tests/gnic/fake_cuda.c first on LD_LIBRARY_PATH, a context on
+ * "GPU 0" places every QP as for a GPU (struct and tracking arrays in
+ * "device memory", queues, doorbell page and the proxy's block registered
+ * and addressed by device pointers), and since a device pointer is the host
+ * address, CPU threads run the device calls on it:
+ *   - SM and PROXY QPs of a GPU context carry every operation, byte-checked;
+ *   - a bad rkey on a PROXY QP, then reset (the struct in "GPU memory"
+ *     rewritten, the proxy's state rewound) and reconnect;
+ *   - nothing stays registered or allocated once the context is gone;
+ *   - (argument "nomap", with GNIC_DB_MAP=off) AUTO falls back to the proxy
+ *     in the GPU placement, with the reason logged by default; SM is refused.
+ */
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "dev_common.h"
+
+struct fpair {
+	struct gnic_qp *qa, *qb;
+	struct gnic_dev_qp *a, *b;
+	uint8_t *abuf, *bbuf;
+	struct gnic_mr *amr, *bmr;
+	struct gnic_rmem brm;
+};
+
+#define LEN 65536
+
+static struct gnic_ctx *open_ctx(void)
+{
+	struct gnic_ctx_attr ca;
+	struct gnic_ctx_info info;
+	struct gnic_ctx *ctx;
+
+	gnic_ctx_attr_init(&ca);
+	ca.provider = GNIC_PROVIDER_EMU;
+	ca.gpu = 0; /* the fake driver's one GPU; an error without it */
+	CHECK_GNIC(gnic_ctx_create(&ca, &ctx));
+	CHECK_GNIC(gnic_ctx_query(ctx, &info));
+	CHECK_EQ(info.gpu, 0);
+	CHECK(strstr(info.gpu_name, "fake") != NULL);
+	return ctx;
+}
+
+static void connect_both(struct fpair *p)
+{
+	struct gnic_blob ba, bb;
+
+	CHECK_GNIC(gnic_qp_export(p->qa, &ba));
+	CHECK_GNIC(gnic_qp_export(p->qb, &bb));
+	CHECK_GNIC(gnic_qp_connect(p->qa, &bb));
+	CHECK_GNIC(gnic_qp_connect(p->qb, &ba));
+}
+
+static void fpair_open(struct gnic_ctx *ctx, struct fpair *p, enum gnic_db_mode mode,
+                       enum gnic_db_mode want)
+{
+	struct gnic_qp_attr attr;
+
+	memset(p, 0, sizeof(*p));
+	gnic_qp_attr_init(&attr);
+	attr.db_mode = mode;
+	CHECK_GNIC(gnic_qp_create(ctx, &attr, &p->qa));
+	CHECK_GNIC(gnic_qp_create(ctx, &attr, &p->qb));
+	p->a = gnic_qp_dev(p->qa);
+	p->b = gnic_qp_dev(p->qb);
+	CHECK_EQ(p->a->magic, GNIC_DEV_QP_MAGIC);
+	CHECK_EQ(p->a->db_mode, want);
+	CHECK(want == GNIC_DB_PROXY ? p->a->px != NULL : p->a->px == NULL);
+	connect_both(p);
+	CHECK_EQ(posix_memalign((void **)&p->abuf, 4096, LEN), 0);
+	CHECK_EQ(posix_memalign((void **)&p->bbuf, 4096, LEN), 0);
+	memset(p->abuf, 0, LEN);
+	memset(p->bbuf, 0, LEN);
+	CHECK_GNIC(gnic_mr_reg(ctx, p->abuf, LEN, GNIC_ACCESS_ALL, &p->amr));
+	CHECK_GNIC(gnic_mr_reg(ctx, p->bbuf, LEN, GNIC_ACCESS_ALL, &p->bmr));
+	gnic_mr_rmem(p->bmr, &p->brm);
+}
+
+static void fpair_close(struct fpair *p)
+{
+	gnic_mr_dereg(p->amr);
+	gnic_mr_dereg(p->bmr);
+	gnic_qp_destroy(p->qa);
+	gnic_qp_destroy(p->qb);
+	free(p->abuf);
+	free(p->bbuf);
+}
+
+/* Every kind of operation from this thread, each checked. */
+static void ops(struct fpair *p)
+{
+	uint32_t lkey = gnic_mr_lkey(p->amr);
+	uint64_t *word = (uint64_t *)(p->bbuf + 8), old = 1;
+	uint8_t src[60]; /* max_inline is 64 */
+
+	*(uint64_t *)(p->bbuf + 16) = 0; /* the signal word */
+	for (int i = 0; i < 4096; i++)
+		p->abuf[i] = (uint8_t)(i * 7 + 1);
+	CHECK_DEV(
+	    gnic_dev_put(p->a, p->abuf, lkey, p->brm.addr + 4096, p->brm.rkey, 4096, 0, NULL));
+	for (int i = 0; i < (int)sizeof(src); i++)
+		src[i] = (uint8_t)(0xc0 + i);
+	CHECK_DEV(gnic_dev_put_inline(p->a, src, sizeof(src), p->brm.addr + 9000, p->brm.rkey, 0));
+	CHECK_DEV(gnic_dev_put_signal(p->a, p->abuf, lkey, p->brm.addr + 12288, p->brm.rkey, 64,
+	                              p->brm.addr + 16, p->brm.rkey, 3, 0));
+	CHECK_DEV(gnic_dev_quiet(p->a));
+	CHECK_MEM(p->bbuf + 4096, p->abuf, 4096);
+	CHECK_MEM(p->bbuf + 9000, src, sizeof(src));
+	CHECK_EQ(*(uint64_t *)(p->bbuf + 16), 3);
+	*word = 40;
+	CHECK_DEV(gnic_dev_atomic_fetch_add(p->a, p->brm.addr + 8, p->brm.rkey, 2, &old));
+	CHECK_EQ(old, 40);
+	CHECK_DEV(gnic_dev_atomic_cas(p->a, p->brm.addr + 8, p->brm.rkey, 42, 7, &old));
+	CHECK_EQ(old, 42);
+	CHECK_EQ(*word, 7);
+	memset(p->abuf + 20000, 0, 3000);
+	CHECK_DEV(
+	    gnic_dev_get_wait(p->a, p->abuf + 20000, lkey, p->brm.addr + 4096, p->brm.rkey, 3000));
+	CHECK_MEM(p->abuf + 20000, p->bbuf + 4096, 3000);
+	for (int i = 0; i < 20000; i++) /* several laps of the SQ (and ring) */
+		CHECK_DEV(gnic_dev_put(p->a, p->abuf, lkey, p->brm.addr + 32768 + (i % 64) * 8,
+		                       p->brm.rkey, 8, 0, NULL));
+	CHECK_DEV(gnic_dev_quiet(p->a));
+}
+
+static void check_released(void)
+{
+	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	void (*live)(int *, int *);
+	int regs = -1, allocs = -1;
+
+	CHECK(lib != NULL);
+	*(void **)&live = dlsym(lib, "fake_cuda_live");
+	CHECK(live != NULL);
+	live(&regs, &allocs);
+	CHECK_EQ(regs, 0);
+	CHECK_EQ(allocs, 0);
+	dlclose(lib);
+}
+
+static void test_placement(void)
+{
+	struct gnic_ctx *ctx = open_ctx();
+	struct gnic_qp_error err;
+	struct fpair p;
+
+	t_case("GPU placement, SM: every operation through the \"device\" struct");
+	fpair_open(ctx, &p, GNIC_DB_AUTO, GNIC_DB_SM);
+	ops(&p);
+	fpair_close(&p);
+
+	t_case("GPU placement, PROXY: every operation through the mapped block");
+	fpair_open(ctx, &p, GNIC_DB_PROXY, GNIC_DB_PROXY);
+	ops(&p);
+
+	t_case("GPU placement, PROXY: bad rkey, reset, reconnect");
+	CHECK_DEV(gnic_dev_put(p.a, p.abuf, gnic_mr_lkey(p.amr), p.brm.addr, p.brm.rkey ^ 0x100, 8,
+	                       0, NULL));
+	CHECK_EQ(gnic_dev_quiet(p.a), GNIC_DEV_ERR_CQE);
+	CHECK_EQ(gnic_dev_quiet(p.a), GNIC_DEV_ERR_QP);
+	CHECK_GNIC(gnic_qp_error(p.qa, &err));
+	CHECK_EQ(err.syndrome, GNIC_MLX5_SYND_REMOTE_ACCESS);
+	CHECK_GNIC(gnic_qp_reset(p.qa));
+	CHECK_GNIC(gnic_qp_reset(p.qb));
+	CHECK_EQ(p.a->sq_reserved, 0);
+	CHECK_EQ(p.a->failed, 0);
+	CHECK_EQ(p.a->px->done, 0);
+	connect_both(&p);
+	ops(&p);
+	fpair_close(&p);
+	gnic_ctx_destroy(ctx);
+
+	t_case("nothing left registered or allocated with the fake driver");
+	check_released();
+}
+
+/* Creates a QP with stderr going to a file; returns what was logged. */
+static gnic_status_t create_logged(struct gnic_ctx *ctx, const struct gnic_qp_attr *attr,
+                                   struct gnic_qp **qp, char *log, size_t size)
+{
+	char path[] = "/tmp/gnic-fake-gpu-log-XXXXXX";
+	int fd = mkstemp(path), saved = dup(2);
+	gnic_status_t st;
+	ssize_t n;
+
+	CHECK(fd >= 0 && saved >= 0);
+	unlink(path);
+	fflush(stderr);
+	CHECK(dup2(fd, 2) == 2);
+	st = gnic_qp_create(ctx, attr, qp);
+	fflush(stderr);
+	CHECK(dup2(saved, 2) == 2);
+	close(saved);
+	n = pread(fd, log, size - 1, 0);
+	close(fd);
+	log[n > 0 ? n : 0] = 0;
+	return st;
+}
+
+static void test_nomap(void)
+{
+	struct gnic_ctx *ctx = open_ctx();
+	struct gnic_qp_attr attr;
+	struct gnic_qp *qp;
+	char log[4096];
+	struct fpair p;
+
+	t_case("GNIC_DB_MAP=off, GPU placement: AUTO -> PROXY, said by default; SM refused");
+	gnic_qp_attr_init(&attr);
+	CHECK_GNIC(create_logged(ctx, &attr, &qp, log, sizeof(log)));
+	printf("logged: %s", log);
+	CHECK_EQ(gnic_qp_dev(qp)->db_mode, GNIC_DB_PROXY);
+	CHECK(strstr(log, "note:") && strstr(log, "GNIC_DB_MAP=off") && strstr(log, "CPU proxy"));
+	gnic_qp_destroy(qp);
+	attr.db_mode = GNIC_DB_SM;
+	CHECK_EQ(gnic_qp_create(ctx, &attr, &qp), GNIC_ERR_NOT_SUPPORTED);
+	CHECK(strstr(gnic_last_error(), "GNIC_DB_MAP=off") != NULL);
+
+	t_case("GNIC_DB_MAP=off, GPU placement: the fallen-back QPs carry every operation");
+	fpair_open(ctx, &p, GNIC_DB_AUTO, GNIC_DB_PROXY);
+	ops(&p);
+	fpair_close(&p);
+	gnic_ctx_destroy(ctx);
+	check_released();
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "nomap"))
+		test_nomap();
+	else
+		test_placement();
+	return T_EXIT_PASS;
+}
