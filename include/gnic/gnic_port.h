@@ -61,6 +61,21 @@ GNIC_DEVFN void gnic_fence_sc(void)
 	asm volatile("fence.sc.gpu;" ::: "memory");
 }
 
+/* A publish mark scanned in a run: relaxed (an acquire load invalidates L1
+ * each time), the run's gnic_fence_acq() then acquires what it saw. */
+GNIC_DEVFN uint64_t gnic_load_mark64(const uint64_t *p)
+{
+	uint64_t v;
+
+	asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
+}
+
+GNIC_DEVFN void gnic_fence_acq(void)
+{
+	asm volatile("fence.acq_rel.gpu;" ::: "memory");
+}
+
 /* A try-lock for one side of such a handshake: taking it acquires what the
  * last holder did; the holder's release is followed by gnic_fence_sc(). */
 GNIC_DEVFN int gnic_trylock_sc32(uint32_t *p)
@@ -224,6 +239,14 @@ GNIC_DEVFN uint64_t gnic_cas_sc64(uint64_t *p, uint64_t cmp, uint64_t v)
 
 /* The seq_cst accesses around it order themselves. */
 GNIC_DEVFN void gnic_fence_sc(void) {}
+
+/* TSan does not model fences: the loads acquire themselves. */
+GNIC_DEVFN uint64_t gnic_load_mark64(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_SEQ_CST);
+}
+
+GNIC_DEVFN void gnic_fence_acq(void) {}
 
 GNIC_DEVFN int gnic_trylock_sc32(uint32_t *p)
 {
