@@ -103,27 +103,22 @@ static void channel_ref(struct ibv_comp_channel *channel, int delta)
 	pthread_mutex_unlock(&channel->context->mutex);
 }
 
-EMU_EXPORT struct ibv_cq *gemu_create_cq(struct ibv_context *context, int cqe, void *cq_context,
-                                         struct ibv_comp_channel *channel, int comp_vector)
+/* Set up a zeroed emu_cq (ibv_create_cq and ibv_create_cq_ex): 0, or an
+ * errno value and the CQ freed. */
+int emu_cq_init(struct emu_cq *cq, struct ibv_context *context, int cqe, void *cq_context,
+                struct ibv_comp_channel *channel, int comp_vector)
 {
-	struct emu_cq *cq;
 	int err;
 
 	if (!context || !gemu_is_emu_context(context) || cqe < 1 || cqe > EMU_MAX_CQE ||
 	    comp_vector != 0 || (channel && channel->context != context)) {
-		errno = EINVAL;
-		return NULL;
-	}
-	cq = calloc(1, sizeof(*cq));
-	if (!cq) {
-		errno = ENOMEM;
-		return NULL;
+		free(cq);
+		return EINVAL;
 	}
 	err = cq_init_ring(cq, cqe);
 	if (err) {
 		cq_free_mem(cq);
-		errno = err;
-		return NULL;
+		return err;
 	}
 	cq_init_ibcq(cq, context, cq_context, channel);
 	emu_nic_lock();
@@ -131,10 +126,27 @@ EMU_EXPORT struct ibv_cq *gemu_create_cq(struct ibv_context *context, int cqe, v
 	emu_nic_unlock();
 	if (err) {
 		cq_free(cq);
+		return err;
+	}
+	channel_ref(channel, 1);
+	return 0;
+}
+
+EMU_EXPORT struct ibv_cq *gemu_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+                                         struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct emu_cq *cq = calloc(1, sizeof(*cq));
+	int err;
+
+	if (!cq) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = emu_cq_init(cq, context, cqe, cq_context, channel, comp_vector);
+	if (err) {
 		errno = err;
 		return NULL;
 	}
-	channel_ref(channel, 1);
 	return &cq->ibcq;
 }
 
@@ -186,7 +198,7 @@ static struct gnic_mlx5_cqe64 *cqe_ready(struct emu_cq *cq, uint32_t n, memory_o
 	return gnic_mlx5_cqe_sw_owned(op_own, n, cq->cqe_cnt) ? cqe : NULL;
 }
 
-static struct gnic_mlx5_cqe64 *next_cqe(struct emu_cq *cq, uint32_t n)
+struct gnic_mlx5_cqe64 *emu_cq_next(struct emu_cq *cq, uint32_t n)
 {
 	return cqe_ready(cq, n, memory_order_acquire);
 }
@@ -349,7 +361,7 @@ static int parse_err(struct emu_qp *qp, const struct gnic_mlx5_cqe64 *cqe, uint8
 
 /* Decode one CQE into wc. Returns 1 if wc was filled, 0 if the CQE was
  * consumed without a completion (its QP is gone, or it makes no sense). */
-static int parse_cqe(struct emu_cq *cq, const struct gnic_mlx5_cqe64 *cqe, struct ibv_wc *wc)
+int emu_cq_parse(struct emu_cq *cq, const struct gnic_mlx5_cqe64 *cqe, struct ibv_wc *wc)
 {
 	uint8_t opcode = gnic_mlx5_cqe_opcode(cqe->op_own);
 	uint32_t qpn = cqe_qpn(cqe);
@@ -387,7 +399,7 @@ static int parse_cqe(struct emu_cq *cq, const struct gnic_mlx5_cqe64 *cqe, struc
 	return 1;
 }
 
-static void publish_ci(struct emu_cq *cq)
+void emu_cq_publish_ci(struct emu_cq *cq)
 {
 	/* the engine's overrun check reads this; the CQEs are free after it */
 	__atomic_store_n(&cq->dbrec[0], gnic_be32(cq->ci & CQ_CI_MASK), __ATOMIC_RELEASE);
@@ -404,12 +416,12 @@ EMU_EXPORT int gemu_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc 
 		return -1;
 	pthread_spin_lock(&cq->poll_lock);
 	start = cq->ci;
-	while (n < num_entries && (cqe = next_cqe(cq, cq->ci))) {
-		n += parse_cqe(cq, cqe, &wc[n]);
+	while (n < num_entries && (cqe = emu_cq_next(cq, cq->ci))) {
+		n += emu_cq_parse(cq, cqe, &wc[n]);
 		cq->ci++;
 	}
 	if (cq->ci != start)
-		publish_ci(cq);
+		emu_cq_publish_ci(cq);
 	pthread_spin_unlock(&cq->poll_lock);
 	return n;
 }
@@ -508,12 +520,12 @@ void emu_cq_clean(struct emu_cq *cq, uint32_t qpn)
 	if (!cq || cq->dv_owned)
 		return;
 	pthread_spin_lock(&cq->poll_lock);
-	for (pi = cq->ci; pi - cq->ci < cq->cqe_cnt && next_cqe(cq, pi); pi++)
+	for (pi = cq->ci; pi - cq->ci < cq->cqe_cnt && emu_cq_next(cq, pi); pi++)
 		;
 	freed = compact(cq, qpn, pi);
 	if (freed) {
 		cq->ci += freed;
-		publish_ci(cq);
+		emu_cq_publish_ci(cq);
 	}
 	pthread_spin_unlock(&cq->poll_lock);
 }

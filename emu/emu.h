@@ -122,6 +122,23 @@ bool emu_log_allow(struct emu_log_limit *l, unsigned int *quiet);
 	} while (0)
 enum ibv_wc_status emu_syndrome_to_status(uint8_t syndrome);
 
+/* ---- one send work request ----------------------------------------------
+ * What the WQE encoder (post.c) takes, whichever way it was posted:
+ * ibv_post_send's ibv_send_wr or the ibv_wr_* builder calls (qp_ex.c). */
+struct emu_send_req {
+	uint64_t wr_id;
+	enum ibv_wr_opcode opcode;
+	unsigned int send_flags; /* IBV_SEND_*; INLINE: the payload goes into the WQE */
+	__be32 imm;              /* WITH_IMM opcodes */
+	uint64_t raddr;          /* RDMA and atomic opcodes */
+	uint32_t rkey;
+	uint64_t compare_add, swap; /* atomics */
+	const struct ibv_sge *sge;  /* gather list; ibv_post_send's inline data too */
+	size_t num_sge;
+	const struct ibv_data_buf *inl; /* or the inline buffers (ibv_wr_set_inline_*) */
+	size_t num_inl;
+};
+
 /* ---- objects ------------------------------------------------------------- */
 struct emu_listener; /* fabric_int.h */
 struct emu_conn;     /* fabric_int.h */
@@ -163,7 +180,10 @@ struct emu_mr {
 };
 
 struct emu_cq {
-	struct ibv_cq ibcq;
+	union { /* an ibv_cq_ex begins with the fields of an ibv_cq */
+		struct ibv_cq ibcq;
+		struct ibv_cq_ex ibcqx; /* ibv_create_cq_ex's view (cq_ex.c) */
+	};
 	uint32_t cqn;
 	/* hardware layout (page-aligned; handed out by mlx5dv_init_obj) */
 	struct gnic_mlx5_cqe64 *buf;
@@ -178,6 +198,9 @@ struct emu_cq {
 	uint32_t ci;       /* next CQE software reads */
 	_Atomic int armed; /* 0 none, 1 any CQE, 2 solicited/error only */
 	bool dv_owned;     /* mlx5dv_init_obj was called: user owns ci */
+	/* ibv_start_poll .. ibv_end_poll (cq_ex.c), under poll_lock, which is
+	 * held in between: the completion the ibv_wc_read_* calls read */
+	struct ibv_wc cur;
 	/* control path */
 	int refcnt;                    /* QPs using it (under nic.lock): destroy -> EBUSY */
 	uint32_t comp_events_reported; /* handed out by get_cq_event (under ibcq.mutex) */
@@ -227,10 +250,28 @@ struct emu_resp_state {
 /* One QP, by concern; each group says who writes it and under what. The
  * engine runs with nic.lock held; the data path (post_*, poll_cq) never
  * takes it and meets the engine only in the hardware layout. */
+/* The ibv_wr_* builder's state between ibv_wr_start and ibv_wr_complete /
+ * ibv_wr_abort (qp_ex.c), under sq.lock, which is held in between, as
+ * rdma-core's mlx5 holds its SQ lock. */
+struct emu_wr_batch {
+	uint32_t head_rb;        /* sq.head at wr_start: abort and errors return to it */
+	uint32_t posted;         /* WQEs written since wr_start */
+	uint64_t ctrl8;          /* the newest one's first 8 bytes, for the doorbell */
+	int err;                 /* the first error since wr_start: wr_complete returns it */
+	bool open;               /* an opcode call waits for its data setter */
+	struct emu_send_req req; /* that WQE */
+	struct ibv_sge sge;      /* wr_set_sge's one entry */
+	struct ibv_data_buf buf; /* wr_set_inline_data's one buffer */
+};
+
 struct emu_qp {
 	/* identity: set at creation, read by everyone; the references it holds
 	 * (pd, CQs) are counted under nic.lock */
-	struct ibv_qp ibqp;
+	union { /* an ibv_qp_ex begins with its ibv_qp */
+		struct ibv_qp ibqp;
+		struct ibv_qp_ex ibqpx; /* ibv_wr_* API (qp_ex.c): wr_api QPs only */
+	};
+	bool wr_api;                  /* made with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS */
 	const struct emu_qp_ops *ops; /* its type's engine behaviour (qp_ops.h) */
 	struct emu_context *ctx;
 	struct emu_pd *pd;
@@ -257,6 +298,7 @@ struct emu_qp {
 	uint32_t *sq_wqe_end;                       /* sq.head after that WQE: tail on retire */
 	uint8_t *sq_opcode;                         /* ibv_wc_opcode of that WQE */
 	uint32_t bf_offset;                         /* alternates 0 / GNIC_MLX5_BF_SIZE */
+	struct emu_wr_batch wrb;                    /* the ibv_wr_* batch being built */
 	int max_send_sge, max_recv_sge, max_inline; /* what post_* allows */
 	bool sq_sig_all;
 	bool dv_owned; /* mlx5dv_init_obj was called */
@@ -431,6 +473,18 @@ EMU_EXPORT struct ibv_cq *gemu_create_cq(struct ibv_context *context, int cqe, v
 EMU_EXPORT int gemu_destroy_cq(struct ibv_cq *cq);
 EMU_EXPORT int gemu_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
 EMU_EXPORT int gemu_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+/* cq.c, for cq_ex.c: the poll loop's pieces. emu_cq_parse decodes CQE n
+ * (retiring its WQE, copying scatter-to-CQE data) into wc: 1, or 0 when the
+ * CQE carries no completion (its QP is gone); emu_cq_next is CQE n if
+ * software owns it; emu_cq_publish_ci writes ci to the doorbell record. */
+struct gnic_mlx5_cqe64 *emu_cq_next(struct emu_cq *cq, uint32_t n);
+int emu_cq_parse(struct emu_cq *cq, const struct gnic_mlx5_cqe64 *cqe, struct ibv_wc *wc);
+void emu_cq_publish_ci(struct emu_cq *cq);
+int emu_cq_init(struct emu_cq *cq, struct ibv_context *context, int cqe, void *cq_context,
+                struct ibv_comp_channel *channel, int comp_vector);
+/* cq_ex.c */
+EMU_EXPORT struct ibv_cq_ex *gemu_create_cq_ex(struct ibv_context *context,
+                                               struct ibv_cq_init_attr_ex *attr);
 /* channel.c */
 EMU_EXPORT struct ibv_comp_channel *gemu_create_comp_channel(struct ibv_context *context);
 EMU_EXPORT int gemu_destroy_comp_channel(struct ibv_comp_channel *channel);
@@ -451,6 +505,18 @@ EMU_EXPORT int gemu_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int a
 EMU_EXPORT int gemu_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
                              struct ibv_qp_init_attr *init_attr);
 EMU_EXPORT int gemu_destroy_qp(struct ibv_qp *qp);
+/* post.c: the WQE encoder, for ibv_post_send and the ibv_wr_* calls. The
+ * caller holds sq.lock. emu_post_one writes one WQE at sq.head and moves it
+ * on (0), or writes nothing: EINVAL (bad opcode, flags, SGEs, inline data),
+ * ENOMEM (the SQ is full). The doorbell then carries the newest WQE's first
+ * 8 bytes. emu_send_allowed: may a QP in this state post sends? */
+int emu_post_one(struct emu_qp *qp, const struct emu_send_req *r, uint64_t *ctrl8);
+uint64_t emu_send_inline_len(const struct emu_send_req *r);
+void emu_ring_send_doorbell(struct emu_qp *qp, uint64_t ctrl8);
+bool emu_send_allowed(int state);
+/* qp_ex.c: the ibv_wr_* function pointers of a wr_api QP (at creation). */
+void emu_qp_ex_init(struct emu_qp *qp);
+EMU_EXPORT struct ibv_qp_ex *gemu_qp_to_qp_ex(struct ibv_qp *qp);
 /* post.c */
 EMU_EXPORT int gemu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 EMU_EXPORT int gemu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);

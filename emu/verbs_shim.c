@@ -48,12 +48,6 @@ void ibv_copy_ah_attr_from_kern(struct ibv_ah_attr *dst, struct ib_uverbs_ah_att
 void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst, struct ib_user_path_rec *src);
 void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct ibv_sa_path_rec *src);
 
-static void *unsupported_ptr(void)
-{
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
 /* For the calls whose failure is -1 + errno, given the core's errno value. */
 static int errno_to_minus1(int err)
 {
@@ -286,11 +280,10 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 	return gemu_destroy_qp(qp);
 }
 
-/* The ibv_wr_* builder API is not emulated: no QP is an ibv_qp_ex. */
+/* The ibv_wr_* view of a QP made with send_ops_flags; NULL for the others. */
 struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
-	(void)qp;
-	return unsupported_ptr();
+	return gemu_qp_to_qp_ex(qp);
 }
 
 /* 0 = no in-order guarantee claimed, always a correct answer. */
