@@ -173,6 +173,7 @@ static void context_fill_ops(struct emu_context *ctx)
 	vctx->query_port = gemu_query_port;
 	vctx->query_device_ex = gemu_query_device_ex;
 	vctx->create_qp_ex = gemu_create_qp_ex;
+	vctx->create_cq_ex = gemu_create_cq_ex;
 	vctx->sz = sizeof(struct verbs_context);
 	vctx->context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 }

@@ -66,10 +66,10 @@ static void test_verbs(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_cq
 	CHECK_NULL_ERRNO(ibv_alloc_mw(pd, IBV_MW_TYPE_1), EOPNOTSUPP);
 
 	t_case("verbs through the context's operation table: EOPNOTSUPP from verbs.h");
-	struct ibv_cq_init_attr_ex cqa = {.cqe = 16};
+	struct ibv_xrcd_init_attr xa = {.comp_mask = IBV_XRCD_INIT_ATTR_FD, .fd = -1};
 	struct ibv_alloc_dm_attr dma = {.length = 64};
 
-	CHECK_NULL_ERRNO(ibv_create_cq_ex(ctx, &cqa), EOPNOTSUPP);
+	CHECK_NULL_ERRNO(ibv_open_xrcd(ctx, &xa), EOPNOTSUPP);
 	CHECK_NULL_ERRNO(ibv_alloc_dm(ctx, &dma), EOPNOTSUPP);
 
 	t_case("the -1 + errno calls: close_device, query_gid, query_pkey on bad input");
