@@ -383,6 +383,10 @@ struct ibv_qp *emu_create_qp(struct ibv_context *context, struct ibv_qp_init_att
 			free(qp);
 		}
 	}
+	if (!err)
+		emu_dbg("QP 0x%x: RC, SQ %u basic blocks, RQ %u WQEs, posts through %s",
+		        qp->ibqp.qp_num, qp->sq.wqe_cnt, qp->rq.wqe_cnt,
+		        qp->wr_api ? "ibv_post_send and ibv_wr_* (send_ops_flags)" : "ibv_post_send");
 	if (err) {
 		errno = err;
 		return NULL;
