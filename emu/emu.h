@@ -53,6 +53,9 @@
 #define EMU_MAX_CQE       ((1 << 22) - 1)
 #define EMU_MAX_RD_ATOMIC 16
 #define EMU_MAX_MSG_SIZE  (1u << 31)
+#define EMU_MAX_SRQ       65536u /* srqn = index */
+#define EMU_MAX_SRQ_WR    32767  /* (1 << log_max_srq_sz) - 1 */
+#define EMU_MAX_SRQ_SGE   31     /* max_rq_desc_sz / 16 - 1, as mlx5_ib reports it */
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
@@ -206,6 +209,44 @@ struct emu_cq {
 	uint32_t comp_events_reported; /* handed out by get_cq_event (under ibcq.mutex) */
 };
 
+/* A shared receive queue, in mlx5's format (providers/mlx5/srq.c): wq.wqe_cnt
+ * WQEs of wq.stride bytes, each a 16-byte next segment (next_wqe_index, big
+ * endian, at byte 2) and data segments ended by an INVALID_LKEY one. Free
+ * WQEs form a list from next_free to last_free along next_wqe_index;
+ * ibv_post_srq_recv fills next_free and moves on along the list, poll_cq
+ * appends a WQE whose CQE it read at last_free. The NIC follows the same
+ * list from WQE 0 and learns how many WQEs were posted from dbrec[0].
+ *
+ * Who touches what:
+ *   wq.buf, wq.wqe_cnt, wq.stride, max_*: set at creation;
+ *   wq.head (WQEs posted), next_free, last_free, wq.wrid[]: the posting and
+ *       polling sides, under wq.lock (wq.tail is not used);
+ *   eng_*: the engine's consumer (WQEs taken, next WQE), under nic.lock;
+ *   limit: modify_srq and the engine, under nic.lock. */
+struct emu_srq {
+	struct ibv_srq ibsrq;
+	struct emu_context *ctx;
+	struct emu_pd *pd;
+	uint32_t srqn;
+	struct emu_wq wq;
+	__be32 *dbrec;      /* own page: [0] WQEs posted, 16 bits */
+	uint32_t next_free; /* the WQE the next post fills */
+	uint32_t last_free; /* the end of the free list */
+	uint32_t max_wr;    /* what create reports: WQEs that can be posted */
+	int max_sge;        /* data segments of a WQE */
+	uint16_t eng_taken; /* WQEs the responder took */
+	uint16_t eng_next;  /* the WQE it takes next */
+	uint32_t limit;     /* armed SRQ limit, 0: none (IBV_EVENT_SRQ_LIMIT_REACHED) */
+	int refcnt;         /* QPs using it (under nic.lock): destroy -> EBUSY */
+};
+
+/* One receive WQE as the responder sees it: in the QP's RQ or its SRQ. */
+struct emu_recv_wqe {
+	const struct gnic_mlx5_data_seg *seg; /* the data segments */
+	unsigned int nseg;
+	uint16_t idx; /* its index: the receive CQE's wqe_counter */
+};
+
 /* One request the requester sent and awaits an answer for. */
 struct emu_outstanding {
 	uint32_t psn;
@@ -276,6 +317,7 @@ struct emu_qp {
 	struct emu_context *ctx;
 	struct emu_pd *pd;
 	struct emu_cq *scq, *rcq;
+	struct emu_srq *srq; /* receives come from it (no RQ then), or NULL */
 
 	/* hardware layout (page-aligned host memory), allocated at creation:
 	 * written by the verbs side or a GPU thread through mlx5dv, read by the
@@ -342,6 +384,7 @@ struct emu_nic {
 	struct emu_device devices[EMU_MAX_DEVICES];
 	struct ibv_device *dev_list[EMU_MAX_DEVICES + 1];
 	struct emu_qp *qps[EMU_MAX_QP];         /* by qpn - EMU_QPN_BASE */
+	struct emu_srq *srqs[EMU_MAX_SRQ];      /* by srqn */
 	struct emu_mr *_Atomic mrs[EMU_MAX_MR]; /* by key >> 8 */
 	struct emu_cq *cqs[EMU_MAX_CQ];         /* by cqn */
 	struct emu_qp *active[EMU_MAX_QP];      /* dense: QPs the engine visits */
@@ -398,7 +441,20 @@ bool emu_cqe_write(struct emu_cq *cq, const struct emu_cqe_info *info);
 
 /* cq.c: drop the CQEs of QP qpn that software has not polled yet (destroy
  * and reset of that QP, like mlx5's cq clean). Called with nic.lock held. */
-void emu_cq_clean(struct emu_cq *cq, uint32_t qpn);
+void emu_cq_clean(struct emu_cq *cq, uint32_t qpn, struct emu_srq *srq);
+
+/* recv.c: the responder's receive queue, the QP's RQ or its SRQ (engine,
+ * nic.lock). emu_recv_peek: the WQE the next receive takes (false: none
+ * posted). emu_recv_take: take it (it was peeked), returning its index for
+ * the CQE; an SRQ's armed limit may raise IBV_EVENT_SRQ_LIMIT_REACHED. */
+bool emu_recv_peek(struct emu_qp *qp, struct emu_recv_wqe *w);
+uint16_t emu_recv_take(struct emu_qp *qp);
+
+/* srq.c: a receive CQE of an SRQ WQE was read (poll_cq, CQ clean): the WQE
+ * goes back to the free list. emu_srq_wqe: WQE idx's data segments. */
+void emu_srq_free_wqe(struct emu_srq *srq, uint16_t idx);
+uint16_t emu_srq_next_index(const struct emu_srq *srq, uint32_t idx);
+struct gnic_mlx5_data_seg *emu_srq_wqe(const struct emu_srq *srq, uint16_t idx, unsigned *nseg);
 
 /* qp.c: the engine's own state change (any QP type): to ERR, logging why
  * the first time. */
@@ -520,6 +576,13 @@ EMU_EXPORT struct ibv_qp_ex *gemu_qp_to_qp_ex(struct ibv_qp *qp);
 /* post.c */
 EMU_EXPORT int gemu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 EMU_EXPORT int gemu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+/* srq.c */
+EMU_EXPORT struct ibv_srq *gemu_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
+EMU_EXPORT int gemu_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int attr_mask);
+EMU_EXPORT int gemu_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
+EMU_EXPORT int gemu_destroy_srq(struct ibv_srq *srq);
+EMU_EXPORT int gemu_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+                                  struct ibv_recv_wr **bad);
 /* dv.c (mlx5 direct verbs); obj/attr are struct mlx5dv_obj / mlx5dv_context */
 struct mlx5dv_obj;
 struct mlx5dv_context;
@@ -552,6 +615,10 @@ static inline struct emu_mr *to_emr(struct ibv_mr *m)
 static inline struct emu_pd *to_epd(struct ibv_pd *p)
 {
 	return container_of(p, struct emu_pd, ibpd);
+}
+static inline struct emu_srq *to_esrq(struct ibv_srq *s)
+{
+	return container_of(s, struct emu_srq, ibsrq);
 }
 
 #endif /* GNIC_EMU_H */

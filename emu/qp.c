@@ -102,10 +102,11 @@ static int check_init_attr(struct ibv_context *context, const struct ibv_qp_init
 		return EOPNOTSUPP;
 	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags)
 		return EOPNOTSUPP;
-	if (a->qp_type != IBV_QPT_RC || a->srq)
+	if (a->qp_type != IBV_QPT_RC)
 		return EOPNOTSUPP;
 	if (!gemu_is_emu_context(context) || !a->pd || a->pd->context != context ||
-	    !cq_of(a->send_cq, context) || !cq_of(a->recv_cq, context))
+	    !cq_of(a->send_cq, context) || !cq_of(a->recv_cq, context) ||
+	    (a->srq && a->srq->context != context))
 		return EINVAL;
 	return 0;
 }
@@ -178,13 +179,14 @@ static int size_sq(struct emu_qp *qp, const struct ibv_qp_init_attr_ex *a, struc
 /* mlx5_calc_rq_size (no SRQ, no WQE signature): a power-of-two stride of
  * max_recv_sge data segments (at least one), a power of two of WQEs, at
  * least one basic block in all. Reported: every WQE and the stride's SGEs. */
-static int size_rq(struct emu_qp *qp, const struct ibv_qp_cap *cap, struct ibv_qp_cap *out)
+static int size_rq(struct emu_qp *qp, const struct ibv_qp_init_attr_ex *a, struct ibv_qp_cap *out)
 {
+	const struct ibv_qp_cap *cap = &a->cap;
 	uint32_t sge = cap->max_recv_sge ? cap->max_recv_sge : 1, wq;
 
 	qp->rq.stride = 1; /* what mlx5dv reports without an RQ: 1 << 0 */
 	out->max_recv_wr = out->max_recv_sge = 0;
-	if (!cap->max_recv_wr)
+	if (!cap->max_recv_wr || a->srq) /* receives come from the SRQ */
 		return 0;
 	if (cap->max_recv_wr > EMU_MAX_QP_WR || sge > EMU_MAX_RQ_DESC / GNIC_MLX5_SEG_SIZE)
 		return EINVAL;
@@ -254,6 +256,7 @@ static void init_ibqp(struct emu_qp *qp, const struct ibv_qp_init_attr_ex *a)
 	qp->ibqp.pd = a->pd;
 	qp->ibqp.send_cq = a->send_cq;
 	qp->ibqp.recv_cq = a->recv_cq;
+	qp->ibqp.srq = a->srq;
 	qp->ibqp.state = IBV_QPS_RESET;
 	qp->ibqp.qp_type = IBV_QPT_RC;
 	qp->ops = &emu_rc_qp_ops;
@@ -265,6 +268,7 @@ static void init_ibqp(struct emu_qp *qp, const struct ibv_qp_init_attr_ex *a)
 	qp->pd = to_epd(a->pd);
 	qp->scq = to_ecq(a->send_cq);
 	qp->rcq = to_ecq(a->recv_cq);
+	qp->srq = a->srq ? to_esrq(a->srq) : NULL;
 	qp->sq_sig_all = a->sq_sig_all != 0;
 	if (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
 		emu_qp_ex_init(qp);
@@ -287,6 +291,8 @@ static void hold_refs(struct emu_qp *qp, int delta)
 	qp->pd->refcnt += delta;
 	qp->scq->refcnt += delta;
 	qp->rcq->refcnt += delta;
+	if (qp->srq)
+		qp->srq->refcnt += delta;
 }
 
 /* qpn = EMU_QPN_BASE + index; the index rotates so a destroyed QP's number
@@ -338,7 +344,7 @@ static struct emu_qp *qp_new(const struct ibv_qp_init_attr_ex *a, struct ibv_qp_
 	}
 	*err = size_sq(qp, a, cap);
 	if (!*err)
-		*err = size_rq(qp, &a->cap, cap);
+		*err = size_rq(qp, a, cap);
 	if (!*err)
 		*err = alloc_queues(qp);
 	if (*err) {
@@ -361,7 +367,7 @@ static void set_scatter(struct emu_qp *qp, enum emu_scatter scatter)
 	bool on = scatter == EMU_SCATTER_ALLOW ||
 	          (scatter == EMU_SCATTER_DEFAULT && emu_env_scatter_to_cqe());
 
-	qp->scat_recv = on && qp->rq.wqe_cnt;
+	qp->scat_recv = on && (qp->rq.wqe_cnt || qp->srq);
 	qp->scat_req = on && (qp->sq_sig_all || scatter == EMU_SCATTER_ALLOW);
 }
 
@@ -386,7 +392,8 @@ struct ibv_qp *emu_create_qp(struct ibv_context *context, struct ibv_qp_init_att
 	if (!err)
 		emu_dbg("QP 0x%x: RC, SQ %u basic blocks, RQ %u WQEs, posts through %s",
 		        qp->ibqp.qp_num, qp->sq.wqe_cnt, qp->rq.wqe_cnt,
-		        qp->wr_api ? "ibv_post_send and ibv_wr_* (send_ops_flags)" : "ibv_post_send");
+		        qp->wr_api ? "ibv_post_send and ibv_wr_* (send_ops_flags)"
+		                   : "ibv_post_send");
 	if (err) {
 		errno = err;
 		return NULL;
@@ -584,9 +591,9 @@ static void reset_queues(struct emu_qp *qp)
 	memset((uint8_t *)qp->uar + GNIC_MLX5_BF_OFFSET, 0, 2 * GNIC_MLX5_BF_SIZE);
 	pthread_spin_unlock(&qp->rq.lock);
 	pthread_spin_unlock(&qp->sq.lock);
-	emu_cq_clean(qp->scq, qp->ibqp.qp_num);
+	emu_cq_clean(qp->scq, qp->ibqp.qp_num, qp->srq);
 	if (qp->rcq != qp->scq)
-		emu_cq_clean(qp->rcq, qp->ibqp.qp_num);
+		emu_cq_clean(qp->rcq, qp->ibqp.qp_num, qp->srq);
 }
 
 /* After RESET a QP has no path: query shows defaults, caps stay. */
@@ -665,6 +672,7 @@ EMU_EXPORT int gemu_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 	init_attr->qp_context = ibqp->qp_context;
 	init_attr->send_cq = ibqp->send_cq;
 	init_attr->recv_cq = ibqp->recv_cq;
+	init_attr->srq = ibqp->srq;
 	init_attr->cap = attr->cap;
 	init_attr->qp_type = IBV_QPT_RC;
 	init_attr->sq_sig_all = qp->sq_sig_all;
@@ -700,9 +708,9 @@ EMU_EXPORT int gemu_destroy_qp(struct ibv_qp *ibqp)
 	remove_active(qp);
 	emu_nic.qps[ibqp->qp_num - EMU_QPN_BASE] = NULL;
 	/* its unpolled CQEs would name a QPN that a new QP may get */
-	emu_cq_clean(qp->scq, ibqp->qp_num);
+	emu_cq_clean(qp->scq, ibqp->qp_num, qp->srq);
 	if (qp->rcq != qp->scq)
-		emu_cq_clean(qp->rcq, ibqp->qp_num);
+		emu_cq_clean(qp->rcq, ibqp->qp_num, qp->srq);
 	hold_refs(qp, -1);
 	emu_nic_unlock();
 	destroy_ibqp(qp);

@@ -10,7 +10,7 @@
  * work itself, answering in the call's own convention. The rest of the
  * surface lives beside it:
  *
- *   verbs_unsupported.c  public verbs the emulator does not model (SRQ, AH,
+ *   verbs_unsupported.c  public verbs the emulator does not model (AH,
  *                        multicast, resize/rereg, imports, ECE): EOPNOTSUPP
  *   verbs_provider.c     the provider interface (IBVERBS_PRIVATE_34) that
  *                        provider libraries linked into a program import
@@ -284,6 +284,28 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
 	return gemu_qp_to_qp_ex(qp);
+}
+
+/* ---- SRQ ------------------------------------------------------------------------ */
+
+struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *srq_init_attr)
+{
+	return gemu_create_srq(pd, srq_init_attr);
+}
+
+int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr, int srq_attr_mask)
+{
+	return gemu_modify_srq(srq, srq_attr, srq_attr_mask);
+}
+
+int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr)
+{
+	return gemu_query_srq(srq, srq_attr);
+}
+
+int ibv_destroy_srq(struct ibv_srq *srq)
+{
+	return gemu_destroy_srq(srq);
 }
 
 /* 0 = no in-order guarantee claimed, always a correct answer. */
