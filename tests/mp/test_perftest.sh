@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 #
 # Debian's unmodified perftest, server and client on loopback, over gnic-emu:
-# the eight ib_{write,read,send,atomic}_{bw,lat} programs, RC, in both of
-# perftest's post modes:
+# the eight ib_{write,read,send,atomic}_{bw,lat} programs, RC, the SEND
+# tests also with --use-srq, in both of perftest's post modes:
 #
 #   wr    its default on a ConnectX-7: QPs made by ibv_create_qp_ex with
 #         send_ops_flags, WQEs posted through ibv_wr_start .. ibv_wr_complete
@@ -101,6 +101,9 @@ for mode in $modes; do
 	# default for the latency tests; here explicitly)
 	run ib_write_bw -a -n 20
 	run ib_send_lat -s 64 -I 64 -n 200
+	# receives from a shared receive queue (four QPs on one SRQ)
+	run ib_send_bw --use-srq -q 4 -n 200
+	run ib_send_lat --use-srq -n 200
 done
 
 # The default mode really is the ibv_wr_* path: its QPs were made with
