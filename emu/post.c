@@ -368,12 +368,14 @@ EMU_EXPORT int gemu_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struc
 
 /* ---- receive ---------------------------------------------------------------- */
 
+/* In mlx5's order: a full RQ first (so a QP on an SRQ, which has no RQ,
+ * answers ENOMEM), then the SGEs. */
 static int check_recv_wr(const struct emu_qp *qp, const struct ibv_recv_wr *wr)
 {
-	if (wr->num_sge < 0 || wr->num_sge > qp->max_recv_sge || (wr->num_sge && !wr->sg_list))
-		return EINVAL;
 	if (emu_wq_used(&qp->rq) >= qp->rq.wqe_cnt)
 		return ENOMEM;
+	if (wr->num_sge < 0 || wr->num_sge > qp->max_recv_sge || (wr->num_sge && !wr->sg_list))
+		return EINVAL;
 	return 0;
 }
 

@@ -205,6 +205,17 @@ static void test_create(void)
 	CHECK_OK(ibv_query_qp(qp, &qa, IBV_QP_CAP, &qia));
 	CHECK(qia.srq == srq);
 	CHECK_EQ(qia.cap.max_recv_wr, 0);
+	t_case("create: ibv_post_recv on a QP with an SRQ: ENOMEM (no RQ), as with mlx5");
+	{
+		struct t_conn_opts o;
+		struct ibv_sge sg = {0};
+		struct ibv_recv_wr rw = {.wr_id = 1, .sg_list = &sg, .num_sge = 1}, *rbad = NULL;
+
+		t_conn_opts_default(&o);
+		CHECK_OK(t_qp_to_init(qp, &o));
+		CHECK_RET(ibv_post_recv(qp, &rw, &rbad), ENOMEM);
+		CHECK(rbad == &rw);
+	}
 	CHECK_RET(ibv_destroy_srq(srq), EBUSY);
 	CHECK_OK(ibv_destroy_qp(qp));
 	CHECK_RET(ibv_dealloc_pd(pd), EBUSY);
