@@ -24,6 +24,7 @@
  * know.
  */
 #include <errno.h>
+#include <infiniband/mlx5dv.h>
 #include <stdlib.h>
 
 #include "emu.h"
@@ -217,4 +218,34 @@ EMU_EXPORT struct ibv_cq_ex *gemu_create_cq_ex(struct ibv_context *context,
 		return NULL;
 	}
 	return &cq->ibcqx;
+}
+
+/* mlx5dv_create_cq: ibv_create_cq_ex with mlx5's vendor attributes, judged
+ * as mlx5 judges them on a device without CQE compression or 128-byte CQE
+ * padding (what mlx5dv_query_device reports here): an unknown comp_mask
+ * bit, compression, unknown flags, padding, a CQE size other than 64 or 128:
+ * EINVAL. 128-byte CQEs, which a ConnectX-7 has, are not emulated: EOPNOTSUPP. */
+EMU_EXPORT struct ibv_cq_ex *gemu_mlx5dv_create_cq(struct ibv_context *context,
+                                                   struct ibv_cq_init_attr_ex *attr,
+                                                   struct mlx5dv_cq_init_attr *mattr)
+{
+	const uint64_t known = MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE |
+	                       MLX5DV_CQ_INIT_ATTR_MASK_FLAGS | MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE;
+	uint64_t m = mattr ? mattr->comp_mask : 0;
+	int err = 0;
+
+	if ((m & ~known) || (m & MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE) ||
+	    ((m & MLX5DV_CQ_INIT_ATTR_MASK_FLAGS) && mattr->flags) ||
+	    ((m & MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE) && mattr->cqe_size != 64 &&
+	     mattr->cqe_size != 128))
+		err = EINVAL;
+	else if ((m & MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE) && mattr->cqe_size == 128) {
+		emu_info("mlx5dv_create_cq: 128-byte CQEs are not emulated (64 only)");
+		err = EOPNOTSUPP;
+	}
+	if (err) {
+		errno = err;
+		return NULL;
+	}
+	return gemu_create_cq_ex(context, attr);
 }

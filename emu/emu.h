@@ -541,6 +541,10 @@ int emu_cq_init(struct emu_cq *cq, struct ibv_context *context, int cqe, void *c
 /* cq_ex.c */
 EMU_EXPORT struct ibv_cq_ex *gemu_create_cq_ex(struct ibv_context *context,
                                                struct ibv_cq_init_attr_ex *attr);
+struct mlx5dv_cq_init_attr;
+EMU_EXPORT struct ibv_cq_ex *gemu_mlx5dv_create_cq(struct ibv_context *context,
+                                                   struct ibv_cq_init_attr_ex *attr,
+                                                   struct mlx5dv_cq_init_attr *mlx5_attr);
 /* channel.c */
 EMU_EXPORT struct ibv_comp_channel *gemu_create_comp_channel(struct ibv_context *context);
 EMU_EXPORT int gemu_destroy_comp_channel(struct ibv_comp_channel *channel);

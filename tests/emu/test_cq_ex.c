@@ -13,6 +13,7 @@
  *           CQEs back to the NIC (else the CQ overruns), next_poll ENOENT;
  *   events  the CQ's ibv_cq works with a completion channel.
  */
+#include <infiniband/mlx5dv.h>
 #include <poll.h>
 
 #include "common.h"
@@ -93,6 +94,43 @@ static void test_create(void)
 	cq = cq_ex(ctx, 16, IBV_WC_EX_WITH_BYTE_LEN, NULL);
 	CHECK(cq->read_byte_len && !cq->read_imm_data && !cq->read_qp_num && !cq->read_src_qp);
 	CHECK_OK(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)));
+
+	t_case("create: mlx5dv_create_cq: 64-byte CQEs; 128: EOPNOTSUPP; mlx5's EINVAL cases");
+	{
+		struct mlx5dv_cq_init_attr m = {0};
+		static const struct {
+			uint64_t mask;
+			uint32_t flags;
+			uint16_t size;
+			int want;
+		} dv[] = {
+		    {MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE, 0, 128, EOPNOTSUPP},
+		    {MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE, 0, 32, EINVAL},
+		    {MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE, 0, 0, EINVAL},
+		    {MLX5DV_CQ_INIT_ATTR_MASK_FLAGS, MLX5DV_CQ_INIT_ATTR_FLAGS_CQE_PAD, 0, EINVAL},
+		    {1u << 7, 0, 0, EINVAL},
+		};
+
+		a = ok;
+		cq = CHECK_PTR(mlx5dv_create_cq(ctx, &a, NULL));
+		CHECK(cq->read_byte_len != NULL);
+		CHECK_OK(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)));
+		m.comp_mask = MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE;
+		m.cqe_size = 64;
+		cq = CHECK_PTR(mlx5dv_create_cq(ctx, &a, &m));
+		CHECK_OK(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)));
+		for (size_t i = 0; i < sizeof(dv) / sizeof(dv[0]); i++) {
+			m = (struct mlx5dv_cq_init_attr){
+			    .comp_mask = dv[i].mask, .flags = dv[i].flags, .cqe_size = dv[i].size};
+			errno = 0;
+			CHECK(mlx5dv_create_cq(ctx, &a, &m) == NULL);
+			CHECK_EQ(errno, dv[i].want);
+		}
+		a.wc_flags |= IBV_WC_EX_WITH_CVLAN;
+		errno = 0;
+		CHECK(mlx5dv_create_cq(ctx, &a, NULL) == NULL);
+		CHECK_EQ(errno, EOPNOTSUPP);
+	}
 
 	t_case("create: SINGLE_THREADED and IGNORE_OVERRUN are accepted");
 	a = ok;
