@@ -103,27 +103,22 @@ static void channel_ref(struct ibv_comp_channel *channel, int delta)
 	pthread_mutex_unlock(&channel->context->mutex);
 }
 
-EMU_EXPORT struct ibv_cq *gemu_create_cq(struct ibv_context *context, int cqe, void *cq_context,
-                                         struct ibv_comp_channel *channel, int comp_vector)
+/* Set up a zeroed emu_cq (ibv_create_cq and ibv_create_cq_ex): 0, or an
+ * errno value and the CQ freed. */
+int emu_cq_init(struct emu_cq *cq, struct ibv_context *context, int cqe, void *cq_context,
+                struct ibv_comp_channel *channel, int comp_vector)
 {
-	struct emu_cq *cq;
 	int err;
 
 	if (!context || !gemu_is_emu_context(context) || cqe < 1 || cqe > EMU_MAX_CQE ||
 	    comp_vector != 0 || (channel && channel->context != context)) {
-		errno = EINVAL;
-		return NULL;
-	}
-	cq = calloc(1, sizeof(*cq));
-	if (!cq) {
-		errno = ENOMEM;
-		return NULL;
+		free(cq);
+		return EINVAL;
 	}
 	err = cq_init_ring(cq, cqe);
 	if (err) {
 		cq_free_mem(cq);
-		errno = err;
-		return NULL;
+		return err;
 	}
 	cq_init_ibcq(cq, context, cq_context, channel);
 	emu_nic_lock();
@@ -131,10 +126,27 @@ EMU_EXPORT struct ibv_cq *gemu_create_cq(struct ibv_context *context, int cqe, v
 	emu_nic_unlock();
 	if (err) {
 		cq_free(cq);
+		return err;
+	}
+	channel_ref(channel, 1);
+	return 0;
+}
+
+EMU_EXPORT struct ibv_cq *gemu_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+                                         struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct emu_cq *cq = calloc(1, sizeof(*cq));
+	int err;
+
+	if (!cq) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = emu_cq_init(cq, context, cqe, cq_context, channel, comp_vector);
+	if (err) {
 		errno = err;
 		return NULL;
 	}
-	channel_ref(channel, 1);
 	return &cq->ibcq;
 }
 
@@ -186,7 +198,7 @@ static struct gnic_mlx5_cqe64 *cqe_ready(struct emu_cq *cq, uint32_t n, memory_o
 	return gnic_mlx5_cqe_sw_owned(op_own, n, cq->cqe_cnt) ? cqe : NULL;
 }
 
-static struct gnic_mlx5_cqe64 *next_cqe(struct emu_cq *cq, uint32_t n)
+struct gnic_mlx5_cqe64 *emu_cq_next(struct emu_cq *cq, uint32_t n)
 {
 	return cqe_ready(cq, n, memory_order_acquire);
 }
@@ -216,10 +228,19 @@ static void retire_send(struct emu_qp *qp, uint16_t wqe_counter, struct ibv_wc *
 	emu_wq_retire(&qp->sq, qp->sq_wqe_end[slot]);
 }
 
-static int consume_recv(struct emu_qp *qp, struct ibv_wc *wc)
+/* The receive WQE a responder CQE completes: the RQ's oldest, or the SRQ
+ * WQE its wqe_counter names, which goes back to the SRQ's free list. */
+static int consume_recv(struct emu_qp *qp, uint16_t wqe_counter, struct ibv_wc *wc)
 {
 	uint32_t tail = qp->rq.tail;
 
+	if (qp->srq) {
+		if (wqe_counter >= qp->srq->wq.wqe_cnt)
+			return -1;
+		wc->wr_id = qp->srq->wq.wrid[wqe_counter];
+		emu_srq_free_wqe(qp->srq, wqe_counter);
+		return 0;
+	}
 	if (!qp->rq.wqe_cnt)
 		return -1;
 	wc->wr_id = qp->rq.wrid[emu_wq_slot(&qp->rq, tail)];
@@ -287,10 +308,11 @@ static enum ibv_wc_status copy_to_send_wqe(struct emu_qp *qp, const struct gnic_
 static enum ibv_wc_status copy_to_recv_wqe(struct emu_qp *qp, uint32_t slot,
                                            const struct gnic_mlx5_cqe64 *cqe)
 {
-	const void *seg = emu_wq_at(&qp->rq, slot);
+	unsigned nseg = qp->rq.stride / sizeof(struct gnic_mlx5_data_seg);
+	const void *seg = qp->srq ? emu_srq_wqe(qp->srq, (uint16_t)slot, &nseg)
+	                          : (const void *)emu_wq_at(&qp->rq, slot);
 
-	return copy_to_segs(seg, qp->rq.stride / sizeof(struct gnic_mlx5_data_seg),
-	                    (const uint8_t *)cqe, gnic_be32(cqe->byte_cnt));
+	return copy_to_segs(seg, nseg, (const uint8_t *)cqe, gnic_be32(cqe->byte_cnt));
 }
 
 static void parse_req(struct emu_qp *qp, const struct gnic_mlx5_cqe64 *cqe, struct ibv_wc *wc)
@@ -307,12 +329,15 @@ static void parse_req(struct emu_qp *qp, const struct gnic_mlx5_cqe64 *cqe, stru
 static int parse_resp(struct emu_qp *qp, const struct gnic_mlx5_cqe64 *cqe, uint8_t opcode,
                       struct ibv_wc *wc)
 {
-	uint32_t slot = qp->rq.wqe_cnt ? emu_wq_slot(&qp->rq, qp->rq.tail) : 0;
+	uint16_t wqe_counter = gnic_be16(cqe->wqe_counter);
+	uint32_t slot =
+	    qp->srq ? wqe_counter : (qp->rq.wqe_cnt ? emu_wq_slot(&qp->rq, qp->rq.tail) : 0);
 
-	if (consume_recv(qp, wc))
-		return -1;
-	if (scattered(cqe))
+	/* the copy first: the WQE may be posted again once consumed */
+	if (scattered(cqe) && (qp->srq ? wqe_counter < qp->srq->wq.wqe_cnt : qp->rq.wqe_cnt != 0))
 		wc->status = copy_to_recv_wqe(qp, slot, cqe);
+	if (consume_recv(qp, wqe_counter, wc))
+		return -1;
 	wc->byte_len = gnic_be32(cqe->byte_cnt);
 	wc->opcode = opcode == GNIC_MLX5_CQE_RESP_WR_IMM ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
 	switch (opcode) {
@@ -338,7 +363,7 @@ static int parse_err(struct emu_qp *qp, const struct gnic_mlx5_cqe64 *cqe, uint8
 		retire_send(qp, gnic_be16(ecqe->wqe_counter), wc);
 	} else {
 		/* every responder error (flush included) used up one receive */
-		if (consume_recv(qp, wc))
+		if (consume_recv(qp, gnic_be16(ecqe->wqe_counter), wc))
 			return -1;
 		wc->opcode = IBV_WC_RECV;
 	}
@@ -349,7 +374,7 @@ static int parse_err(struct emu_qp *qp, const struct gnic_mlx5_cqe64 *cqe, uint8
 
 /* Decode one CQE into wc. Returns 1 if wc was filled, 0 if the CQE was
  * consumed without a completion (its QP is gone, or it makes no sense). */
-static int parse_cqe(struct emu_cq *cq, const struct gnic_mlx5_cqe64 *cqe, struct ibv_wc *wc)
+int emu_cq_parse(struct emu_cq *cq, const struct gnic_mlx5_cqe64 *cqe, struct ibv_wc *wc)
 {
 	uint8_t opcode = gnic_mlx5_cqe_opcode(cqe->op_own);
 	uint32_t qpn = cqe_qpn(cqe);
@@ -387,7 +412,7 @@ static int parse_cqe(struct emu_cq *cq, const struct gnic_mlx5_cqe64 *cqe, struc
 	return 1;
 }
 
-static void publish_ci(struct emu_cq *cq)
+void emu_cq_publish_ci(struct emu_cq *cq)
 {
 	/* the engine's overrun check reads this; the CQEs are free after it */
 	__atomic_store_n(&cq->dbrec[0], gnic_be32(cq->ci & CQ_CI_MASK), __ATOMIC_RELEASE);
@@ -404,12 +429,12 @@ EMU_EXPORT int gemu_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc 
 		return -1;
 	pthread_spin_lock(&cq->poll_lock);
 	start = cq->ci;
-	while (n < num_entries && (cqe = next_cqe(cq, cq->ci))) {
-		n += parse_cqe(cq, cqe, &wc[n]);
+	while (n < num_entries && (cqe = emu_cq_next(cq, cq->ci))) {
+		n += emu_cq_parse(cq, cqe, &wc[n]);
 		cq->ci++;
 	}
 	if (cq->ci != start)
-		publish_ci(cq);
+		emu_cq_publish_ci(cq);
 	pthread_spin_unlock(&cq->poll_lock);
 	return n;
 }
@@ -475,10 +500,19 @@ EMU_EXPORT int gemu_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 
 /* ---- clean ---------------------------------------------------------------- */
 
+static bool is_responder(const struct gnic_mlx5_cqe64 *cqe)
+{
+	uint8_t opcode = gnic_mlx5_cqe_opcode(cqe->op_own);
+
+	return opcode != GNIC_MLX5_CQE_REQ && opcode != GNIC_MLX5_CQE_REQ_ERR;
+}
+
 /* Remove QP qpn's unpolled CQEs by sliding the later CQEs of other QPs over
  * them (each keeps the owner bit of the slot it lands in), then advancing the
- * consumer index past the freed slots. The engine is stopped (nic.lock). */
-static uint32_t compact(struct emu_cq *cq, uint32_t qpn, uint32_t pi)
+ * consumer index past the freed slots; the SRQ WQEs of the receive CQEs
+ * removed go back to the SRQ, as mlx5's cq clean does. The engine is stopped
+ * (nic.lock). */
+static uint32_t compact(struct emu_cq *cq, uint32_t qpn, struct emu_srq *srq, uint32_t pi)
 {
 	uint32_t mask = cq->cqe_cnt - 1, freed = 0;
 
@@ -487,6 +521,10 @@ static uint32_t compact(struct emu_cq *cq, uint32_t qpn, uint32_t pi)
 		uint8_t owner;
 
 		if (cqe_qpn(src) == qpn) {
+			uint16_t idx = gnic_be16(src->wqe_counter);
+
+			if (srq && is_responder(src) && idx < srq->wq.wqe_cnt)
+				emu_srq_free_wqe(srq, idx);
 			freed++;
 			continue;
 		}
@@ -500,7 +538,7 @@ static uint32_t compact(struct emu_cq *cq, uint32_t qpn, uint32_t pi)
 	return freed;
 }
 
-void emu_cq_clean(struct emu_cq *cq, uint32_t qpn)
+void emu_cq_clean(struct emu_cq *cq, uint32_t qpn, struct emu_srq *srq)
 {
 	uint32_t pi, freed;
 
@@ -508,12 +546,12 @@ void emu_cq_clean(struct emu_cq *cq, uint32_t qpn)
 	if (!cq || cq->dv_owned)
 		return;
 	pthread_spin_lock(&cq->poll_lock);
-	for (pi = cq->ci; pi - cq->ci < cq->cqe_cnt && next_cqe(cq, pi); pi++)
+	for (pi = cq->ci; pi - cq->ci < cq->cqe_cnt && emu_cq_next(cq, pi); pi++)
 		;
-	freed = compact(cq, qpn, pi);
+	freed = compact(cq, qpn, srq, pi);
 	if (freed) {
 		cq->ci += freed;
-		publish_ci(cq);
+		emu_cq_publish_ci(cq);
 	}
 	pthread_spin_unlock(&cq->poll_lock);
 }

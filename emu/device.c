@@ -168,11 +168,13 @@ static void context_fill_ops(struct emu_context *ctx)
 	ops->req_notify_cq = gemu_req_notify_cq;
 	ops->post_send = gemu_post_send;
 	ops->post_recv = gemu_post_recv;
-	/* the alloc_mw/bind_mw/dealloc_mw and post_srq_recv slots stay NULL:
-	 * no memory windows and no SRQs (verbs.h then reports EOPNOTSUPP) */
+	ops->post_srq_recv = gemu_post_srq_recv;
+	/* the alloc_mw/bind_mw/dealloc_mw slots stay NULL: no memory windows
+	 * (verbs.h then reports EOPNOTSUPP) */
 	vctx->query_port = gemu_query_port;
 	vctx->query_device_ex = gemu_query_device_ex;
 	vctx->create_qp_ex = gemu_create_qp_ex;
+	vctx->create_cq_ex = gemu_create_cq_ex;
 	vctx->sz = sizeof(struct verbs_context);
 	vctx->context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 }
@@ -305,7 +307,9 @@ static void device_attr_fill(struct emu_device *dev, struct ibv_device_attr *a)
 	a->max_qp_init_rd_atom = emu_cfg.max_rd_atom;
 	a->max_res_rd_atom = emu_cfg.max_rd_atom * (int)(EMU_MAX_QP - 1);
 	a->atomic_cap = IBV_ATOMIC_HCA;
-	a->max_srq = 0; /* SRQs are not emulated */
+	a->max_srq = EMU_MAX_SRQ - 1;
+	a->max_srq_wr = EMU_MAX_SRQ_WR;
+	a->max_srq_sge = EMU_MAX_SRQ_SGE;
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = EMU_CA_ACK_DELAY;
 	a->phys_port_cnt = 1;

@@ -11,7 +11,7 @@
 
 #include "emu.h"
 
-#define DV_OBJ_SUPPORTED (MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ)
+#define DV_OBJ_SUPPORTED (MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ | MLX5DV_OBJ_SRQ)
 
 static bool emu_obj(struct ibv_context *context)
 {
@@ -50,20 +50,45 @@ static void fill_cq(struct emu_cq *cq, struct mlx5dv_cq *out)
 	cq->dv_owned = true;
 }
 
+/* The SRQ's buffer and doorbell record, and its free list's ends as they
+ * are now (mlx5's head and tail); srqn when comp_mask asks for it. */
+static void fill_srq(struct emu_srq *srq, struct mlx5dv_srq *out)
+{
+	uint64_t want = out->comp_mask;
+
+	out->buf = srq->wq.buf;
+	out->dbrec = srq->dbrec;
+	out->stride = srq->wq.stride;
+	pthread_spin_lock(&srq->wq.lock);
+	out->head = srq->next_free;
+	out->tail = srq->last_free;
+	pthread_spin_unlock(&srq->wq.lock);
+	out->comp_mask = 0;
+	if (want & MLX5DV_SRQ_MASK_SRQN) {
+		out->srqn = srq->srqn;
+		out->comp_mask |= MLX5DV_SRQ_MASK_SRQN;
+	}
+}
+
 /* Checks every requested object before filling any, so an error changes
  * nothing. */
 EMU_EXPORT int gemu_mlx5dv_init_obj(struct mlx5dv_obj *obj, uint64_t obj_type)
 {
 	bool want_qp = obj_type & MLX5DV_OBJ_QP, want_cq = obj_type & MLX5DV_OBJ_CQ;
+	bool want_srq = obj_type & MLX5DV_OBJ_SRQ;
 
 	if (!obj || !obj_type)
 		return EINVAL;
 	if (obj_type & ~(uint64_t)DV_OBJ_SUPPORTED)
-		return EOPNOTSUPP; /* SRQ, RWQ, DM, AH, PD */
+		return EOPNOTSUPP; /* RWQ, DM, AH, PD */
 	if (want_qp && (!obj->qp.in || !obj->qp.out || !emu_obj(obj->qp.in->context)))
 		return EINVAL;
 	if (want_cq && (!obj->cq.in || !obj->cq.out || !emu_obj(obj->cq.in->context)))
 		return EINVAL;
+	if (want_srq && (!obj->srq.in || !obj->srq.out || !emu_obj(obj->srq.in->context)))
+		return EINVAL;
+	if (want_srq)
+		fill_srq(to_esrq(obj->srq.in), obj->srq.out);
 	if (want_qp)
 		fill_qp(to_eqp(obj->qp.in), obj->qp.out);
 	if (want_cq)

@@ -53,6 +53,9 @@
 #define EMU_MAX_CQE       ((1 << 22) - 1)
 #define EMU_MAX_RD_ATOMIC 16
 #define EMU_MAX_MSG_SIZE  (1u << 31)
+#define EMU_MAX_SRQ       65536u /* srqn = index */
+#define EMU_MAX_SRQ_WR    32767  /* (1 << log_max_srq_sz) - 1 */
+#define EMU_MAX_SRQ_SGE   31     /* max_rq_desc_sz / 16 - 1, as mlx5_ib reports it */
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
@@ -122,6 +125,23 @@ bool emu_log_allow(struct emu_log_limit *l, unsigned int *quiet);
 	} while (0)
 enum ibv_wc_status emu_syndrome_to_status(uint8_t syndrome);
 
+/* ---- one send work request ----------------------------------------------
+ * What the WQE encoder (post.c) takes, whichever way it was posted:
+ * ibv_post_send's ibv_send_wr or the ibv_wr_* builder calls (qp_ex.c). */
+struct emu_send_req {
+	uint64_t wr_id;
+	enum ibv_wr_opcode opcode;
+	unsigned int send_flags; /* IBV_SEND_*; INLINE: the payload goes into the WQE */
+	__be32 imm;              /* WITH_IMM opcodes */
+	uint64_t raddr;          /* RDMA and atomic opcodes */
+	uint32_t rkey;
+	uint64_t compare_add, swap; /* atomics */
+	const struct ibv_sge *sge;  /* gather list; ibv_post_send's inline data too */
+	size_t num_sge;
+	const struct ibv_data_buf *inl; /* or the inline buffers (ibv_wr_set_inline_*) */
+	size_t num_inl;
+};
+
 /* ---- objects ------------------------------------------------------------- */
 struct emu_listener; /* fabric_int.h */
 struct emu_conn;     /* fabric_int.h */
@@ -163,7 +183,10 @@ struct emu_mr {
 };
 
 struct emu_cq {
-	struct ibv_cq ibcq;
+	union { /* an ibv_cq_ex begins with the fields of an ibv_cq */
+		struct ibv_cq ibcq;
+		struct ibv_cq_ex ibcqx; /* ibv_create_cq_ex's view (cq_ex.c) */
+	};
 	uint32_t cqn;
 	/* hardware layout (page-aligned; handed out by mlx5dv_init_obj) */
 	struct gnic_mlx5_cqe64 *buf;
@@ -178,9 +201,50 @@ struct emu_cq {
 	uint32_t ci;       /* next CQE software reads */
 	_Atomic int armed; /* 0 none, 1 any CQE, 2 solicited/error only */
 	bool dv_owned;     /* mlx5dv_init_obj was called: user owns ci */
+	/* ibv_start_poll .. ibv_end_poll (cq_ex.c), under poll_lock, which is
+	 * held in between: the completion the ibv_wc_read_* calls read */
+	struct ibv_wc cur;
 	/* control path */
 	int refcnt;                    /* QPs using it (under nic.lock): destroy -> EBUSY */
 	uint32_t comp_events_reported; /* handed out by get_cq_event (under ibcq.mutex) */
+};
+
+/* A shared receive queue, in mlx5's format (providers/mlx5/srq.c): wq.wqe_cnt
+ * WQEs of wq.stride bytes, each a 16-byte next segment (next_wqe_index, big
+ * endian, at byte 2) and data segments ended by an INVALID_LKEY one. Free
+ * WQEs form a list from next_free to last_free along next_wqe_index;
+ * ibv_post_srq_recv fills next_free and moves on along the list, poll_cq
+ * appends a WQE whose CQE it read at last_free. The NIC follows the same
+ * list from WQE 0 and learns how many WQEs were posted from dbrec[0].
+ *
+ * Who touches what:
+ *   wq.buf, wq.wqe_cnt, wq.stride, max_*: set at creation;
+ *   wq.head (WQEs posted), next_free, last_free, wq.wrid[]: the posting and
+ *       polling sides, under wq.lock (wq.tail is not used);
+ *   eng_*: the engine's consumer (WQEs taken, next WQE), under nic.lock;
+ *   limit: modify_srq and the engine, under nic.lock. */
+struct emu_srq {
+	struct ibv_srq ibsrq;
+	struct emu_context *ctx;
+	struct emu_pd *pd;
+	uint32_t srqn;
+	struct emu_wq wq;
+	__be32 *dbrec;      /* own page: [0] WQEs posted, 16 bits */
+	uint32_t next_free; /* the WQE the next post fills */
+	uint32_t last_free; /* the end of the free list */
+	uint32_t max_wr;    /* what create reports: WQEs that can be posted */
+	int max_sge;        /* data segments of a WQE */
+	uint16_t eng_taken; /* WQEs the responder took */
+	uint16_t eng_next;  /* the WQE it takes next */
+	uint32_t limit;     /* armed SRQ limit, 0: none (IBV_EVENT_SRQ_LIMIT_REACHED) */
+	int refcnt;         /* QPs using it (under nic.lock): destroy -> EBUSY */
+};
+
+/* One receive WQE as the responder sees it: in the QP's RQ or its SRQ. */
+struct emu_recv_wqe {
+	const struct gnic_mlx5_data_seg *seg; /* the data segments */
+	unsigned int nseg;
+	uint16_t idx; /* its index: the receive CQE's wqe_counter */
 };
 
 /* One request the requester sent and awaits an answer for. */
@@ -227,14 +291,33 @@ struct emu_resp_state {
 /* One QP, by concern; each group says who writes it and under what. The
  * engine runs with nic.lock held; the data path (post_*, poll_cq) never
  * takes it and meets the engine only in the hardware layout. */
+/* The ibv_wr_* builder's state between ibv_wr_start and ibv_wr_complete /
+ * ibv_wr_abort (qp_ex.c), under sq.lock, which is held in between, as
+ * rdma-core's mlx5 holds its SQ lock. */
+struct emu_wr_batch {
+	uint32_t head_rb;        /* sq.head at wr_start: abort and errors return to it */
+	uint32_t posted;         /* WQEs written since wr_start */
+	uint64_t ctrl8;          /* the newest one's first 8 bytes, for the doorbell */
+	int err;                 /* the first error since wr_start: wr_complete returns it */
+	bool open;               /* an opcode call waits for its data setter */
+	struct emu_send_req req; /* that WQE */
+	struct ibv_sge sge;      /* wr_set_sge's one entry */
+	struct ibv_data_buf buf; /* wr_set_inline_data's one buffer */
+};
+
 struct emu_qp {
 	/* identity: set at creation, read by everyone; the references it holds
 	 * (pd, CQs) are counted under nic.lock */
-	struct ibv_qp ibqp;
+	union { /* an ibv_qp_ex begins with its ibv_qp */
+		struct ibv_qp ibqp;
+		struct ibv_qp_ex ibqpx; /* ibv_wr_* API (qp_ex.c): wr_api QPs only */
+	};
+	bool wr_api;                  /* made with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS */
 	const struct emu_qp_ops *ops; /* its type's engine behaviour (qp_ops.h) */
 	struct emu_context *ctx;
 	struct emu_pd *pd;
 	struct emu_cq *scq, *rcq;
+	struct emu_srq *srq; /* receives come from it (no RQ then), or NULL */
 
 	/* hardware layout (page-aligned host memory), allocated at creation:
 	 * written by the verbs side or a GPU thread through mlx5dv, read by the
@@ -257,6 +340,7 @@ struct emu_qp {
 	uint32_t *sq_wqe_end;                       /* sq.head after that WQE: tail on retire */
 	uint8_t *sq_opcode;                         /* ibv_wc_opcode of that WQE */
 	uint32_t bf_offset;                         /* alternates 0 / GNIC_MLX5_BF_SIZE */
+	struct emu_wr_batch wrb;                    /* the ibv_wr_* batch being built */
 	int max_send_sge, max_recv_sge, max_inline; /* what post_* allows */
 	bool sq_sig_all;
 	bool dv_owned; /* mlx5dv_init_obj was called */
@@ -300,6 +384,7 @@ struct emu_nic {
 	struct emu_device devices[EMU_MAX_DEVICES];
 	struct ibv_device *dev_list[EMU_MAX_DEVICES + 1];
 	struct emu_qp *qps[EMU_MAX_QP];         /* by qpn - EMU_QPN_BASE */
+	struct emu_srq *srqs[EMU_MAX_SRQ];      /* by srqn */
 	struct emu_mr *_Atomic mrs[EMU_MAX_MR]; /* by key >> 8 */
 	struct emu_cq *cqs[EMU_MAX_CQ];         /* by cqn */
 	struct emu_qp *active[EMU_MAX_QP];      /* dense: QPs the engine visits */
@@ -356,7 +441,20 @@ bool emu_cqe_write(struct emu_cq *cq, const struct emu_cqe_info *info);
 
 /* cq.c: drop the CQEs of QP qpn that software has not polled yet (destroy
  * and reset of that QP, like mlx5's cq clean). Called with nic.lock held. */
-void emu_cq_clean(struct emu_cq *cq, uint32_t qpn);
+void emu_cq_clean(struct emu_cq *cq, uint32_t qpn, struct emu_srq *srq);
+
+/* recv.c: the responder's receive queue, the QP's RQ or its SRQ (engine,
+ * nic.lock). emu_recv_peek: the WQE the next receive takes (false: none
+ * posted). emu_recv_take: take it (it was peeked), returning its index for
+ * the CQE; an SRQ's armed limit may raise IBV_EVENT_SRQ_LIMIT_REACHED. */
+bool emu_recv_peek(struct emu_qp *qp, struct emu_recv_wqe *w);
+uint16_t emu_recv_take(struct emu_qp *qp);
+
+/* srq.c: a receive CQE of an SRQ WQE was read (poll_cq, CQ clean): the WQE
+ * goes back to the free list. emu_srq_wqe: WQE idx's data segments. */
+void emu_srq_free_wqe(struct emu_srq *srq, uint16_t idx);
+uint16_t emu_srq_next_index(const struct emu_srq *srq, uint32_t idx);
+struct gnic_mlx5_data_seg *emu_srq_wqe(const struct emu_srq *srq, uint16_t idx, unsigned *nseg);
 
 /* qp.c: the engine's own state change (any QP type): to ERR, logging why
  * the first time. */
@@ -431,6 +529,22 @@ EMU_EXPORT struct ibv_cq *gemu_create_cq(struct ibv_context *context, int cqe, v
 EMU_EXPORT int gemu_destroy_cq(struct ibv_cq *cq);
 EMU_EXPORT int gemu_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
 EMU_EXPORT int gemu_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+/* cq.c, for cq_ex.c: the poll loop's pieces. emu_cq_parse decodes CQE n
+ * (retiring its WQE, copying scatter-to-CQE data) into wc: 1, or 0 when the
+ * CQE carries no completion (its QP is gone); emu_cq_next is CQE n if
+ * software owns it; emu_cq_publish_ci writes ci to the doorbell record. */
+struct gnic_mlx5_cqe64 *emu_cq_next(struct emu_cq *cq, uint32_t n);
+int emu_cq_parse(struct emu_cq *cq, const struct gnic_mlx5_cqe64 *cqe, struct ibv_wc *wc);
+void emu_cq_publish_ci(struct emu_cq *cq);
+int emu_cq_init(struct emu_cq *cq, struct ibv_context *context, int cqe, void *cq_context,
+                struct ibv_comp_channel *channel, int comp_vector);
+/* cq_ex.c */
+EMU_EXPORT struct ibv_cq_ex *gemu_create_cq_ex(struct ibv_context *context,
+                                               struct ibv_cq_init_attr_ex *attr);
+struct mlx5dv_cq_init_attr;
+EMU_EXPORT struct ibv_cq_ex *gemu_mlx5dv_create_cq(struct ibv_context *context,
+                                                   struct ibv_cq_init_attr_ex *attr,
+                                                   struct mlx5dv_cq_init_attr *mlx5_attr);
 /* channel.c */
 EMU_EXPORT struct ibv_comp_channel *gemu_create_comp_channel(struct ibv_context *context);
 EMU_EXPORT int gemu_destroy_comp_channel(struct ibv_comp_channel *channel);
@@ -451,9 +565,28 @@ EMU_EXPORT int gemu_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int a
 EMU_EXPORT int gemu_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
                              struct ibv_qp_init_attr *init_attr);
 EMU_EXPORT int gemu_destroy_qp(struct ibv_qp *qp);
+/* post.c: the WQE encoder, for ibv_post_send and the ibv_wr_* calls. The
+ * caller holds sq.lock. emu_post_one writes one WQE at sq.head and moves it
+ * on (0), or writes nothing: EINVAL (bad opcode, flags, SGEs, inline data),
+ * ENOMEM (the SQ is full). The doorbell then carries the newest WQE's first
+ * 8 bytes. emu_send_allowed: may a QP in this state post sends? */
+int emu_post_one(struct emu_qp *qp, const struct emu_send_req *r, uint64_t *ctrl8);
+uint64_t emu_send_inline_len(const struct emu_send_req *r);
+void emu_ring_send_doorbell(struct emu_qp *qp, uint64_t ctrl8);
+bool emu_send_allowed(int state);
+/* qp_ex.c: the ibv_wr_* function pointers of a wr_api QP (at creation). */
+void emu_qp_ex_init(struct emu_qp *qp);
+EMU_EXPORT struct ibv_qp_ex *gemu_qp_to_qp_ex(struct ibv_qp *qp);
 /* post.c */
 EMU_EXPORT int gemu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 EMU_EXPORT int gemu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+/* srq.c */
+EMU_EXPORT struct ibv_srq *gemu_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
+EMU_EXPORT int gemu_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int attr_mask);
+EMU_EXPORT int gemu_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
+EMU_EXPORT int gemu_destroy_srq(struct ibv_srq *srq);
+EMU_EXPORT int gemu_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+                                  struct ibv_recv_wr **bad);
 /* dv.c (mlx5 direct verbs); obj/attr are struct mlx5dv_obj / mlx5dv_context */
 struct mlx5dv_obj;
 struct mlx5dv_context;
@@ -486,6 +619,10 @@ static inline struct emu_mr *to_emr(struct ibv_mr *m)
 static inline struct emu_pd *to_epd(struct ibv_pd *p)
 {
 	return container_of(p, struct emu_pd, ibpd);
+}
+static inline struct emu_srq *to_esrq(struct ibv_srq *s)
+{
+	return container_of(s, struct emu_srq, ibsrq);
 }
 
 #endif /* GNIC_EMU_H */

@@ -117,11 +117,10 @@ struct ibv_context *mlx5dv_open_device(struct ibv_device *device, struct mlx5dv_
 	return gemu_open_device(device);
 }
 
-/* ---- not emulated ------------------------------------------------------------ */
+/* ---- CQ ------------------------------------------------------------------------ */
 
 struct ibv_cq_ex *mlx5dv_create_cq(struct ibv_context *context, struct ibv_cq_init_attr_ex *cq_attr,
                                    struct mlx5dv_cq_init_attr *mlx5_cq_attr)
 {
-	(void)context, (void)cq_attr, (void)mlx5_cq_attr;
-	return unsupported_ptr();
+	return gemu_mlx5dv_create_cq(context, cq_attr, mlx5_cq_attr);
 }

@@ -591,7 +591,8 @@ int mlx5dv_dek_destroy(struct mlx5dv_dek *dek)
 
 /* ---- QP extras ----------------------------------------------------------------------- */
 
-/* The mlx5dv_wr_* builder API needs an ibv_qp_ex, and no QP here is one. */
+/* The mlx5dv_wr_* builders (mkeys, DC addresses, raw WQEs, memcpy) are not
+ * emulated; a QP's ibv_wr_* calls are (ibv_qp_to_qp_ex). */
 struct mlx5dv_qp_ex *mlx5dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex *qp)
 {
 	return unsupported_ptr();

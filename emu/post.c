@@ -2,6 +2,10 @@
 /*
  * post_send / post_recv: the WQE encoder.
  *
+ * One encoder for both ways of posting a send: ibv_post_send's ibv_send_wr
+ * and the ibv_wr_* builder calls (qp_ex.c) each become an emu_send_req,
+ * which emu_post_one() checks and writes into the SQ.
+ *
  * Exactly what mlx5 software writes for an RC QP: send WQEs of 16-byte
  * segments in 64-byte basic blocks (BBs), a doorbell record update, then the
  * 8-byte doorbell register write; receive WQEs of data segments, published
@@ -66,24 +70,51 @@ static int wqe_kind(enum ibv_wr_opcode op, struct wqe_kind *k)
 
 /* ---- send validation ----------------------------------------------------- */
 
-static int check_send_wr(const struct emu_qp *qp, const struct ibv_send_wr *wr,
-                         const struct wqe_kind *k, uint32_t *inline_len)
+/* Inline piece i of a request: from its inline buffers (ibv_wr_set_inline_*)
+ * or, for ibv_post_send, from the addresses of its SGEs. */
+static size_t inl_piece(const struct emu_send_req *r, size_t i, const void **p)
+{
+	if (r->inl) {
+		*p = r->inl[i].addr;
+		return r->inl[i].length;
+	}
+	*p = (const void *)(uintptr_t)r->sge[i].addr;
+	return r->sge[i].length;
+}
+
+static size_t inl_count(const struct emu_send_req *r)
+{
+	return r->inl ? r->num_inl : r->num_sge;
+}
+
+uint64_t emu_send_inline_len(const struct emu_send_req *r)
 {
 	uint64_t total = 0;
+	const void *p;
 
-	if ((wr->send_flags & ~SEND_FLAGS_OK) || wr->num_sge < 0 ||
-	    wr->num_sge > qp->max_send_sge || (wr->num_sge && !wr->sg_list))
-		return EINVAL;
-	/* the responder returns the old 8-byte value into exactly one SGE */
-	if (k->atomic && (wr->num_sge != 1 || wr->sg_list[0].length != 8))
+	for (size_t i = 0; i < inl_count(r); i++)
+		total += inl_piece(r, i, &p);
+	return total;
+}
+
+static int check_send_req(const struct emu_qp *qp, const struct emu_send_req *r,
+                          const struct wqe_kind *k, uint32_t *inline_len)
+{
+	uint64_t total;
+
+	if ((r->send_flags & ~SEND_FLAGS_OK) || r->num_sge > (size_t)qp->max_send_sge ||
+	    (r->num_sge && !r->sge) || (r->num_inl && !r->inl))
 		return EINVAL;
 	*inline_len = 0;
-	if (!(wr->send_flags & IBV_SEND_INLINE))
+	if (!(r->send_flags & IBV_SEND_INLINE)) {
+		/* the responder returns the old 8-byte value into exactly one SGE */
+		if (k->atomic && (r->num_sge != 1 || r->sge[0].length != 8))
+			return EINVAL;
 		return 0;
+	}
 	if (!k->inline_ok)
 		return EINVAL;
-	for (int i = 0; i < wr->num_sge; i++)
-		total += wr->sg_list[i].length;
+	total = emu_send_inline_len(r);
 	/* signed, as rdma-core compares: without SGEs or inline room a QP's
 	 * max_inline is -4 (qp.c) and takes no inline data at all */
 	if ((int64_t)total > qp->max_inline)
@@ -99,63 +130,63 @@ static uint32_t inline_ds(uint32_t len)
 }
 
 /* mlx5 skips zero-length SGEs: byte_count 0 would mean 2 GiB to hardware. */
-static uint32_t data_ds(const struct ibv_send_wr *wr)
+static uint32_t data_ds(const struct emu_send_req *r)
 {
 	uint32_t n = 0;
 
-	for (int i = 0; i < wr->num_sge; i++)
-		n += wr->sg_list[i].length != 0;
+	for (size_t i = 0; i < r->num_sge; i++)
+		n += r->sge[i].length != 0;
 	return n;
 }
 
-static uint32_t send_ds(const struct ibv_send_wr *wr, const struct wqe_kind *k, uint32_t inline_len)
+static uint32_t send_ds(const struct emu_send_req *r, const struct wqe_kind *k, uint32_t inline_len)
 {
 	uint32_t ds = 1 + k->raddr + k->atomic;
 
-	if (wr->send_flags & IBV_SEND_INLINE)
+	if (r->send_flags & IBV_SEND_INLINE)
 		return ds + inline_ds(inline_len);
-	return ds + data_ds(wr);
+	return ds + data_ds(r);
 }
 
 /* ---- send segments -------------------------------------------------------- */
 
-static uint8_t ctrl_flags(const struct emu_qp *qp, const struct ibv_send_wr *wr)
+static uint8_t ctrl_flags(const struct emu_qp *qp, const struct emu_send_req *r)
 {
 	uint8_t f = 0;
 
-	if ((wr->send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all)
+	if ((r->send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all)
 		f |= GNIC_MLX5_CTRL_CQ_UPDATE;
-	if (wr->send_flags & IBV_SEND_SOLICITED)
+	if (r->send_flags & IBV_SEND_SOLICITED)
 		f |= GNIC_MLX5_CTRL_SOLICITED;
-	if (wr->send_flags & IBV_SEND_FENCE)
+	if (r->send_flags & IBV_SEND_FENCE)
 		f |= GNIC_MLX5_FM_SMALL_AND_FENCE;
 	return f;
 }
 
 static void set_ctrl_seg(struct gnic_mlx5_ctrl_seg *c, const struct emu_qp *qp,
-                         const struct ibv_send_wr *wr, const struct wqe_kind *k, uint32_t ds)
+                         const struct emu_send_req *r, const struct wqe_kind *k, uint32_t ds)
 {
 	c->opmod_idx_opcode =
 	    gnic_be32(gnic_mlx5_ctrl_word0(0, (uint16_t)(qp->sq.head & 0xffff), k->opcode));
 	c->qpn_ds = gnic_be32(gnic_mlx5_ctrl_word1(qp->ibqp.qp_num, ds));
-	c->fm_ce_se = ctrl_flags(qp, wr);
-	c->imm = k->imm ? wr->imm_data : 0; /* already big-endian, as verbs defines it */
+	c->fm_ce_se = ctrl_flags(qp, r);
+	c->imm = k->imm ? r->imm : 0; /* already big-endian, as verbs defines it */
 }
 
-static void set_raddr_seg(struct gnic_mlx5_raddr_seg *r, uint64_t raddr, uint32_t rkey)
+static void set_raddr_seg(struct gnic_mlx5_raddr_seg *s, uint64_t raddr, uint32_t rkey)
 {
-	r->raddr = gnic_be64(raddr);
-	r->rkey = gnic_be32(rkey);
-	r->reserved = 0;
+	s->raddr = gnic_be64(raddr);
+	s->rkey = gnic_be32(rkey);
+	s->reserved = 0;
 }
 
-static void set_atomic_seg(struct gnic_mlx5_atomic_seg *a, const struct ibv_send_wr *wr)
+static void set_atomic_seg(struct gnic_mlx5_atomic_seg *a, const struct emu_send_req *r)
 {
-	if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
-		a->swap_add = gnic_be64(wr->wr.atomic.swap);
-		a->compare = gnic_be64(wr->wr.atomic.compare_add);
+	if (r->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
+		a->swap_add = gnic_be64(r->swap);
+		a->compare = gnic_be64(r->compare_add);
 	} else {
-		a->swap_add = gnic_be64(wr->wr.atomic.compare_add);
+		a->swap_add = gnic_be64(r->compare_add);
 		a->compare = 0;
 	}
 }
@@ -167,18 +198,18 @@ static void set_data_seg(struct gnic_mlx5_data_seg *d, const struct ibv_sge *sge
 	d->addr = gnic_be64(sge->addr);
 }
 
-static uint8_t *set_data_segs(uint8_t *p, const struct ibv_send_wr *wr)
+static uint8_t *set_data_segs(uint8_t *p, const struct emu_send_req *r)
 {
-	for (int i = 0; i < wr->num_sge; i++) {
-		if (!wr->sg_list[i].length)
+	for (size_t i = 0; i < r->num_sge; i++) {
+		if (!r->sge[i].length)
 			continue;
-		set_data_seg((struct gnic_mlx5_data_seg *)p, &wr->sg_list[i]);
+		set_data_seg((struct gnic_mlx5_data_seg *)p, &r->sge[i]);
 		p += GNIC_MLX5_SEG_SIZE;
 	}
 	return p;
 }
 
-static void set_inline_seg(uint8_t *p, const struct ibv_send_wr *wr, uint32_t len)
+static void set_inline_seg(uint8_t *p, const struct emu_send_req *r, uint32_t len)
 {
 	struct gnic_mlx5_inl_seg *h = (struct gnic_mlx5_inl_seg *)p;
 
@@ -186,60 +217,60 @@ static void set_inline_seg(uint8_t *p, const struct ibv_send_wr *wr, uint32_t le
 		return;
 	h->byte_count = gnic_be32(len | GNIC_MLX5_INLINE_SEG);
 	p += sizeof(*h);
-	for (int i = 0; i < wr->num_sge; i++) {
-		memcpy(p, (const void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
-		p += wr->sg_list[i].length;
+	for (size_t i = 0; i < inl_count(r); i++) {
+		const void *src;
+		size_t n = inl_piece(r, i, &src);
+
+		memcpy(p, src, n);
+		p += n;
 	}
 }
 
 /* Build the whole WQE in wqe[] (zero padded to its last basic block). */
-static void build_send_wqe(uint8_t *wqe, const struct emu_qp *qp, const struct ibv_send_wr *wr,
+static void build_send_wqe(uint8_t *wqe, const struct emu_qp *qp, const struct emu_send_req *r,
                            const struct wqe_kind *k, uint32_t ds, uint32_t inline_len)
 {
 	uint8_t *p = wqe + GNIC_MLX5_SEG_SIZE;
 
-	set_ctrl_seg((struct gnic_mlx5_ctrl_seg *)wqe, qp, wr, k, ds);
-	if (k->atomic)
-		set_raddr_seg((struct gnic_mlx5_raddr_seg *)p, wr->wr.atomic.remote_addr,
-		              wr->wr.atomic.rkey);
-	else if (k->raddr)
-		set_raddr_seg((struct gnic_mlx5_raddr_seg *)p, wr->wr.rdma.remote_addr,
-		              wr->wr.rdma.rkey);
+	set_ctrl_seg((struct gnic_mlx5_ctrl_seg *)wqe, qp, r, k, ds);
+	if (k->raddr)
+		set_raddr_seg((struct gnic_mlx5_raddr_seg *)p, r->raddr, r->rkey);
 	p += k->raddr * GNIC_MLX5_SEG_SIZE;
 	if (k->atomic) {
-		set_atomic_seg((struct gnic_mlx5_atomic_seg *)p, wr);
+		set_atomic_seg((struct gnic_mlx5_atomic_seg *)p, r);
 		p += GNIC_MLX5_SEG_SIZE;
 	}
-	if (wr->send_flags & IBV_SEND_INLINE)
-		set_inline_seg(p, wr, inline_len);
+	if (r->send_flags & IBV_SEND_INLINE)
+		set_inline_seg(p, r, inline_len);
 	else
-		set_data_segs(p, wr);
+		set_data_segs(p, r);
 }
 
-static void record_wqe(struct emu_qp *qp, const struct ibv_send_wr *wr, const struct wqe_kind *k,
+static void record_wqe(struct emu_qp *qp, const struct emu_send_req *r, const struct wqe_kind *k,
                        uint32_t bb)
 {
 	uint32_t slot = emu_wq_slot(&qp->sq, qp->sq.head);
 
-	qp->sq.wrid[slot] = wr->wr_id;
+	qp->sq.wrid[slot] = r->wr_id;
 	qp->sq_wqe_end[slot] = qp->sq.head + bb;
 	qp->sq_opcode[slot] = k->wc_op;
 	qp->sq.head += bb;
 }
 
-/* Encode one work request. On error nothing is written. */
-static int post_one(struct emu_qp *qp, const struct ibv_send_wr *wr, uint64_t *ctrl8)
+/* Encode one work request (caller holds sq.lock). On error nothing is
+ * written. */
+int emu_post_one(struct emu_qp *qp, const struct emu_send_req *r, uint64_t *ctrl8)
 {
 	_Alignas(64) uint8_t wqe[WQE_MAX_BYTES];
 	struct wqe_kind k;
 	uint32_t inline_len, ds, bb, used;
-	int err = wqe_kind(wr->opcode, &k);
+	int err = wqe_kind(r->opcode, &k);
 
 	if (!err)
-		err = check_send_wr(qp, wr, &k, &inline_len);
+		err = check_send_req(qp, r, &k, &inline_len);
 	if (err)
 		return err;
-	ds = send_ds(wr, &k, inline_len);
+	ds = send_ds(r, &k, inline_len);
 	bb = (ds + 3) / 4;
 	if (ds > GNIC_MLX5_MAX_DS || bb > GNIC_MLX5_MAX_WQE_BB)
 		return EINVAL;
@@ -248,16 +279,49 @@ static int post_one(struct emu_qp *qp, const struct ibv_send_wr *wr, uint64_t *c
 	if (used + bb > qp->sq.wqe_cnt)
 		return ENOMEM;
 	memset(wqe, 0, (size_t)bb * GNIC_MLX5_SEND_WQE_BB);
-	build_send_wqe(wqe, qp, wr, &k, ds, inline_len);
+	build_send_wqe(wqe, qp, r, &k, ds, inline_len);
 	emu_wq_copy_in(&qp->sq, qp->sq.head, wqe, bb);
 	memcpy(ctrl8, wqe, sizeof(*ctrl8));
-	record_wqe(qp, wr, &k, bb);
+	record_wqe(qp, r, &k, bb);
 	return 0;
+}
+
+/* An ibv_send_wr as the encoder's request. */
+static int send_req_of_wr(const struct ibv_send_wr *wr, struct emu_send_req *r)
+{
+	if (wr->num_sge < 0)
+		return EINVAL;
+	*r = (struct emu_send_req){
+	    .wr_id = wr->wr_id,
+	    .opcode = wr->opcode,
+	    .send_flags = wr->send_flags,
+	    .imm = wr->imm_data,
+	    .sge = wr->sg_list,
+	    .num_sge = (size_t)wr->num_sge,
+	};
+	if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		r->raddr = wr->wr.atomic.remote_addr;
+		r->rkey = wr->wr.atomic.rkey;
+		r->compare_add = wr->wr.atomic.compare_add;
+		r->swap = wr->wr.atomic.swap;
+	} else {
+		r->raddr = wr->wr.rdma.remote_addr;
+		r->rkey = wr->wr.rdma.rkey;
+	}
+	return 0;
+}
+
+static int post_one(struct emu_qp *qp, const struct ibv_send_wr *wr, uint64_t *ctrl8)
+{
+	struct emu_send_req r;
+	int err = send_req_of_wr(wr, &r);
+
+	return err ? err : emu_post_one(qp, &r, ctrl8);
 }
 
 /* Record, then register: the 8-byte register write carries the first 8
  * bytes of the newest WQE's ctrl segment, into the BlueFlame half in turn. */
-static void ring_send_doorbell(struct emu_qp *qp, uint64_t ctrl8)
+void emu_ring_send_doorbell(struct emu_qp *qp, uint64_t ctrl8)
 {
 	volatile uint64_t *reg = qp->bf_reg + qp->bf_offset / sizeof(uint64_t);
 
@@ -268,7 +332,7 @@ static void ring_send_doorbell(struct emu_qp *qp, uint64_t ctrl8)
 	qp->bf_offset ^= GNIC_MLX5_BF_SIZE;
 }
 
-static bool send_allowed(int state)
+bool emu_send_allowed(int state)
 {
 	/* in ERR the engine completes new WQEs with WR_FLUSH_ERR */
 	return state == IBV_QPS_RTS || state == IBV_QPS_ERR;
@@ -283,7 +347,7 @@ EMU_EXPORT int gemu_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struc
 	int posted = 0, err = 0;
 
 	pthread_spin_lock(&qp->sq.lock);
-	if (!send_allowed(atomic_load_explicit(&qp->state, memory_order_acquire)))
+	if (!emu_send_allowed(atomic_load_explicit(&qp->state, memory_order_acquire)))
 		err = EINVAL;
 	while (wr && !err) {
 		err = post_one(qp, wr, &ctrl8);
@@ -293,7 +357,7 @@ EMU_EXPORT int gemu_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struc
 		wr = wr->next;
 	}
 	if (posted)
-		ring_send_doorbell(qp, ctrl8);
+		emu_ring_send_doorbell(qp, ctrl8);
 	pthread_spin_unlock(&qp->sq.lock);
 	if (posted)
 		emu_engine_kick();
@@ -304,12 +368,14 @@ EMU_EXPORT int gemu_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struc
 
 /* ---- receive ---------------------------------------------------------------- */
 
+/* In mlx5's order: a full RQ first (so a QP on an SRQ, which has no RQ,
+ * answers ENOMEM), then the SGEs. */
 static int check_recv_wr(const struct emu_qp *qp, const struct ibv_recv_wr *wr)
 {
-	if (wr->num_sge < 0 || wr->num_sge > qp->max_recv_sge || (wr->num_sge && !wr->sg_list))
-		return EINVAL;
 	if (emu_wq_used(&qp->rq) >= qp->rq.wqe_cnt)
 		return ENOMEM;
+	if (wr->num_sge < 0 || wr->num_sge > qp->max_recv_sge || (wr->num_sge && !wr->sg_list))
+		return EINVAL;
 	return 0;
 }
 

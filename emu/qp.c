@@ -24,12 +24,26 @@
 	 IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
 #define PSN_MASK 0xffffffu
 
-/* Sizing follows rdma-core's mlx5 provider (providers/mlx5/verbs.c) for an
- * RC QP made by plain ibv_create_qp, without send_ops_flags: then
- * sq_overhead() assumes every opcode, the memory-window bind included, and
- * reserves its 192 bytes (ctrl, UMR ctrl, mkey context, 64 bytes of KLMs) in
- * every send WQE. It does so whatever the device's MW support. */
-#define SQ_OVERHEAD 192u
+/* Sizing follows rdma-core's mlx5 provider (providers/mlx5/verbs.c). Its
+ * sq_overhead() is the largest fixed part of a WQE of the opcodes the QP may
+ * post: for a QP made without send_ops_flags every opcode, the memory-window
+ * bind included, whose 192 bytes (ctrl, UMR ctrl, mkey context, 64 bytes of
+ * KLMs) every send WQE then reserves, whatever the device's MW support; with
+ * send_ops_flags only the opcodes named: ctrl (16), + raddr for RDMA (32),
+ * + atomic segment for atomics (48), the 192 only for BIND_MW / LOCAL_INV. */
+#define SQ_OVERHEAD_ALL    192u
+#define SQ_OVERHEAD_CTRL   16u
+#define SQ_OVERHEAD_RDMA   32u
+#define SQ_OVERHEAD_ATOMIC 48u
+#define SEND_OPS_RDMA                                                                              \
+	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ)
+#define SEND_OPS_ATOMIC (IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+/* The send_ops_flags of an RC QP that gnic-emu executes ... */
+#define SEND_OPS_EMULATED                                                                          \
+	(SEND_OPS_RDMA | IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | SEND_OPS_ATOMIC)
+/* ... and those rdma-core's mlx5 accepts for RC, which gnic-emu does not. */
+#define SEND_OPS_MLX5_RC_ONLY                                                                      \
+	(IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW)
 #define INL_HDR     4u                              /* struct mlx5_wqe_inl_data_seg */
 #define MAX_SEND_WR (0x7fffffffu / EMU_MAX_SQ_DESC) /* rdma-core's overflow guard */
 
@@ -54,35 +68,76 @@ static bool cq_of(struct ibv_cq *cq, struct ibv_context *context)
 	return cq && cq->context == context;
 }
 
+/* send_ops_flags as mlx5_qp_fill_wr_pfns judges them for RC: EOPNOTSUPP for
+ * what mlx5 does not know and for what gnic-emu does not emulate. */
+static int check_send_ops(uint64_t ops)
+{
+	if (ops & ~(uint64_t)(SEND_OPS_EMULATED | SEND_OPS_MLX5_RC_ONLY)) {
+		emu_info("create_qp: send_ops_flags 0x%llx: an RC QP of mlx5 has no 0x%llx (TSO, "
+		         "ATOMIC_WRITE or unknown)",
+		         (unsigned long long)ops,
+		         (unsigned long long)(ops & ~(uint64_t)(SEND_OPS_EMULATED |
+		                                                SEND_OPS_MLX5_RC_ONLY)));
+		return EOPNOTSUPP;
+	}
+	if (ops & SEND_OPS_MLX5_RC_ONLY) {
+		emu_info(
+		    "create_qp: send_ops_flags 0x%llx: gnic-emu does not emulate SEND_WITH_INV, "
+		    "LOCAL_INV or BIND_MW (no memory windows, no invalidation)",
+		    (unsigned long long)ops);
+		return EOPNOTSUPP;
+	}
+	return 0;
+}
+
 static int check_init_attr(struct ibv_context *context, const struct ibv_qp_init_attr_ex *a)
 {
 	if (!context || !a || (a->comp_mask & ~QP_INIT_ATTR_KNOWN) ||
 	    !(a->comp_mask & IBV_QP_INIT_ATTR_PD))
 		return EINVAL;
-	if (a->comp_mask & ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS))
-		return EOPNOTSUPP; /* XRC, RSS, TSO and the ibv_wr_* API */
+	if (a->comp_mask & ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
+	                     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
+		return EOPNOTSUPP; /* XRC, RSS, TSO */
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && check_send_ops(a->send_ops_flags))
+		return EOPNOTSUPP;
 	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags)
 		return EOPNOTSUPP;
-	if (a->qp_type != IBV_QPT_RC || a->srq)
+	if (a->qp_type != IBV_QPT_RC)
 		return EOPNOTSUPP;
 	if (!gemu_is_emu_context(context) || !a->pd || a->pd->context != context ||
-	    !cq_of(a->send_cq, context) || !cq_of(a->recv_cq, context))
+	    !cq_of(a->send_cq, context) || !cq_of(a->recv_cq, context) ||
+	    (a->srq && a->srq->context != context))
 		return EINVAL;
 	return 0;
+}
+
+/* sq_overhead(): the fixed part of the largest WQE the QP may post. */
+static uint32_t sq_overhead(const struct ibv_qp_init_attr_ex *a)
+{
+	uint64_t ops = a->send_ops_flags;
+
+	if (!(a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ||
+	    (ops & (IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV)))
+		return SQ_OVERHEAD_ALL;
+	if (ops & SEND_OPS_ATOMIC)
+		return SQ_OVERHEAD_ATOMIC;
+	if (ops & SEND_OPS_RDMA)
+		return SQ_OVERHEAD_RDMA;
+	return SQ_OVERHEAD_CTRL;
 }
 
 /* Bytes of the largest send WQE (mlx5_calc_send_wqe): the overhead, then the
  * SGE list or the inline data, whichever is longer, in basic blocks; 0 when
  * the device cannot hold it. */
-static uint32_t send_wqe_size(const struct ibv_qp_cap *cap)
+static uint32_t send_wqe_size(const struct ibv_qp_cap *cap, uint32_t overhead)
 {
-	uint64_t size = SQ_OVERHEAD + (uint64_t)cap->max_send_sge * GNIC_MLX5_SEG_SIZE;
+	uint64_t size = overhead + (uint64_t)cap->max_send_sge * GNIC_MLX5_SEG_SIZE;
 	uint64_t inl = 0;
 
-	if (cap->max_send_sge > (EMU_MAX_SQ_DESC - SQ_OVERHEAD) / GNIC_MLX5_SEG_SIZE)
+	if (cap->max_send_sge > (EMU_MAX_SQ_DESC - overhead) / GNIC_MLX5_SEG_SIZE)
 		return 0;
 	if (cap->max_inline_data)
-		inl = SQ_OVERHEAD +
+		inl = overhead +
 		      align_up(INL_HDR + (uint64_t)cap->max_inline_data, GNIC_MLX5_SEG_SIZE);
 	if (inl > size)
 		size = inl;
@@ -95,9 +150,10 @@ static uint32_t send_wqe_size(const struct ibv_qp_cap *cap)
  * power of two of basic blocks. *out gets what ibv_create_qp reports: the
  * WQEs that fit, max_send_sge as asked (the kernel echoes it) and the inline
  * room the WQE size leaves. No SQ (max_send_wr 0) checks nothing. */
-static int size_sq(struct emu_qp *qp, const struct ibv_qp_cap *cap, struct ibv_qp_cap *out)
+static int size_sq(struct emu_qp *qp, const struct ibv_qp_init_attr_ex *a, struct ibv_qp_cap *out)
 {
-	uint32_t wqe = send_wqe_size(cap), wq;
+	const struct ibv_qp_cap *cap = &a->cap;
+	uint32_t overhead = sq_overhead(a), wqe = send_wqe_size(cap, overhead), wq;
 
 	qp->sq.stride = 1; /* what mlx5dv reports without an SQ: 1 << 0 */
 	out->max_send_sge = cap->max_send_sge;
@@ -114,7 +170,7 @@ static int size_sq(struct emu_qp *qp, const struct ibv_qp_cap *cap, struct ibv_q
 	qp->max_send_sge = (int)cap->max_send_sge;
 	/* signed like rdma-core's: max_send_sge 0 without inline leaves a slot
 	 * of just the overhead, -4 (reported as 4294967292), no inline at all */
-	qp->max_inline = (int)wqe - (int)(SQ_OVERHEAD + INL_HDR);
+	qp->max_inline = (int)wqe - (int)(overhead + INL_HDR);
 	out->max_send_wr = wq / wqe;
 	out->max_inline_data = (uint32_t)qp->max_inline;
 	return 0;
@@ -123,13 +179,14 @@ static int size_sq(struct emu_qp *qp, const struct ibv_qp_cap *cap, struct ibv_q
 /* mlx5_calc_rq_size (no SRQ, no WQE signature): a power-of-two stride of
  * max_recv_sge data segments (at least one), a power of two of WQEs, at
  * least one basic block in all. Reported: every WQE and the stride's SGEs. */
-static int size_rq(struct emu_qp *qp, const struct ibv_qp_cap *cap, struct ibv_qp_cap *out)
+static int size_rq(struct emu_qp *qp, const struct ibv_qp_init_attr_ex *a, struct ibv_qp_cap *out)
 {
+	const struct ibv_qp_cap *cap = &a->cap;
 	uint32_t sge = cap->max_recv_sge ? cap->max_recv_sge : 1, wq;
 
 	qp->rq.stride = 1; /* what mlx5dv reports without an RQ: 1 << 0 */
 	out->max_recv_wr = out->max_recv_sge = 0;
-	if (!cap->max_recv_wr)
+	if (!cap->max_recv_wr || a->srq) /* receives come from the SRQ */
 		return 0;
 	if (cap->max_recv_wr > EMU_MAX_QP_WR || sge > EMU_MAX_RQ_DESC / GNIC_MLX5_SEG_SIZE)
 		return EINVAL;
@@ -199,6 +256,7 @@ static void init_ibqp(struct emu_qp *qp, const struct ibv_qp_init_attr_ex *a)
 	qp->ibqp.pd = a->pd;
 	qp->ibqp.send_cq = a->send_cq;
 	qp->ibqp.recv_cq = a->recv_cq;
+	qp->ibqp.srq = a->srq;
 	qp->ibqp.state = IBV_QPS_RESET;
 	qp->ibqp.qp_type = IBV_QPT_RC;
 	qp->ops = &emu_rc_qp_ops;
@@ -210,7 +268,10 @@ static void init_ibqp(struct emu_qp *qp, const struct ibv_qp_init_attr_ex *a)
 	qp->pd = to_epd(a->pd);
 	qp->scq = to_ecq(a->send_cq);
 	qp->rcq = to_ecq(a->recv_cq);
+	qp->srq = a->srq ? to_esrq(a->srq) : NULL;
 	qp->sq_sig_all = a->sq_sig_all != 0;
+	if (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+		emu_qp_ex_init(qp);
 	atomic_init(&qp->state, IBV_QPS_RESET);
 	qp->attr.qp_state = IBV_QPS_RESET;
 	qp->attr.cur_qp_state = IBV_QPS_RESET;
@@ -230,6 +291,8 @@ static void hold_refs(struct emu_qp *qp, int delta)
 	qp->pd->refcnt += delta;
 	qp->scq->refcnt += delta;
 	qp->rcq->refcnt += delta;
+	if (qp->srq)
+		qp->srq->refcnt += delta;
 }
 
 /* qpn = EMU_QPN_BASE + index; the index rotates so a destroyed QP's number
@@ -279,9 +342,9 @@ static struct emu_qp *qp_new(const struct ibv_qp_init_attr_ex *a, struct ibv_qp_
 		*err = ENOMEM;
 		return NULL;
 	}
-	*err = size_sq(qp, &a->cap, cap);
+	*err = size_sq(qp, a, cap);
 	if (!*err)
-		*err = size_rq(qp, &a->cap, cap);
+		*err = size_rq(qp, a, cap);
 	if (!*err)
 		*err = alloc_queues(qp);
 	if (*err) {
@@ -304,7 +367,7 @@ static void set_scatter(struct emu_qp *qp, enum emu_scatter scatter)
 	bool on = scatter == EMU_SCATTER_ALLOW ||
 	          (scatter == EMU_SCATTER_DEFAULT && emu_env_scatter_to_cqe());
 
-	qp->scat_recv = on && qp->rq.wqe_cnt;
+	qp->scat_recv = on && (qp->rq.wqe_cnt || qp->srq);
 	qp->scat_req = on && (qp->sq_sig_all || scatter == EMU_SCATTER_ALLOW);
 }
 
@@ -326,6 +389,11 @@ struct ibv_qp *emu_create_qp(struct ibv_context *context, struct ibv_qp_init_att
 			free(qp);
 		}
 	}
+	if (!err)
+		emu_dbg("QP 0x%x: RC, SQ %u basic blocks, RQ %u WQEs, posts through %s",
+		        qp->ibqp.qp_num, qp->sq.wqe_cnt, qp->rq.wqe_cnt,
+		        qp->wr_api ? "ibv_post_send and ibv_wr_* (send_ops_flags)"
+		                   : "ibv_post_send");
 	if (err) {
 		errno = err;
 		return NULL;
@@ -523,9 +591,9 @@ static void reset_queues(struct emu_qp *qp)
 	memset((uint8_t *)qp->uar + GNIC_MLX5_BF_OFFSET, 0, 2 * GNIC_MLX5_BF_SIZE);
 	pthread_spin_unlock(&qp->rq.lock);
 	pthread_spin_unlock(&qp->sq.lock);
-	emu_cq_clean(qp->scq, qp->ibqp.qp_num);
+	emu_cq_clean(qp->scq, qp->ibqp.qp_num, qp->srq);
 	if (qp->rcq != qp->scq)
-		emu_cq_clean(qp->rcq, qp->ibqp.qp_num);
+		emu_cq_clean(qp->rcq, qp->ibqp.qp_num, qp->srq);
 }
 
 /* After RESET a QP has no path: query shows defaults, caps stay. */
@@ -604,6 +672,7 @@ EMU_EXPORT int gemu_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 	init_attr->qp_context = ibqp->qp_context;
 	init_attr->send_cq = ibqp->send_cq;
 	init_attr->recv_cq = ibqp->recv_cq;
+	init_attr->srq = ibqp->srq;
 	init_attr->cap = attr->cap;
 	init_attr->qp_type = IBV_QPT_RC;
 	init_attr->sq_sig_all = qp->sq_sig_all;
@@ -639,9 +708,9 @@ EMU_EXPORT int gemu_destroy_qp(struct ibv_qp *ibqp)
 	remove_active(qp);
 	emu_nic.qps[ibqp->qp_num - EMU_QPN_BASE] = NULL;
 	/* its unpolled CQEs would name a QPN that a new QP may get */
-	emu_cq_clean(qp->scq, ibqp->qp_num);
+	emu_cq_clean(qp->scq, ibqp->qp_num, qp->srq);
 	if (qp->rcq != qp->scq)
-		emu_cq_clean(qp->rcq, ibqp->qp_num);
+		emu_cq_clean(qp->rcq, ibqp->qp_num, qp->srq);
 	hold_refs(qp, -1);
 	emu_nic_unlock();
 	destroy_ibqp(qp);

@@ -23,40 +23,22 @@
 static uint8_t *stage_buf;
 static size_t stage_cap;
 
-/* ---- receive queue ------------------------------------------------------- */
-
-static uint16_t rq_head(struct emu_qp *qp)
-{
-	return (uint16_t)gnic_be32(atomic_load_explicit(
-	    (_Atomic uint32_t *)&qp->dbrec[GNIC_MLX5_RCV_DBR], memory_order_acquire));
-}
+/* ---- receive queue (the QP's RQ or its SRQ: recv.c) ------------------------- */
 
 static bool rq_available(struct emu_qp *qp)
 {
-	uint16_t n = (uint16_t)(rq_head(qp) - qp->resp.rq_ci);
+	struct emu_recv_wqe w;
 
-	if (n > qp->rq.wqe_cnt) {
-		static struct emu_log_limit limit;
-
-		emu_warn_limited(&limit,
-		                 "QP 0x%x: RQ doorbell record %u is %u ahead of the %u-entry RQ",
-		                 qp->ibqp.qp_num, rq_head(qp), n, qp->rq.wqe_cnt);
-		return false;
-	}
-	return n > 0;
+	return emu_recv_peek(qp, &w);
 }
 
-static struct gnic_mlx5_data_seg *rq_wqe(struct emu_qp *qp, uint16_t idx)
-{
-	return (struct gnic_mlx5_data_seg *)emu_wq_at(&qp->rq, idx);
-}
-
-/* Scatter a SEND's payload into the RQ WQE at resp.rq_ci. A syndrome, or
+/* Scatter a SEND's payload into the next receive WQE. A syndrome, or
  * NEED_DATA when the data is not there (nothing done). */
 static int scatter_recv(struct emu_qp *qp, const uint8_t *data, uint64_t len)
 {
-	struct gnic_mlx5_data_seg *seg = rq_wqe(qp, qp->resp.rq_ci);
-	unsigned nseg = qp->rq.stride / sizeof(*seg);
+	struct emu_recv_wqe w = {0};
+	const struct gnic_mlx5_data_seg *seg = emu_recv_peek(qp, &w) ? w.seg : NULL;
+	unsigned nseg = w.nseg;
 	uint64_t room = 0, off = 0;
 
 	for (unsigned i = 0; i < nseg && gnic_be32(seg[i].lkey) != GNIC_MLX5_INVALID_LKEY; i++)
@@ -87,7 +69,7 @@ static void resp_cqe_inl(struct emu_qp *qp, uint8_t opcode, uint8_t synd, const 
 	struct emu_cqe_info ci = {
 	    .opcode = synd ? GNIC_MLX5_CQE_RESP_ERR : opcode,
 	    .syndrome = synd,
-	    .wqe_counter = qp->resp.rq_ci,
+	    .wqe_counter = emu_recv_take(qp),
 	    .qpn = qp->ibqp.qp_num,
 	    .byte_cnt = m ? m->len : 0,
 	    .imm = m ? m->imm : 0,
@@ -96,7 +78,6 @@ static void resp_cqe_inl(struct emu_qp *qp, uint8_t opcode, uint8_t synd, const 
 	    .inl_len = inl_len,
 	};
 
-	qp->resp.rq_ci++;
 	if (!emu_cqe_write(qp->rcq, &ci) && atomic_load(&qp->state) != IBV_QPS_ERR)
 		emu_qp_enter_error(qp, "receive CQ overrun");
 }

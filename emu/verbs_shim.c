@@ -10,7 +10,7 @@
  * work itself, answering in the call's own convention. The rest of the
  * surface lives beside it:
  *
- *   verbs_unsupported.c  public verbs the emulator does not model (SRQ, AH,
+ *   verbs_unsupported.c  public verbs the emulator does not model (AH,
  *                        multicast, resize/rereg, imports, ECE): EOPNOTSUPP
  *   verbs_provider.c     the provider interface (IBVERBS_PRIVATE_34) that
  *                        provider libraries linked into a program import
@@ -47,12 +47,6 @@ void ibv_copy_qp_attr_from_kern(struct ibv_qp_attr *dst, struct ib_uverbs_qp_att
 void ibv_copy_ah_attr_from_kern(struct ibv_ah_attr *dst, struct ib_uverbs_ah_attr *src);
 void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst, struct ib_user_path_rec *src);
 void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct ibv_sa_path_rec *src);
-
-static void *unsupported_ptr(void)
-{
-	errno = EOPNOTSUPP;
-	return NULL;
-}
 
 /* For the calls whose failure is -1 + errno, given the core's errno value. */
 static int errno_to_minus1(int err)
@@ -286,11 +280,32 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 	return gemu_destroy_qp(qp);
 }
 
-/* The ibv_wr_* builder API is not emulated: no QP is an ibv_qp_ex. */
+/* The ibv_wr_* view of a QP made with send_ops_flags; NULL for the others. */
 struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
-	(void)qp;
-	return unsupported_ptr();
+	return gemu_qp_to_qp_ex(qp);
+}
+
+/* ---- SRQ ------------------------------------------------------------------------ */
+
+struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *srq_init_attr)
+{
+	return gemu_create_srq(pd, srq_init_attr);
+}
+
+int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr, int srq_attr_mask)
+{
+	return gemu_modify_srq(srq, srq_attr, srq_attr_mask);
+}
+
+int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr)
+{
+	return gemu_query_srq(srq, srq_attr);
+}
+
+int ibv_destroy_srq(struct ibv_srq *srq)
+{
+	return gemu_destroy_srq(srq);
 }
 
 /* 0 = no in-order guarantee claimed, always a correct answer. */

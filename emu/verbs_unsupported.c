@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The public verbs of rdma-core 44 that gnic-emu does not model: SRQ,
+ * The public verbs of rdma-core 44 that gnic-emu does not model:
  * address handles and UD helpers, multicast, resizing a CQ, re-registering
  * an MR, importing objects of another process, and ECE. Each one fails the
  * way its man page says a failure looks (NULL + errno for objects, an errno
@@ -8,7 +8,7 @@
  * EOPNOTSUPP, so software probing for a feature takes its fallback path.
  *
  * The verbs reached through the context's operation table instead of a
- * symbol (ibv_create_cq_ex, ibv_alloc_mw, ibv_open_xrcd, flows, WQs, DM, ...)
+ * symbol (ibv_alloc_mw, ibv_open_xrcd, XRC and tag-matching SRQs, flows, WQs, DM, ...)
  * need no code: device.c leaves those slots empty and verbs.h then returns
  * EOPNOTSUPP itself.
  */
@@ -29,28 +29,6 @@ static int unsupported(void)
 {
 	errno = EOPNOTSUPP;
 	return EOPNOTSUPP;
-}
-
-/* ---- SRQ ------------------------------------------------------------------------ */
-
-struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *srq_init_attr)
-{
-	return unsupported_ptr();
-}
-
-int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr, int srq_attr_mask)
-{
-	return unsupported();
-}
-
-int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr)
-{
-	return unsupported();
-}
-
-int ibv_destroy_srq(struct ibv_srq *srq)
-{
-	return unsupported();
 }
 
 /* ---- address handles (UD) -------------------------------------------------------- */

@@ -1,17 +1,21 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# Debian's unmodified ibv_rc_pingpong, server and client, over gnic-emu.
+# Debian's unmodified ibv_rc_pingpong and ibv_srq_pingpong (16 QPs sharing
+# one SRQ by default), server and client, over gnic-emu.
 #
 #   scripts/test-pingpong.sh <build dir>
 #
-# Runs several sizes / iteration counts (one with CQ events, some with buffer
-# validation), each under `timeout`, on its own TCP port. Both sides must
-# exit 0 and print the bandwidth line. Exit 0 pass, 1 fail, 77 skip (no
-# ibv_rc_pingpong installed).
+# Runs several sizes / iteration counts (some with CQ events, some with
+# buffer validation; for the SRQ, a receive depth small enough that every
+# SRQ WQE is reposted many times), each under `timeout`, on its own TCP
+# port. Both sides must exit 0 and print the bandwidth line. Exit 0 pass,
+# 1 fail, 77 skip (no ibv_rc_pingpong installed; without ibv_srq_pingpong
+# only its runs are skipped, with a note).
 set -u
 
 PINGPONG=${PINGPONG:-/usr/bin/ibv_rc_pingpong}
+SRQ_PINGPONG=${SRQ_PINGPONG:-/usr/bin/ibv_srq_pingpong}
 RUN_TIMEOUT=${RUN_TIMEOUT:-60}
 build=${1:-build}
 
@@ -42,16 +46,16 @@ run_once() {
 	shift
 	local common=(-d rocep1s0f0 -g 0 -p "$p" "$@")
 
-	sc_pair localhost "$PINGPONG" "${common[@]}" || return 2
+	sc_pair localhost "$prog" "${common[@]}" || return 2
 	local ok=0
 	if [ $server_rc -ne 0 ] || [ $client_rc -ne 0 ]; then
-		echo "FAIL: $* : server exit $server_rc, client exit $client_rc" \
+		echo "FAIL: ${prog##*/} $* : server exit $server_rc, client exit $client_rc" \
 			"(124 = timed out after ${RUN_TIMEOUT}s)"
 		ok=1
 	else
 		for side in server client; do
 			if ! grep -Eq "$bandwidth_re" "$tmp/$side" || ! grep -Eq "$iters_re" "$tmp/$side"; then
-				echo "FAIL: $* : $side printed no bandwidth line"
+				echo "FAIL: ${prog##*/} $* : $side printed no bandwidth line"
 				ok=1
 			fi
 		done
@@ -70,13 +74,14 @@ run() {
 		echo "port $port is taken, trying another"
 	done
 	if [ $rc -eq 0 ]; then
-		echo "ok: ibv_rc_pingpong $* : $(grep -Eo "$bandwidth_re" "$tmp/client")"
+		echo "ok: ${prog##*/} $* : $(grep -Eo "$bandwidth_re" "$tmp/client")"
 		return 0
 	fi
 	failures=$((failures + 1))
 }
 
 failures=0
+prog=$PINGPONG
 run -s 1 -n 100
 run -s 1 -n 1000
 run -s 4096 -n 1000 -c
@@ -85,6 +90,16 @@ run -s 65536 -n 1000
 run -s 4096 -n 1000 -m 4096 -c
 run -s 4096 -n 100 -e -c
 run -s 65536 -n 100 -e
+
+if [ -x "$SRQ_PINGPONG" ]; then
+	prog=$SRQ_PINGPONG
+	run -n 200
+	run -s 65536 -n 50 -c
+	run -q 4 -r 16 -s 1024 -n 500 -c
+	run -s 4096 -n 100 -e -c
+else
+	echo "note: $SRQ_PINGPONG is not installed: its runs are skipped"
+fi
 
 if [ $failures -ne 0 ]; then
 	echo "FAIL: $failures run(s) failed"

@@ -2,19 +2,25 @@
 # SPDX-License-Identifier: MIT
 #
 # Debian's unmodified perftest, server and client on loopback, over gnic-emu:
-# the eight ib_{write,read,send,atomic}_{bw,lat} programs, RC, ibv_post_send.
+# the eight ib_{write,read,send,atomic}_{bw,lat} programs, RC, the SEND
+# tests also with --use-srq, in both of perftest's post modes:
 #
-#   tests/mp/test_perftest.sh <build dir>
+#   wr    its default on a ConnectX-7: QPs made by ibv_create_qp_ex with
+#         send_ops_flags, WQEs posted through ibv_wr_start .. ibv_wr_complete
+#         (one run is checked to have made such QPs, from the emulator's
+#         debug log);
+#   old   --use_old_post_send: ibv_create_qp and ibv_post_send.
 #
-# gnic-emu reports a ConnectX-7, for which perftest would use the ibv_wr_*
-# post API (extended QPs), which the emulator does not have: each run passes
-# --use_old_post_send. Each pair runs under `timeout` on its own TCP port;
-# both sides must exit 0 and the client must print its result row. Exit 0
-# pass, 1 fail, 77 skip (perftest not installed: scripts/deps.sh installs it).
+#   tests/mp/test_perftest.sh <build dir> [wr|old]   (default: both)
+#
+# Each pair runs under `timeout` on its own TCP port; both sides must exit 0
+# and the client must print its result row. Exit 0 pass, 1 fail, 77 skip
+# (perftest not installed: scripts/deps.sh installs it).
 set -u
 
 RUN_TIMEOUT=${RUN_TIMEOUT:-60}
 build=${1:-build}
+modes=${2:-wr old}
 
 if ! command -v ib_write_bw >/dev/null; then
 	echo "SKIP: perftest is not installed (scripts/deps.sh installs it)"
@@ -37,20 +43,23 @@ port=$((23000 + ($$ % 1000) * 16))
 # the client's result row: message size, iterations, then figures
 result_re='^ *[0-9]+ +[0-9]+ +[0-9.]+'
 
-# One server + client pair. Returns 0 pass, 1 fail, 2 when the port was taken.
+# One server + client pair in post mode $mode. Returns 0 pass, 1 fail, 2 when
+# the port was taken.
 run_once() {
 	local p=$1 prog=$2
 	shift 2
-	local common=(-d rocep1s0f0 -x 0 -F --use_old_post_send "${slow[@]}" -p "$p" "$@")
+	local post=()
+	[ "$mode" = old ] && post=(--use_old_post_send)
+	local common=(-d rocep1s0f0 -x 0 -F "${post[@]}" "${slow[@]}" -p "$p" "$@")
 
 	sc_pair 127.0.0.1 "$prog" "${common[@]}" || return 2
 	local ok=0
 	if [ $server_rc -ne 0 ] || [ $client_rc -ne 0 ]; then
-		echo "FAIL: $prog $* : server exit $server_rc, client exit $client_rc" \
+		echo "FAIL: [$mode] $prog $* : server exit $server_rc, client exit $client_rc" \
 			"(124 = timed out after ${RUN_TIMEOUT}s)"
 		ok=1
 	elif ! grep -Eq "$result_re" "$tmp/client"; then
-		echo "FAIL: $prog $* : the client printed no result row"
+		echo "FAIL: [$mode] $prog $* : the client printed no result row"
 		ok=1
 	fi
 	[ $ok -eq 0 ] || sc_show
@@ -67,23 +76,54 @@ run() {
 		echo "port $port is taken, trying another"
 	done
 	if [ $rc -eq 0 ]; then
-		echo "ok: $* : $(grep -E "$result_re" "$tmp/client" | head -1 | tr -s ' \t' ' ')"
+		echo "ok: [$mode] $* : $(grep -E "$result_re" "$tmp/client" | head -1 | tr -s ' \t' ' ')"
 		return 0
 	fi
 	failures=$((failures + 1))
 }
 
 failures=0
-for prog in ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw; do
-	run "$prog" -n 200
+for mode in $modes; do
+	case $mode in
+	wr | old) ;;
+	*)
+		echo "FAIL: unknown post mode '$mode' (wr or old)"
+		exit 1
+		;;
+	esac
+	for prog in ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw; do
+		run "$prog" -n 200
+	done
+	for prog in ib_write_lat ib_read_lat ib_send_lat ib_atomic_lat; do
+		run "$prog" -n 200
+	done
+	# several sizes in one run, and inline sends (a ConnectX-7 gets them by
+	# default for the latency tests; here explicitly)
+	run ib_write_bw -a -n 20
+	run ib_send_lat -s 64 -I 64 -n 200
+	# receives from a shared receive queue (four QPs on one SRQ)
+	run ib_send_bw --use-srq -q 4 -n 200
+	run ib_send_lat --use-srq -n 200
 done
-for prog in ib_write_lat ib_read_lat ib_send_lat ib_atomic_lat; do
-	run "$prog" -n 200
-done
-# several sizes in one run, and inline sends (a ConnectX-7 gets them by default
-# for the latency tests; here explicitly)
-run ib_write_bw -a -n 20
-run ib_send_lat -s 64 -I 64 -n 200
+
+# The default mode really is the ibv_wr_* path: its QPs were made with
+# send_ops_flags (the emulator's debug log says so at QP creation).
+case " $modes " in
+*" wr "*)
+	saved_log=${GNIC_EMU_LOG-unset}
+	export GNIC_EMU_LOG=3
+	mode=wr
+	if run ib_write_lat -n 5; then
+		for side in server client; do
+			if ! grep -q "posts through ibv_post_send and ibv_wr_\*" "$tmp/$side"; then
+				echo "FAIL: [wr] ib_write_lat ($side) made no QP with send_ops_flags"
+				failures=$((failures + 1))
+			fi
+		done
+	fi
+	if [ "$saved_log" = unset ]; then unset GNIC_EMU_LOG; else GNIC_EMU_LOG=$saved_log; fi
+	;;
+esac
 
 if [ "$failures" -ne 0 ]; then
 	echo "FAIL: $failures perftest run(s) failed"

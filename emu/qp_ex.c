@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ibv_wr_* post API of an RC QP made with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS
+ * (struct ibv_qp_ex), with the semantics of rdma-core's mlx5 provider
+ * (providers/mlx5/qp.c, mlx5_send_wr_*):
+ *
+ *   ibv_wr_start      takes the SQ lock and remembers the producer index;
+ *   an opcode call    (wr_rdma_write, wr_send, ...) begins a WQE with the
+ *                     QP's wr_id and wr_flags (FENCE, SIGNALED, SOLICITED;
+ *                     the rest are ignored, as mlx5 ignores them);
+ *   a data setter     (wr_set_sge(_list), wr_set_inline_data(_list)) ends it:
+ *                     the WQE is written into the SQ by post.c's encoder, the
+ *                     one ibv_post_send uses, so the bytes are the same;
+ *   ibv_wr_complete   rings the doorbell once for all of them and returns 0,
+ *                     or returns the first error since wr_start and posts
+ *                     none of them (the producer index goes back);
+ *   ibv_wr_abort      discards every WQE since wr_start.
+ *
+ * Errors, as mlx5 reports them through wr_complete: ENOMEM for a full SQ,
+ * more SGEs than max_send_sge or more inline data than max_inline_data.
+ * Where mlx5 would write a broken WQE without complaint, wr_complete says
+ * EINVAL instead: an opcode call without its setter, a setter without an
+ * opcode call, an atomic whose SGE is not one of 8 bytes, a QP that is not in
+ * RTS (or ERR). The opcodes mlx5 has for RC but gnic-emu does not emulate
+ * (wr_send_inv, wr_local_inv, wr_bind_mw) and those mlx5 leaves unset for RC
+ * (wr_send_tso, wr_set_ud_addr, wr_set_xrc_srqn, wr_atomic_write) make
+ * wr_complete return EOPNOTSUPP.
+ *
+ * As in mlx5, every opcode call is there whatever send_ops_flags asked for;
+ * send_ops_flags only sizes the SQ (qp.c).
+ */
+#include <errno.h>
+
+#include "emu.h"
+
+#define WR_FLAGS_USED (IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED)
+
+static struct emu_qp *to_eqp_ex(struct ibv_qp_ex *qpx)
+{
+	return to_eqp(&qpx->qp_base);
+}
+
+/* The first error of a batch is the one wr_complete returns. */
+static void batch_fail(struct emu_wr_batch *b, int err)
+{
+	if (!b->err)
+		b->err = err;
+}
+
+/* ---- start, complete, abort --------------------------------------------- */
+
+static void wr_start(struct ibv_qp_ex *qpx)
+{
+	struct emu_qp *qp = to_eqp_ex(qpx);
+	struct emu_wr_batch *b = &qp->wrb;
+
+	pthread_spin_lock(&qp->sq.lock);
+	b->head_rb = qp->sq.head;
+	b->posted = 0;
+	b->err = 0;
+	b->open = false;
+}
+
+static void roll_back(struct emu_qp *qp)
+{
+	/* the WQE bytes stay in the SQ beyond the producer index, unrung, as
+	 * mlx5 leaves them; the next post overwrites them */
+	qp->sq.head = qp->wrb.head_rb;
+	qp->wrb.open = false;
+}
+
+static int wr_complete(struct ibv_qp_ex *qpx)
+{
+	struct emu_qp *qp = to_eqp_ex(qpx);
+	struct emu_wr_batch *b = &qp->wrb;
+	bool rung = false;
+	int err;
+
+	if (b->open)
+		batch_fail(b, EINVAL); /* an opcode call without its data setter */
+	if (!emu_send_allowed(atomic_load_explicit(&qp->state, memory_order_acquire)))
+		batch_fail(b, EINVAL);
+	err = b->err;
+	if (err) {
+		roll_back(qp);
+	} else if (b->posted) {
+		emu_ring_send_doorbell(qp, b->ctrl8);
+		rung = true;
+	}
+	pthread_spin_unlock(&qp->sq.lock);
+	if (rung)
+		emu_engine_kick();
+	return err;
+}
+
+static void wr_abort(struct ibv_qp_ex *qpx)
+{
+	struct emu_qp *qp = to_eqp_ex(qpx);
+
+	roll_back(qp);
+	pthread_spin_unlock(&qp->sq.lock);
+}
+
+/* ---- opcode calls: begin a WQE -------------------------------------------- */
+
+static struct emu_send_req *wqe_begin(struct ibv_qp_ex *qpx, enum ibv_wr_opcode op)
+{
+	struct emu_wr_batch *b = &to_eqp_ex(qpx)->wrb;
+
+	if (b->open)
+		batch_fail(b, EINVAL); /* the previous opcode call got no setter */
+	if (b->err)
+		return NULL;
+	b->open = true;
+	b->req = (struct emu_send_req){
+	    .wr_id = qpx->wr_id,
+	    .opcode = op,
+	    .send_flags = qpx->wr_flags & WR_FLAGS_USED,
+	};
+	return &b->req;
+}
+
+static void wr_send(struct ibv_qp_ex *qpx)
+{
+	wqe_begin(qpx, IBV_WR_SEND);
+}
+
+static void wr_send_imm(struct ibv_qp_ex *qpx, __be32 imm)
+{
+	struct emu_send_req *r = wqe_begin(qpx, IBV_WR_SEND_WITH_IMM);
+
+	if (r)
+		r->imm = imm;
+}
+
+static void rdma_begin(struct ibv_qp_ex *qpx, enum ibv_wr_opcode op, uint32_t rkey, uint64_t raddr,
+                       __be32 imm)
+{
+	struct emu_send_req *r = wqe_begin(qpx, op);
+
+	if (!r)
+		return;
+	r->rkey = rkey;
+	r->raddr = raddr;
+	r->imm = imm;
+}
+
+static void wr_rdma_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr)
+{
+	rdma_begin(qpx, IBV_WR_RDMA_WRITE, rkey, raddr, 0);
+}
+
+static void wr_rdma_write_imm(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr, __be32 imm)
+{
+	rdma_begin(qpx, IBV_WR_RDMA_WRITE_WITH_IMM, rkey, raddr, imm);
+}
+
+static void wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr)
+{
+	rdma_begin(qpx, IBV_WR_RDMA_READ, rkey, raddr, 0);
+}
+
+static void wr_atomic_cmp_swp(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr,
+                              uint64_t compare, uint64_t swap)
+{
+	struct emu_send_req *r = wqe_begin(qpx, IBV_WR_ATOMIC_CMP_AND_SWP);
+
+	if (!r)
+		return;
+	r->rkey = rkey;
+	r->raddr = raddr;
+	r->compare_add = compare;
+	r->swap = swap;
+}
+
+static void wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr, uint64_t add)
+{
+	struct emu_send_req *r = wqe_begin(qpx, IBV_WR_ATOMIC_FETCH_AND_ADD);
+
+	if (!r)
+		return;
+	r->rkey = rkey;
+	r->raddr = raddr;
+	r->compare_add = add;
+}
+
+/* ---- not emulated: the batch fails with EOPNOTSUPP ------------------------ */
+
+static void not_emulated(struct ibv_qp_ex *qpx, const char *what)
+{
+	struct emu_wr_batch *b = &to_eqp_ex(qpx)->wrb;
+
+	emu_dbg("QP 0x%x: %s is not emulated: wr_complete returns EOPNOTSUPP", qpx->qp_base.qp_num,
+	        what);
+	b->open = false;
+	batch_fail(b, EOPNOTSUPP);
+}
+
+static void wr_send_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
+{
+	(void)rkey;
+	not_emulated(qpx, "ibv_wr_send_inv");
+}
+
+static void wr_local_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
+{
+	(void)rkey;
+	not_emulated(qpx, "ibv_wr_local_inv");
+}
+
+static void wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
+                       const struct ibv_mw_bind_info *info)
+{
+	(void)mw, (void)rkey, (void)info;
+	not_emulated(qpx, "ibv_wr_bind_mw");
+}
+
+static void wr_send_tso(struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz, uint16_t mss)
+{
+	(void)hdr, (void)hdr_sz, (void)mss;
+	not_emulated(qpx, "ibv_wr_send_tso (raw packet QPs only)");
+}
+
+static void wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey)
+{
+	(void)ah, (void)qpn, (void)qkey;
+	not_emulated(qpx, "ibv_wr_set_ud_addr (UD QPs only)");
+}
+
+static void wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t srqn)
+{
+	(void)srqn;
+	not_emulated(qpx, "ibv_wr_set_xrc_srqn (XRC QPs only)");
+}
+
+static void wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr, const void *wr)
+{
+	(void)rkey, (void)raddr, (void)wr;
+	not_emulated(qpx, "ibv_wr_atomic_write");
+}
+
+/* ---- data setters: end the WQE and write it ------------------------------- */
+
+/* The open WQE, for a setter; NULL (and the batch fails) if there is none. */
+static struct emu_send_req *wqe_open(struct ibv_qp_ex *qpx)
+{
+	struct emu_wr_batch *b = &to_eqp_ex(qpx)->wrb;
+
+	if (!b->open)
+		batch_fail(b, EINVAL); /* a setter without an opcode call */
+	if (b->err)
+		return NULL;
+	b->open = false;
+	return &b->req;
+}
+
+static void wqe_end(struct ibv_qp_ex *qpx)
+{
+	struct emu_qp *qp = to_eqp_ex(qpx);
+	struct emu_wr_batch *b = &qp->wrb;
+	int err = emu_post_one(qp, &b->req, &b->ctrl8);
+
+	if (err)
+		batch_fail(b, err);
+	else
+		b->posted++;
+}
+
+static void set_sges(struct ibv_qp_ex *qpx, size_t n, const struct ibv_sge *sg)
+{
+	struct emu_qp *qp = to_eqp_ex(qpx);
+	struct emu_send_req *r = wqe_open(qpx);
+
+	if (!r)
+		return;
+	if (n > (size_t)qp->max_send_sge) {
+		batch_fail(&qp->wrb, ENOMEM); /* mlx5: more than sq.max_gs */
+		return;
+	}
+	r->sge = sg;
+	r->num_sge = n;
+	wqe_end(qpx);
+}
+
+static void wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey, uint64_t addr, uint32_t length)
+{
+	struct emu_wr_batch *b = &to_eqp_ex(qpx)->wrb;
+
+	b->sge = (struct ibv_sge){.addr = addr, .length = length, .lkey = lkey};
+	set_sges(qpx, 1, &b->sge);
+}
+
+static void wr_set_sge_list(struct ibv_qp_ex *qpx, size_t n, const struct ibv_sge *sg)
+{
+	set_sges(qpx, n, sg);
+}
+
+static void set_inline(struct ibv_qp_ex *qpx, size_t n, const struct ibv_data_buf *bufs)
+{
+	struct emu_qp *qp = to_eqp_ex(qpx);
+	struct emu_send_req *r = wqe_open(qpx);
+
+	if (!r)
+		return;
+	r->send_flags |= IBV_SEND_INLINE;
+	r->inl = bufs;
+	r->num_inl = n;
+	/* signed, as mlx5 compares against its max_inline_data */
+	if ((int64_t)emu_send_inline_len(r) > qp->max_inline) {
+		batch_fail(&qp->wrb, ENOMEM);
+		return;
+	}
+	wqe_end(qpx);
+}
+
+static void wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr, size_t length)
+{
+	struct emu_wr_batch *b = &to_eqp_ex(qpx)->wrb;
+
+	b->buf = (struct ibv_data_buf){.addr = addr, .length = length};
+	set_inline(qpx, 1, &b->buf);
+}
+
+static void wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t n,
+                                    const struct ibv_data_buf *bufs)
+{
+	set_inline(qpx, n, bufs);
+}
+
+/* ---- setup ---------------------------------------------------------------- */
+
+void emu_qp_ex_init(struct emu_qp *qp)
+{
+	struct ibv_qp_ex *x = &qp->ibqpx;
+
+	qp->wr_api = true;
+	x->wr_start = wr_start;
+	x->wr_complete = wr_complete;
+	x->wr_abort = wr_abort;
+	x->wr_send = wr_send;
+	x->wr_send_imm = wr_send_imm;
+	x->wr_rdma_write = wr_rdma_write;
+	x->wr_rdma_write_imm = wr_rdma_write_imm;
+	x->wr_rdma_read = wr_rdma_read;
+	x->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
+	x->wr_atomic_fetch_add = wr_atomic_fetch_add;
+	x->wr_set_sge = wr_set_sge;
+	x->wr_set_sge_list = wr_set_sge_list;
+	x->wr_set_inline_data = wr_set_inline_data;
+	x->wr_set_inline_data_list = wr_set_inline_data_list;
+	x->wr_send_inv = wr_send_inv;
+	x->wr_local_inv = wr_local_inv;
+	x->wr_bind_mw = wr_bind_mw;
+	x->wr_send_tso = wr_send_tso;
+	x->wr_set_ud_addr = wr_set_ud_addr;
+	x->wr_set_xrc_srqn = wr_set_xrc_srqn;
+	x->wr_atomic_write = wr_atomic_write;
+}
+
+/* rdma-core's ibv_qp_to_qp_ex: the QP's ibv_qp_ex if it was made with
+ * send_ops_flags, else NULL (errno untouched, as rdma-core leaves it). */
+EMU_EXPORT struct ibv_qp_ex *gemu_qp_to_qp_ex(struct ibv_qp *ibqp)
+{
+	struct emu_qp *qp;
+
+	if (!ibqp || !gemu_is_emu_context(ibqp->context))
+		return NULL;
+	qp = to_eqp(ibqp);
+	return qp->wr_api ? &qp->ibqpx : NULL;
+}
