@@ -103,13 +103,14 @@ memory) # 1 GiB messages in a ring of one slot a side, not iterations x size
 	run big put_bw -s 3G
 	[ "$rc" -eq 2 ] && grep -q '2 GiB' "$tmp/big" || fail "-s 3G: not a clear usage error"
 	;;
-dead_port) # nothing listens: a clear message within 2 s
+dead_port) # nothing listens: a clear message after the 1 s of retries, not the 30 s --timeout
+	# (bounded at 5 s: sanitizer builds on a loaded machine start slowly)
 	t0=$(now_ms)
 	run out put_bw --connect "127.0.0.1:$port" --timeout 30
 	t=$(($(now_ms) - t0))
 	[ "$rc" -eq 1 ] || fail "exit status $rc"
 	grep -q 'FAIL: connection refused by 127.0.0.1 port' "$tmp/out" || fail "no clear message"
-	[ "$t" -lt 2000 ] || fail "took $t ms"
+	[ "$t" -lt 5000 ] || fail "took $t ms"
 	;;
 refused) # a server given -s 4096 refuses a client of other sizes, and says why
 	start_server put_bw --server -p "$port" -s 4096 --timeout 20
