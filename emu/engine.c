@@ -4,10 +4,12 @@
  *
  * Hardware notices doorbells by bus writes; we cannot trap a GPU's store into
  * host memory, so the engine polls every active QP's doorbell record and
- * register. To keep CI's two cores usable it busy-polls only for
- * emu_cfg.spin_us after the last work, then sleeps with a doubling timeout (up
- * to emu_cfg.sleep_us) on the fabric's epoll set, which also holds an eventfd
- * that software doorbells (post_send/post_recv) write to wake it at once.
+ * register. To keep CI's two cores usable it polls only for emu_cfg.spin_us
+ * after the last work (busy while its core is free, by short epoll waits
+ * while other threads want the core: engine_idle()), then sleeps with a
+ * doubling timeout (up to emu_cfg.sleep_us) on the fabric's epoll set, which
+ * also holds an eventfd that software doorbells (post_send/post_recv) write
+ * to wake it at once.
  */
 #include <errno.h>
 #include <sched.h>

@@ -8,7 +8,7 @@
  *               peer's socket resets (what a ConnectX sees of a dead host
  *               is silence)
  *   stop_long   the peer is SIGSTOPped for longer than (R+1) x T: the same
- *   stop_short  the peer is stopped for T/3 (retry_cnt 0, so no resend can
+ *   stop_short  the peer is stopped for T/4 (retry_cnt 0, so no resend can
  *               hide a timer that fired): SUCCESS, the READ with its bytes
  *   slow        the peer is stopped for 2.5 x T, under (R+1) x T: the
  *               resends wait in its socket with the first request, and it
@@ -344,8 +344,8 @@ static void case_stop_long(void)
 static void case_stop_short(void)
 {
 	start(0);
-	expect_success("briefly stopped peer", 'W', (unsigned)timeout_ms() / 3);
-	expect_success("briefly stopped peer", 'D', (unsigned)timeout_ms() / 3);
+	expect_success("briefly stopped peer", 'W', (unsigned)timeout_ms() / 4);
+	expect_success("briefly stopped peer", 'D', (unsigned)timeout_ms() / 4);
 	reap(REQ, false);
 	reap(RESP, false);
 }
