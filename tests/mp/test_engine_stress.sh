@@ -26,6 +26,7 @@ set -u
 RUN_TIMEOUT=${RUN_TIMEOUT:-60}
 SPIN_FACTOR=${SPIN_FACTOR:-4}
 SPIN_SLACK_US=${SPIN_SLACK_US:-500}
+log=${GNIC_EMU_LOG:-2}
 build=${1:-build}
 
 for prog in ibv_rc_pingpong ib_read_lat ib_atomic_lat; do
@@ -87,12 +88,15 @@ run() {
 
 	for attempt in 1 2 3 4 5; do
 		next_port
+		# info-level emulator lines (retries given up, connections lost)
+		# explain a failure; the programs' own stdout is lost when killed
 		if [ "$kind" = pp ]; then
-			sc_pair localhost env GNIC_EMU_SPIN_US="$spin" "$prog" -d rocep1s0f0 -g 0 \
-				-p "$port" "${args[@]}" && break
+			sc_pair localhost env GNIC_EMU_SPIN_US="$spin" GNIC_EMU_LOG="$log" "$prog" \
+				-d rocep1s0f0 -g 0 -p "$port" "${args[@]}" && break
 		else
-			sc_pair 127.0.0.1 env GNIC_EMU_SPIN_US="$spin" "$prog" -d rocep1s0f0 -x 0 -F \
-				--use_old_post_send "${slow[@]}" -p "$port" "${args[@]}" && break
+			sc_pair 127.0.0.1 env GNIC_EMU_SPIN_US="$spin" GNIC_EMU_LOG="$log" "$prog" \
+				-d rocep1s0f0 -x 0 -F --use_old_post_send "${slow[@]}" -p "$port" \
+				"${args[@]}" && break
 		fi
 		echo "port $port is taken, trying another"
 	done
@@ -114,6 +118,7 @@ run() {
 		ok=1
 	fi
 	if [ $ok -ne 0 ]; then
+		echo "($(uptime | sed 's/.*load/load/'))"
 		sc_show
 		failures=$((failures + 1))
 	fi
