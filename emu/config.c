@@ -51,6 +51,9 @@ static const struct knob knobs[] = {
     {"GNIC_EMU_SPIN_US", KNOB_INT, CFG(spin_us), "auto", 0, 10000000,
      "engine busy-polls this long (us) after its last work before it sleeps; "
      "auto = 200 with 4 or more CPUs, else 0"},
+    {"GNIC_EMU_POLL_US", KNOB_INT, CFG(poll_us), "50", 1, 1000000,
+     "while spinning on a core another thread wants, the engine polls by epoll waits "
+     "this long (us) instead; software doorbells and sockets wake it sooner"},
     {"GNIC_EMU_SLEEP_US", KNOB_INT, CFG(sleep_us), "1000", 1, 1000000,
      "longest engine sleep (us) when idle; software doorbells wake it sooner"},
     {"GNIC_EMU_TIMEOUT_MS", KNOB_INT, CFG(default_timeout_ms), "4000", 1, 3600000,

@@ -67,6 +67,7 @@ struct emu_config {
 	int base_port;          /* GNIC_EMU_PORT, 0 = ephemeral */
 	int log_level;          /* GNIC_EMU_LOG: 0 error,1 warn,2 info,3 debug */
 	int spin_us;            /* GNIC_EMU_SPIN_US: busy-poll after last work */
+	int poll_us;            /* GNIC_EMU_POLL_US: epoll period on a shared core */
 	int sleep_us;           /* GNIC_EMU_SLEEP_US: longest idle sleep */
 	int default_timeout_ms; /* GNIC_EMU_TIMEOUT_MS: used when qp timeout=0 */
 	int handshake_ms;       /* GNIC_EMU_HANDSHAKE_MS: connect + authentication */

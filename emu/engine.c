@@ -4,10 +4,12 @@
  *
  * Hardware notices doorbells by bus writes; we cannot trap a GPU's store into
  * host memory, so the engine polls every active QP's doorbell record and
- * register. To keep CI's two cores usable it busy-polls only for
- * emu_cfg.spin_us after the last work, then sleeps with a doubling timeout (up
- * to emu_cfg.sleep_us) on the fabric's epoll set, which also holds an eventfd
- * that software doorbells (post_send/post_recv) write to wake it at once.
+ * register. To keep CI's two cores usable it polls only for emu_cfg.spin_us
+ * after the last work (busy while its core is free, by short epoll waits
+ * while other threads want the core: engine_idle()), then sleeps with a
+ * doubling timeout (up to emu_cfg.sleep_us) on the fabric's epoll set, which
+ * also holds an eventfd that software doorbells (post_send/post_recv) write
+ * to wake it at once.
  */
 #include <errno.h>
 #include <sched.h>
@@ -69,35 +71,82 @@ static void idle_sleep(uint64_t timeout_ns)
 	atomic_store(&emu_nic.engine_sleeping, 0);
 }
 
+/* What the engine does after a pass that found no work. For emu_cfg.spin_us
+ * after its last work it keeps polling, since a GPU's doorbell is a plain
+ * store that cannot wake it: by sched_yield() while its core is free, and by
+ * epoll waits of emu_cfg.poll_us once a yield gave the core away (the yield
+ * took longer than EMU_YIELD_LOST_NS: another thread was runnable here).
+ * On a core shared with busy-polling threads, each such yield would hand
+ * the core away for a whole scheduler slice while the thread we wait for
+ * may be the one that needs us; a thread waking from epoll is run at once,
+ * and software doorbells and sockets wake it. The spin is tried again after
+ * 10 ms, or twice the last span when the core stays taken. Past the window
+ * it sleeps with a doubling timeout up to emu_cfg.sleep_us. */
+struct engine_idle {
+	uint64_t last_work, sleep_ns;
+	uint64_t shared_until; /* poll by epoll, not by yield, until then */
+	uint64_t backoff_ns;   /* the last such span */
+};
+
+#define EMU_MIN_SLEEP_NS   10000ull      /* first idle sleep */
+#define EMU_YIELD_LOST_NS  50000ull      /* a yield this long ran another thread */
+#define EMU_MIN_BACKOFF_NS 10000000ull   /* 10 ms */
+#define EMU_MAX_BACKOFF_NS 1000000000ull /* 1 s */
+
+/* Yield; when the yield gave the core away, poll by epoll for a while: for
+ * twice as long as last time if that was recent, else for the least. */
+static void spin_yield(struct engine_idle *s, uint64_t now)
+{
+	uint64_t after;
+
+	sched_yield();
+	after = emu_now_ns();
+	if (after - now < EMU_YIELD_LOST_NS)
+		return;
+	if (after - s->shared_until > 2 * s->backoff_ns)
+		s->backoff_ns = EMU_MIN_BACKOFF_NS;
+	else
+		s->backoff_ns =
+		    s->backoff_ns * 2 < EMU_MAX_BACKOFF_NS ? s->backoff_ns * 2 : EMU_MAX_BACKOFF_NS;
+	s->shared_until = after + s->backoff_ns;
+	emu_dbg("engine: a yield lost the core for %llu us: polling by epoll for %llu ms",
+	        (unsigned long long)((after - now) / 1000),
+	        (unsigned long long)(s->backoff_ns / 1000000));
+}
+
+static void engine_idle(struct engine_idle *s, bool pending)
+{
+	uint64_t now = emu_now_ns(), max_sleep = (uint64_t)emu_cfg.sleep_us * 1000;
+
+	if (now - s->last_work < (uint64_t)emu_cfg.spin_us * 1000 || pending) {
+		if (now < s->shared_until)
+			idle_sleep((uint64_t)emu_cfg.poll_us * 1000);
+		else
+			spin_yield(s, now);
+		return;
+	}
+	idle_sleep(s->sleep_ns);
+	s->sleep_ns = s->sleep_ns * 2 < max_sleep ? s->sleep_ns * 2 : max_sleep;
+	if (s->sleep_ns < EMU_MIN_SLEEP_NS)
+		s->sleep_ns = EMU_MIN_SLEEP_NS;
+}
+
 static void *engine_main(void *arg)
 {
-	const uint64_t min_sleep = 10000;
-	uint64_t spin_ns = (uint64_t)emu_cfg.spin_us * 1000;
-	uint64_t max_sleep = (uint64_t)emu_cfg.sleep_us * 1000;
-	uint64_t last_work = emu_now_ns(), sleep_ns = min_sleep;
+	struct engine_idle s = {.last_work = emu_now_ns(),
+	                        .sleep_ns = EMU_MIN_SLEEP_NS,
+	                        .backoff_ns = EMU_MIN_BACKOFF_NS};
 
 	(void)arg;
 	while (!atomic_load(&emu_nic.engine_stop)) {
 		bool pending = false;
-		uint64_t now;
 
 		if (locked_pass(&pending)) {
-			last_work = emu_now_ns();
-			sleep_ns = min_sleep;
+			s.last_work = emu_now_ns();
+			s.sleep_ns = EMU_MIN_SLEEP_NS;
 			continue;
 		}
-		now = emu_now_ns();
-		if (now - last_work < spin_ns || pending) {
-			/* yield rather than pause: on a machine with fewer cores
-			 * than busy threads (CI: 2), the thread we wait for may
-			 * need this core */
-			sched_yield();
-			continue;
-		}
-		idle_sleep(sleep_ns);
-		sleep_ns = sleep_ns * 2 < max_sleep ? sleep_ns * 2 : max_sleep;
-		if (sleep_ns < min_sleep)
-			sleep_ns = min_sleep;
+		engine_idle(&s, pending);
 	}
 	return NULL;
 }

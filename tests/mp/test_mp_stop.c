@@ -1,140 +1,48 @@
 // SPDX-License-Identifier: MIT
 /*
  * A requester that is stopped (SIGSTOP) for longer than its ACK timeout,
- * with retry_cnt 0, while the ACK of its WRITE already waits in its socket:
- * when it runs again the ACK must count, not the timer that expired while it
- * was stopped. The WRITE completes with SUCCESS, never RETRY_EXC_ERR.
+ * with retry_cnt 0, while the answer to its WRITE (the ACK) or READ (the
+ * response) already waits in its socket: when it runs again the answer must
+ * count, not the timer that expired while it was stopped. The WRITE or READ
+ * completes with SUCCESS (the READ with the peer's bytes), never
+ * RETRY_EXC_ERR: a local engine that did not run is not a dead peer.
  *
  *   test_mp_stop   forks and execs itself as "requester" and "responder",
  *                  each joined to this parent by a socketpair; the parent
  *                  relays the endpoints and stops and continues the two.
  *
- * Each round: the responder is stopped; the requester posts one signaled
- * WRITE and, once its engine has sent it, is stopped too; the responder
- * continues, executes the WRITE (its main thread sees the bytes land) and
- * ACKs; when more than twice the timeout has passed since the post, the
- * requester continues and reports the completion. A round counts only when
- * the requester was stopped well within its timeout and the WRITE landed
- * while it was stopped: then only the ordering of ACK and timer decides.
+ * Each round (WRITEs and READs in turn): the responder is stopped; the
+ * requester posts one signaled WRITE or READ and, once its engine has sent
+ * it, is stopped too; the responder continues, executes it (for a WRITE its
+ * main thread sees the bytes land) and answers; when more than twice the
+ * timeout has passed since the post, the requester continues and reports
+ * the completion. A round counts only when the requester was stopped well
+ * within its timeout and the answer was seen waiting in its socket (its
+ * receive queue in /proc/net/tcp) while it was stopped: then only the
+ * ordering of answer and timer decides.
  */
 #define _GNU_SOURCE
-#include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "common.h"
+#include "mp_common.h"
 
-#define ROUNDS        6
-#define MIN_COUNTED   4
+#define ROUNDS        8 /* even: WRITE, odd: READ */
+#define MIN_COUNTED   6
 #define WRITE_LEN     64
-#define TIMEOUT_EXP   16 /* 4.096 us << 16 = 268 ms */
-#define SEND_GRACE_MS 20 /* for the requester's engine to send the WRITE */
-#define ACK_GRACE_MS  50 /* for the responder's engine to flush the ACK */
-#define MSG_WAIT_MS   10000
+#define TIMEOUT_EXP   16                   /* 4.096 us << 16 = 268 ms */
+#define SEND_GRACE_MS 20                   /* for the requester's engine to send the WRITE */
+#define ACK_GRACE_MS  50                   /* for the responder's engine to flush the ACK */
+#define ANSWER_MS     2000                 /* for the answer to reach the requester's socket */
 #define WARM_OFF      (ROUNDS * WRITE_LEN) /* warm-up WRITEs land here */
 #define REGION        (WARM_OFF + WRITE_LEN)
 
 static uint64_t timeout_ms(void)
 {
 	return ((4096ull << TIMEOUT_EXP) + 999999) / 1000000;
-}
-
-/* ---- messages: one byte each way, every wait bounded -------------------- */
-
-static void msg_send(int fd, char c)
-{
-	while (write(fd, &c, 1) != 1)
-		if (errno != EINTR)
-			T_FAIL("control socket write: %s", strerror(errno));
-}
-
-/* The next byte on fd within ms; 0 if none came in time. */
-static char msg_recv_within(int fd, unsigned ms, const char *what)
-{
-	uint64_t deadline = t_now_ms() + ms;
-	char c = 0;
-
-	for (;;) {
-		struct pollfd pfd = {.fd = fd, .events = POLLIN};
-		uint64_t now = t_now_ms();
-		int r = poll(&pfd, 1, now < deadline ? (int)(deadline - now) : 0);
-		ssize_t n;
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			T_FAIL("poll (%s): %s", what, strerror(errno));
-		if (r == 0)
-			return 0;
-		n = read(fd, &c, 1);
-		if (n == 1)
-			return c;
-		if (n == 0)
-			T_FAIL("the other side closed the control socket (%s); did it fail?", what);
-		if (errno != EINTR)
-			T_FAIL("control socket read (%s): %s", what, strerror(errno));
-	}
-}
-
-static char msg_recv(int fd, const char *what)
-{
-	char c = msg_recv_within(fd, MSG_WAIT_MS, what);
-
-	if (!c)
-		T_FAIL("no word within %d ms (%s)", MSG_WAIT_MS, what);
-	return c;
-}
-
-static void msg_expect(int fd, char want, const char *what)
-{
-	char c = msg_recv(fd, what);
-
-	if (c != want)
-		T_FAIL("%s: got '%c', expected '%c'", what, c, want);
-}
-
-static void blob_send(int fd, const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			T_FAIL("control socket write: %s", strerror(errno));
-		p += n;
-		len -= (size_t)n;
-	}
-}
-
-static void blob_recv(int fd, void *buf, size_t len, const char *what)
-{
-	uint8_t *p = buf;
-
-	while (len) {
-		struct pollfd pfd = {.fd = fd, .events = POLLIN};
-		int r = poll(&pfd, 1, MSG_WAIT_MS);
-		ssize_t n;
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			T_FAIL("no %s within %d ms", what, MSG_WAIT_MS);
-		n = read(fd, p, len);
-		if (n == 0)
-			T_FAIL("the other side closed the control socket (%s)", what);
-		if (n < 0 && errno != EINTR)
-			T_FAIL("control socket read (%s): %s", what, strerror(errno));
-		if (n > 0) {
-			p += n;
-			len -= (size_t)n;
-		}
-	}
 }
 
 /* ---- the two children ----------------------------------------------------- */
@@ -151,6 +59,16 @@ struct side {
 	struct t_ep peer;
 	struct t_conn_opts opts;
 };
+
+static uint32_t seed_of(int round)
+{
+	return 700 + (uint32_t)round;
+}
+
+static bool is_read(int round)
+{
+	return round % 2 == 1;
+}
 
 static void side_setup(struct side *s)
 {
@@ -169,14 +87,20 @@ static void side_setup(struct side *s)
 	s->qp = t_qp(s->pd, s->scq, s->rcq, &caps, NULL);
 	s->buf = t_alloc(REGION, 0);
 	s->mr = t_reg(s->pd, s->buf, REGION, T_ACCESS_ALL);
+	/* what the READ rounds read from the responder, in place before the
+	 * engine can see the QP (written later, it would race the engine's
+	 * read for ThreadSanitizer: the ordering runs through the parent) */
+	for (int r = 0; r < ROUNDS; r++)
+		if (is_read(r))
+			t_fill(s->buf + (size_t)r * WRITE_LEN, WRITE_LEN, seed_of(r));
 	t_local_ep(s->qp, &ep);
 	ep.rkey = s->mr->rkey;
 	ep.addr = (uintptr_t)s->buf;
 	ep.len = REGION;
-	blob_send(s->fd, &ep, sizeof(ep));
-	blob_recv(s->fd, &s->peer, sizeof(s->peer), "the peer's endpoint");
+	mp_blob_send(s->fd, &ep, sizeof(ep));
+	mp_blob_recv(s->fd, &s->peer, sizeof(s->peer), "the peer's endpoint");
 	t_connect(s->qp, &s->peer, &s->opts);
-	msg_send(s->fd, 'C');
+	mp_send(s->fd, 'C');
 }
 
 static void side_teardown(struct side *s)
@@ -191,19 +115,16 @@ static void side_teardown(struct side *s)
 	free(s->buf);
 }
 
-static uint32_t seed_of(int round)
-{
-	return 700 + (uint32_t)round;
-}
-
-static void post_write(struct side *s, uint64_t wr_id, size_t off)
+/* A signaled WRITE of our bytes at off to the peer's off, or a READ of the
+ * peer's into ours. */
+static void post_op(struct side *s, uint64_t wr_id, size_t off, bool read)
 {
 	struct ibv_sge sge = {
 	    .addr = (uintptr_t)s->buf + off, .length = WRITE_LEN, .lkey = s->mr->lkey};
 	struct ibv_send_wr wr = {.wr_id = wr_id,
 	                         .sg_list = &sge,
 	                         .num_sge = 1,
-	                         .opcode = IBV_WR_RDMA_WRITE,
+	                         .opcode = read ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE,
 	                         .send_flags = IBV_SEND_SIGNALED};
 
 	wr.wr.rdma.remote_addr = s->peer.addr + off;
@@ -218,27 +139,38 @@ static void requester_warm_up(struct side *s)
 	struct ibv_wc wc;
 
 	t_case("%s: warm-up WRITE", s->role);
-	post_write(s, ~0ull, WARM_OFF);
+	post_op(s, ~0ull, WARM_OFF, false);
 	wc = t_poll1(s->scq, "the warm-up WRITE");
 	CHECK_WC(&wc, ~0ull, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
-	msg_send(s->fd, 'u');
+	mp_send(s->fd, 'u');
 }
 
-/* Post the round's WRITE, say so, then report its completion status. */
+/* Post the round's WRITE or READ, say so, then report its completion status
+ * (a READ's bytes checked). */
 static void requester_round(struct side *s, int round)
 {
 	size_t off = (size_t)round * WRITE_LEN;
+	bool read = is_read(round);
 	struct ibv_wc wc;
 
-	t_case("%s: round %d", s->role, round);
-	t_fill(s->buf + off, WRITE_LEN, seed_of(round));
-	post_write(s, (uint64_t)round, off);
-	msg_send(s->fd, 'p');
-	wc = t_poll1(s->scq, "the WRITE");
+	t_case("%s: round %d (%s)", s->role, round, read ? "READ" : "WRITE");
+	if (read)
+		memset(s->buf + off, 0, WRITE_LEN);
+	else
+		t_fill(s->buf + off, WRITE_LEN, seed_of(round));
+	post_op(s, (uint64_t)round, off, read);
+	mp_send(s->fd, 'p');
+	wc = t_poll1(s->scq, read ? "the READ" : "the WRITE");
 	CHECK_EQ(wc.wr_id, (uint64_t)round);
-	if (wc.status != IBV_WC_SUCCESS)
+	if (wc.status != IBV_WC_SUCCESS) {
 		printf("%s: round %d: %s\n", s->role, round, t_wc_status_str(wc.status));
-	msg_send(s->fd, (char)('A' + wc.status));
+	} else if (read) {
+		uint8_t want[WRITE_LEN];
+
+		t_fill(want, WRITE_LEN, seed_of(round));
+		CHECK_MEM(s->buf + off, want, WRITE_LEN);
+	}
+	mp_send(s->fd, (char)('A' + wc.status));
 }
 
 /* Our engine thread stores the bytes while we look: atomic loads. */
@@ -250,36 +182,38 @@ static bool landed(const uint8_t *dst, const uint8_t *want)
 	return true;
 }
 
-/* Wait (bounded) for the round's bytes to land, then say so. */
+/* WRITE: wait (bounded) for the round's bytes to land, then say so. READ:
+ * the bytes are in place since setup; nothing to watch (the engine answers
+ * alone). */
 static void responder_round(struct side *s, int round)
 {
 	const uint8_t *dst = s->buf + (size_t)round * WRITE_LEN;
-	uint64_t deadline = t_now_ms() + MSG_WAIT_MS;
+	uint64_t deadline = t_now_ms() + MP_WAIT_MS;
 	uint8_t want[WRITE_LEN];
 
 	t_case("%s: round %d", s->role, round);
 	t_fill(want, WRITE_LEN, seed_of(round));
-	msg_send(s->fd, 'w');
+	mp_send(s->fd, 'w');
 	while (!landed(dst, want)) {
 		if (t_now_ms() > deadline)
-			T_FAIL("round %d: the WRITE did not land within %d ms", round, MSG_WAIT_MS);
+			T_FAIL("round %d: the WRITE did not land within %d ms", round, MP_WAIT_MS);
 		t_sleep_ms(1);
 	}
-	msg_send(s->fd, 'l');
+	mp_send(s->fd, 'l');
 }
 
 static int run_child(struct side *s, bool requester)
 {
 	side_setup(s);
 	for (;;) {
-		char c = msg_recv(s->fd, "the parent's next command");
+		char c = mp_recv(s->fd, "the parent's next command");
 
 		if (c == 'Q')
 			break;
 		if (c == 'R') { /* after a failed round: both QPs back to RTS */
 			t_case("%s: reconnect", s->role);
 			t_reconnect(s->qp, &s->peer, &s->opts);
-			msg_send(s->fd, 'r');
+			mp_send(s->fd, 'r');
 			continue;
 		}
 		if (c == 'U' && requester) {
@@ -314,42 +248,6 @@ static void kill_kids(void)
 	}
 }
 
-static pid_t spawn(const char *role, int fd, int other_fd)
-{
-	char fdstr[16];
-	pid_t pid = fork();
-
-	if (pid < 0)
-		T_FAIL("fork: %s", strerror(errno));
-	if (pid)
-		return pid;
-	prctl(PR_SET_PDEATHSIG, SIGKILL); /* even when stopped */
-	close(other_fd);
-	snprintf(fdstr, sizeof(fdstr), "%d", fd);
-	execl("/proc/self/exe", "test_mp_stop", "--role", role, "--fd", fdstr, (char *)NULL);
-	fprintf(stderr, "exec /proc/self/exe: %s\n", strerror(errno));
-	_exit(127);
-}
-
-static void stop_kid(int k)
-{
-	uint64_t deadline = t_now_ms() + MSG_WAIT_MS;
-	int st;
-
-	CHECK_OK(kill(kids[k], SIGSTOP));
-	for (;;) {
-		pid_t r = waitpid(kids[k], &st, WUNTRACED | WNOHANG);
-
-		if (r == kids[k] && WIFSTOPPED(st))
-			return;
-		if (r == kids[k])
-			T_FAIL("child %d ended (status 0x%x) instead of stopping", k, st);
-		if (t_now_ms() > deadline)
-			T_FAIL("child %d did not stop within %d ms", k, MSG_WAIT_MS);
-		t_sleep_ms(1);
-	}
-}
-
 static void sleep_until(uint64_t t_ms)
 {
 	uint64_t now = t_now_ms();
@@ -358,42 +256,58 @@ static void sleep_until(uint64_t t_ms)
 		t_sleep_ms((unsigned)(t_ms - now));
 }
 
+/* Wait (bounded) until bytes wait in pid's TCP sockets; when they did, how
+ * long that took, else -1. */
+static long answer_queued(pid_t pid)
+{
+	uint64_t start = t_now_ms();
+
+	while (t_now_ms() - start < ANSWER_MS) {
+		if (mp_rx_queued(pid) > 0)
+			return (long)(t_now_ms() - start);
+		t_sleep_ms(1);
+	}
+	return -1;
+}
+
 /* One round; returns whether it counts (see the top), *status = the WC's. */
 static bool round_run(int round, int *status)
 {
+	const char *op = is_read(round) ? "READ" : "WRITE";
 	uint64_t posted, stopped, landed_at = 0;
 	char cmd = (char)('0' + round), c;
+	long queued;
 	bool counts;
 
-	t_case("round %d", round);
-	msg_send(kid_fd[RESP], cmd);
-	msg_expect(kid_fd[RESP], 'w', "the responder watching its buffer");
-	stop_kid(RESP);
-	msg_send(kid_fd[REQ], cmd);
-	msg_expect(kid_fd[REQ], 'p', "the requester's post");
+	t_case("round %d (%s)", round, op);
+	mp_send(kid_fd[RESP], cmd);
+	mp_expect(kid_fd[RESP], 'w', "the responder watching its buffer");
+	mp_stop(kids[RESP]);
+	mp_send(kid_fd[REQ], cmd);
+	mp_expect(kid_fd[REQ], 'p', "the requester's post");
 	posted = t_now_ms();
 	t_sleep_ms(SEND_GRACE_MS);
-	stop_kid(REQ);
+	mp_stop(kids[REQ]);
 	stopped = t_now_ms();
 	counts = stopped - posted < timeout_ms() / 2;
 	CHECK_OK(kill(kids[RESP], SIGCONT));
-	c = msg_recv_within(kid_fd[RESP], 2000, "the WRITE landing");
+	c = mp_recv_within(kid_fd[RESP], ANSWER_MS, "the WRITE landing");
 	if (c == 'l')
 		landed_at = t_now_ms();
 	else if (c)
 		T_FAIL("responder said '%c', expected 'l'", c);
-	counts = counts && landed_at;
-	sleep_until((landed_at ? landed_at : posted) + ACK_GRACE_MS);
+	queued = landed_at ? answer_queued(kids[REQ]) : -1;
+	counts = counts && queued >= 0;
 	sleep_until(posted + 2 * timeout_ms() + ACK_GRACE_MS);
-	printf("round %d: requester stopped %llu ms after the post, WRITE %s, continued after "
-	       "%llu ms (timeout %llu ms)\n",
-	       round, (unsigned long long)(stopped - posted),
-	       landed_at ? "landed meanwhile" : "not landed",
+	printf("round %d: requester stopped %llu ms after the post of its %s, %s, continued "
+	       "after %llu ms (timeout %llu ms)\n",
+	       round, (unsigned long long)(stopped - posted), op,
+	       queued >= 0 ? "the answer waited in its socket" : "no answer seen",
 	       (unsigned long long)(t_now_ms() - posted), (unsigned long long)timeout_ms());
 	CHECK_OK(kill(kids[REQ], SIGCONT));
 	if (!landed_at)
-		msg_expect(kid_fd[RESP], 'l', "the WRITE landing after the requester continued");
-	*status = msg_recv(kid_fd[REQ], "the requester's completion") - 'A';
+		mp_expect(kid_fd[RESP], 'l', "the WRITE landing after the requester continued");
+	*status = mp_recv(kid_fd[REQ], "the requester's completion") - 'A';
 	return counts;
 }
 
@@ -401,40 +315,40 @@ static void reconnect_both(void)
 {
 	/* the responder first: it must expect the first PSN again before the
 	 * requester may send it */
-	msg_send(kid_fd[RESP], 'R');
-	msg_expect(kid_fd[RESP], 'r', "the responder's reconnect");
-	msg_send(kid_fd[REQ], 'R');
-	msg_expect(kid_fd[REQ], 'r', "the requester's reconnect");
+	mp_send(kid_fd[RESP], 'R');
+	mp_expect(kid_fd[RESP], 'r', "the responder's reconnect");
+	mp_send(kid_fd[REQ], 'R');
+	mp_expect(kid_fd[REQ], 'r', "the requester's reconnect");
 }
 
 static void warm_up(void)
 {
-	msg_send(kid_fd[REQ], 'U');
-	msg_expect(kid_fd[REQ], 'u', "the warm-up WRITE");
+	mp_send(kid_fd[REQ], 'U');
+	mp_expect(kid_fd[REQ], 'u', "the warm-up WRITE");
 }
 
 static void relay_endpoints(void)
 {
 	struct t_ep ep[2];
 
-	blob_recv(kid_fd[REQ], &ep[REQ], sizeof(ep[REQ]), "the requester's endpoint");
-	blob_recv(kid_fd[RESP], &ep[RESP], sizeof(ep[RESP]), "the responder's endpoint");
-	blob_send(kid_fd[REQ], &ep[RESP], sizeof(ep[RESP]));
-	blob_send(kid_fd[RESP], &ep[REQ], sizeof(ep[REQ]));
-	msg_expect(kid_fd[REQ], 'C', "the requester connected");
-	msg_expect(kid_fd[RESP], 'C', "the responder connected");
+	mp_blob_recv(kid_fd[REQ], &ep[REQ], sizeof(ep[REQ]), "the requester's endpoint");
+	mp_blob_recv(kid_fd[RESP], &ep[RESP], sizeof(ep[RESP]), "the responder's endpoint");
+	mp_blob_send(kid_fd[REQ], &ep[RESP], sizeof(ep[RESP]));
+	mp_blob_send(kid_fd[RESP], &ep[REQ], sizeof(ep[REQ]));
+	mp_expect(kid_fd[REQ], 'C', "the requester connected");
+	mp_expect(kid_fd[RESP], 'C', "the responder connected");
 	warm_up();
 }
 
 static void reap_kids(void)
 {
 	for (int i = 0; i < 2; i++) {
-		uint64_t deadline = t_now_ms() + MSG_WAIT_MS;
+		uint64_t deadline = t_now_ms() + MP_WAIT_MS;
 		int st = 0;
 
 		while (waitpid(kids[i], &st, WNOHANG) != kids[i]) {
 			if (t_now_ms() > deadline)
-				T_FAIL("child %d did not exit within %d ms", i, MSG_WAIT_MS);
+				T_FAIL("child %d did not exit within %d ms", i, MP_WAIT_MS);
 			t_sleep_ms(5);
 		}
 		kids[i] = 0;
@@ -451,8 +365,8 @@ static int orchestrate(void)
 		if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv[k]))
 			T_FAIL("socketpair: %s", strerror(errno));
 	atexit(kill_kids);
-	kids[REQ] = spawn("requester", sv[REQ][1], sv[REQ][0]);
-	kids[RESP] = spawn("responder", sv[RESP][1], sv[RESP][0]);
+	kids[REQ] = mp_spawn("test_mp_stop", "requester", sv[REQ][1], sv[REQ][0], NULL);
+	kids[RESP] = mp_spawn("test_mp_stop", "responder", sv[RESP][1], sv[RESP][0], NULL);
 	for (int k = 0; k < 2; k++) {
 		close(sv[k][1]);
 		kid_fd[k] = sv[k][0];
@@ -463,7 +377,7 @@ static int orchestrate(void)
 		bool counts = round_run(r, &status);
 
 		printf("round %d: %s%s\n", r, t_wc_status_str(status),
-		       counts ? "" : " (does not count: the stop came late or nothing landed)");
+		       counts ? "" : " (does not count: the stop came late or no answer was seen)");
 		counted += counts;
 		failed += counts && status != IBV_WC_SUCCESS;
 		if (status != IBV_WC_SUCCESS) {
@@ -471,8 +385,8 @@ static int orchestrate(void)
 			warm_up();
 		}
 	}
-	msg_send(kid_fd[REQ], 'Q');
-	msg_send(kid_fd[RESP], 'Q');
+	mp_send(kid_fd[REQ], 'Q');
+	mp_send(kid_fd[RESP], 'Q');
 	reap_kids();
 	t_case("verdict");
 	printf("%d of %d rounds counted, %d failed\n", counted, ROUNDS, failed);

@@ -13,6 +13,10 @@
  * Either way A must end in RETRY_EXC_ERR within a bound derived from its
  * timeout and retry count, the WRs behind it flushed, and never hang; then
  * the relay heals and a fresh connection of the same QPs moves data again.
+ * Then one signaled WRITE and one READ across the cut wire: each must end in
+ * RETRY_EXC_ERR no sooner than (R+1) x T after its post (what a ConnectX
+ * sees of a cut wire is silence, however TCP learns of it) and no later
+ * than (R+1) x T + LATE_MS.
  *
  * The fabric authenticates identities: a connection reaches only the GID it
  * dialed, and a process never accepts its own hello back. So the relay
@@ -36,10 +40,13 @@
 #include "common.h"
 #include "fabric_wire.h"
 
-#define MSG    4096u
-#define SLOTS  64
-#define WINDOW 32
-#define HS_MS  2000 /* one handshake frame */
+#define MSG     4096u
+#define SLOTS   64
+#define WINDOW  32
+#define HS_MS   2000 /* one handshake frame */
+#define T_EXP   14   /* 4.096 us << 14 = 67 ms per try */
+#define RETRIES 3
+#define LATE_MS 1000 /* slack past (R+1) x T, for a loaded machine */
 
 enum relay_mode { RELAY_FORWARD, RELAY_BLACKHOLE, RELAY_RESET };
 
@@ -294,10 +301,49 @@ static void transfer_ok(int n)
 	}
 }
 
+/* (R+1) x T in ms, T = 4.096 us << T_EXP */
+static uint64_t tries_ms(void)
+{
+	return (RETRIES + 1) * (4096ull << T_EXP) / 1000000;
+}
+
+/* One signaled WRITE or READ with the wire cut (mode cut): RETRY_EXC_ERR
+ * within [(R+1) x T, (R+1) x T + LATE_MS] of its post. */
+static void op_across_cut(enum relay_mode cut, const char *name, bool read)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)abuf, .length = MSG, .lkey = amr->lkey};
+	struct ibv_send_wr wr = {.wr_id = 77,
+	                         .sg_list = &sge,
+	                         .num_sge = 1,
+	                         .opcode = read ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE,
+	                         .send_flags = IBV_SEND_SIGNALED,
+	                         .wr.rdma = {.remote_addr = (uintptr_t)bbuf, .rkey = bmr->rkey}};
+	uint64_t start, took;
+	struct ibv_wc wc;
+
+	t_case("%s: a %s across the cut wire", name, read ? "READ" : "WRITE");
+	relay.mode = RELAY_FORWARD;
+	connect_pair();
+	transfer_ok(10);
+	relay.mode = cut;
+	t_sleep_ms(20); /* the relay sees the mode within 5 ms */
+	start = t_now_ms();
+	t_post_send(p.qp[0], &wr);
+	t_poll_timeout(p.scq[0], 1, &wc, (unsigned)(tries_ms() + 2 * LATE_MS), "the lone request");
+	took = t_now_ms() - start;
+	printf("%s: %s ended in %s after %llu ms ((R+1) x T = %llu ms)\n", name,
+	       read ? "READ" : "WRITE", t_wc_status_str(wc.status), (unsigned long long)took,
+	       (unsigned long long)tries_ms());
+	CHECK_WC_STATUS(&wc, 77, IBV_WC_RETRY_EXC_ERR);
+	CHECK_GE(took + 1, tries_ms()); /* ms rounding */
+	CHECK(took <= tries_ms() + LATE_MS);
+	CHECK_EQ(t_qp_state(p.qp[0]), IBV_QPS_ERR);
+}
+
 static void run_cut(enum relay_mode cut, const char *name)
 {
-	/* 4.096 us << 12 = 16.8 ms per try, 4 tries; generous slack */
-	const unsigned bound_ms = 3000;
+	/* 4 tries; generous slack */
+	const unsigned bound_ms = (unsigned)tries_ms() + LATE_MS;
 	uint64_t posted = 0, done = 0, cut_at = 0;
 	struct ibv_wc wc;
 
@@ -326,6 +372,9 @@ static void run_cut(enum relay_mode cut, const char *name)
 	CHECK(cut_at != 0);
 	CHECK_WC_STATUS(&wc, wc.wr_id, IBV_WC_RETRY_EXC_ERR);
 	CHECK(t_now_ms() - cut_at <= bound_ms);
+	/* the last ACK came before the cut; more than half the tries must
+	 * have passed since (a reset ends nothing at once) */
+	CHECK_GE(t_now_ms() - cut_at, tries_ms() / 2);
 	/* every later WR, signaled or not, completes flushed */
 	for (uint64_t i = wc.wr_id + 1; i < posted; i++) {
 		struct ibv_wc f = t_poll1(p.scq[0], "the flushed WRITEs");
@@ -339,6 +388,12 @@ static void run_cut(enum relay_mode cut, const char *name)
 	relay.mode = RELAY_FORWARD;
 	connect_pair();
 	transfer_ok(100);
+
+	op_across_cut(cut, name, false);
+	op_across_cut(cut, name, true);
+	relay.mode = RELAY_FORWARD;
+	connect_pair();
+	transfer_ok(10);
 }
 
 static void case_blackhole(void)
@@ -357,7 +412,7 @@ static void case_unreachable(void)
 	socklen_t len = sizeof(a);
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	struct t_ep nowhere = via_relay;
-	uint64_t start;
+	uint64_t start, took;
 	struct ibv_wc wc;
 
 	/* a port that was just free and is closed again: connect() is refused */
@@ -370,10 +425,14 @@ static void case_unreachable(void)
 	t_reconnect(p.qp[0], &nowhere, &p.opts);
 	start = t_now_ms();
 	post_write(0, true);
-	t_poll_timeout(p.scq[0], 1, &wc, 3000, "a WRITE to a port nobody listens on");
+	t_poll_timeout(p.scq[0], 1, &wc, (unsigned)(tries_ms() + 2 * LATE_MS),
+	               "a WRITE to a port nobody listens on");
+	took = t_now_ms() - start;
 	CHECK_WC_STATUS(&wc, 0, IBV_WC_RETRY_EXC_ERR);
-	printf("unreachable: RETRY_EXC_ERR after %llu ms\n",
-	       (unsigned long long)(t_now_ms() - start));
+	printf("unreachable: RETRY_EXC_ERR after %llu ms ((R+1) x T = %llu ms)\n",
+	       (unsigned long long)took, (unsigned long long)tries_ms());
+	CHECK_GE(took + 1, tries_ms()); /* every try is waited out */
+	CHECK(took <= tries_ms() + LATE_MS);
 	CHECK_EQ(t_qp_state(p.qp[0]), IBV_QPS_ERR);
 	CHECK_BYTES(bbuf, 0, MSG); /* nothing arrived anywhere */
 }
@@ -391,8 +450,8 @@ int main(int argc, char **argv)
 		t_skip("set GNIC_EMU_SECRET (>= 16 bytes): the relay authenticates with it");
 	ctx = t_open(T_DEVICE);
 	t_conn_opts_default(&o);
-	o.timeout = 12;
-	o.retry_cnt = 3;
+	o.timeout = T_EXP;
+	o.retry_cnt = RETRIES;
 	t_pair_create(&p, ctx, NULL, &o, 1024);
 	abuf = t_alloc(MSG * SLOTS, 0);
 	bbuf = t_alloc(MSG * SLOTS, 0);
