@@ -41,11 +41,13 @@ static const struct knob knobs[] = {
     {"GNIC_EMU_NAME", KNOB_STR, CFG(dev_name), "rocep1s0f0", 2, sizeof(emu_cfg.dev_name) - 1,
      "name of device 0, in rdma-core's persistent style by default; the number it "
      "ends in counts up for the others (rocep1s0f1, ...; mlx5_0 gives mlx5_1, ...)"},
-    {"GNIC_EMU_ADDR", KNOB_IPV4, CFG(bind_addr), "127.0.0.1", 0, 0,
-     "unicast IPv4 address the fabric listeners bind to; it is part of every GID and node "
-     "GUID"},
-    {"GNIC_EMU_PORT", KNOB_INT, CFG(base_port), "0", 0, 65536 - EMU_MAX_DEVICES,
-     "TCP port of device 0 (device i listens on PORT+i); 0 = ephemeral ports"},
+    {"GNIC_EMU_ADDR", KNOB_IPV4, CFG(bind_addr), "", 0, 0,
+     "unicast IPv4 address of device 0 (device i has it + i): its fabric listener binds it "
+     "and its GIDs and node GUID carry it; unset = each device a loopback address "
+     "127.x.y.z of its own"},
+    {"GNIC_EMU_PORT", KNOB_INT, CFG(base_port), "4791", 1, 65535,
+     "TCP port every device's fabric listener uses (RoCE v2's UDP port by default); "
+     "all processes that talk to each other must use the same"},
     {"GNIC_EMU_LOG", KNOB_INT, CFG(log_level), "1", EMU_LOG_ERR, EMU_LOG_DEBUG,
      "log level on stderr: 0 error, 1 warn, 2 info, 3 debug"},
     {"GNIC_EMU_SPIN_US", KNOB_INT, CFG(spin_us), "auto", 0, 10000000,
@@ -130,12 +132,16 @@ const char *emu_addr_not_unicast(struct in_addr addr)
 	return NULL;
 }
 
-/* Only dotted IPv4: the GID format carries an IPv4 address, one a peer can
- * dial, so a unicast one. */
+/* Only dotted IPv4: the GIDs carry an IPv4 address, one a peer can dial,
+ * so a unicast one. "" is unset. */
 static int parse_ipv4(const char *s, char *out)
 {
 	struct in_addr a;
 
+	if (!*s) { /* unset: a loopback address per device */
+		*out = 0;
+		return 0;
+	}
 	if (strlen(s) >= sizeof(emu_cfg.bind_addr) || inet_pton(AF_INET, s, &a) != 1)
 		return -EINVAL;
 	if (emu_addr_not_unicast(a))
@@ -228,11 +234,12 @@ static void knob_warn(const struct knob *k, const char *s)
 		if (inet_pton(AF_INET, s, &a) == 1 && emu_addr_not_unicast(a))
 			emu_warn("config: ignoring %s=\"%s\" (%s; want a unicast IPv4 address "
 			         "peers can dial); using %s",
-			         k->name, s, emu_addr_not_unicast(a), k->def);
+			         k->name, s, emu_addr_not_unicast(a),
+			         k->def[0] ? k->def : "a loopback address per device");
 		else
 			emu_warn("config: ignoring %s=\"%s\" (want a dotted IPv4 address); "
 			         "using %s",
-			         k->name, s, k->def);
+			         k->name, s, k->def[0] ? k->def : "a loopback address per device");
 		break;
 	case KNOB_STR:
 		emu_warn("config: ignoring %s=\"%s\" (want %ld to %ld bytes)", k->name, s, k->min,

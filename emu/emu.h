@@ -59,9 +59,9 @@
 /* ---- configuration (config.c): one table of GNIC_EMU_* knobs ---------- */
 struct emu_config {
 	int num_devices;        /* GNIC_EMU_DEVICES, default 1 */
-	char bind_addr[64];     /* GNIC_EMU_ADDR, default 127.0.0.1 */
+	char bind_addr[64];     /* GNIC_EMU_ADDR; "" = a loopback address per device */
 	char dev_name[32];      /* GNIC_EMU_NAME: device 0's name */
-	int base_port;          /* GNIC_EMU_PORT, 0 = ephemeral */
+	int base_port;          /* GNIC_EMU_PORT: the fabric port, every device's */
 	int log_level;          /* GNIC_EMU_LOG: 0 error,1 warn,2 info,3 debug */
 	int spin_us;            /* GNIC_EMU_SPIN_US: busy-poll after last work */
 	int sleep_us;           /* GNIC_EMU_SLEEP_US: longest idle sleep */
@@ -130,7 +130,9 @@ struct emu_device {
 	struct ibv_device ibdev; /* first: ibv_device * casts back */
 	int index;
 	__be64 guid;
-	union ibv_gid gid;       /* ::<port>:ffff:<ipv4>, see emu_gid_*() */
+	/* the device's fabric identity, ::<port>:ffff:<ipv4> (emu_gid_make()):
+	 * named in the handshake; not an entry of the GID table */
+	union ibv_gid gid;
 	struct sockaddr_in addr; /* where this device's fabric listens */
 	struct emu_listener *listener;
 	int open_count;
@@ -272,6 +274,7 @@ struct emu_qp {
 	struct ibv_qp_attr attr; /* last values set through modify_qp */
 	union ibv_gid dgid;
 	uint32_t dest_qpn;
+	uint8_t gid_type; /* enum ibv_gid_type of the sgid entry: its requests' framing */
 
 	/* engine state: the engine thread's under nic.lock, set up by the
 	 * type's add() and state_change() (control path, nic.lock) */
@@ -381,9 +384,25 @@ int emu_cuda_write(void *cu_ctx, uint64_t dev_va, const void *src, uint64_t len)
 void emu_channel_notify(struct emu_cq *cq); /* engine: CQE written and armed */
 void emu_async_event(struct emu_context *ctx, const struct ibv_async_event *ev);
 
-/* gid helpers (device.c): where a GID's fabric listener is */
+/* gid helpers (device.c). A port's GID table is that of a RoCE port with
+ * one IPv4 address, as the kernel fills it: 0 RoCE v1 fe80::<EUI-64 of the
+ * MAC>, 1 the same as RoCE v2, 2 RoCE v1 ::ffff:<ipv4>, 3 the same as RoCE
+ * v2; entries 4 .. EMU_GID_TBL_LEN - 1 are empty. Every entry names the
+ * device's fabric address (the MAC is made of its IPv4 address, and every
+ * device listens on the fabric port GNIC_EMU_PORT). */
+#define EMU_GID_TBL_LEN 256 /* gid_tbl_len of a ConnectX RoCE port */
+#define EMU_GID_VALID   4   /* the entries in use */
+/* Entry index of dev's table: 0, -ENODATA (empty) or -EINVAL (no such). */
+int emu_gid_entry(const struct emu_device *dev, uint32_t index, union ibv_gid *gid,
+                  enum ibv_gid_type *type);
+/* The fabric identity of the device at addr (the handshake's GID). */
 void emu_gid_make(union ibv_gid *gid, const struct sockaddr_in *addr);
+/* The fabric address a GID names: a table entry of some device, or an
+ * identity. 0 or -EINVAL. */
 int emu_gid_to_addr(const union ibv_gid *gid, struct sockaddr_in *addr);
+/* The identity of the device gid names; 0 or -EINVAL. */
+int emu_gid_identity(const union ibv_gid *gid, union ibv_gid *id);
+/* The in-process device gid names (an entry or its identity), or NULL. */
 struct emu_device *emu_device_by_gid(const union ibv_gid *gid);
 
 /* ---- verbs entry points ------------------------------------------------

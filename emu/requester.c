@@ -357,7 +357,8 @@ static int issue(struct emu_qp *qp, struct emu_wqe *w, bool last_in_burst)
 	struct emu_msg m = {.type = (uint8_t)type,
 	                    .dst_qpn = qp->dest_qpn,
 	                    .src_qpn = qp->ibqp.qp_num,
-	                    .imm = w->imm};
+	                    .imm = w->imm,
+	                    .gid_type = qp->gid_type};
 	struct emu_outstanding *e;
 	const void *payload = NULL;
 	struct emu_sgl s;

@@ -41,7 +41,7 @@ result_re='^ *[0-9]+ +[0-9]+ +[0-9.]+'
 run_once() {
 	local p=$1 prog=$2
 	shift 2
-	local common=(-d rocep1s0f0 -x 0 -F --use_old_post_send "${slow[@]}" -p "$p" "$@")
+	local common=(-d rocep1s0f0 -x 3 -F --use_old_post_send "${slow[@]}" -p "$p" "$@")
 
 	sc_pair 127.0.0.1 "$prog" "${common[@]}" || return 2
 	local ok=0
