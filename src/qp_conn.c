@@ -63,7 +63,10 @@ static gnic_status_t to_rtr(struct gnic_qp *qp, const struct gnic_blob_info *pee
 	    .min_rnr_timer = MIN_RNR_TIMER,
 	    .ah_attr = {.is_global = 1,
 	                .port_num = GNIC_PORT,
-	                .grh = {.sgid_index = GNIC_GID_INDEX, .hop_limit = HOP_LIMIT}},
+	                .sl = qp->ctx->sl,
+	                .grh = {.sgid_index = (uint8_t)qp->ctx->gid_index,
+	                        .hop_limit = HOP_LIMIT,
+	                        .traffic_class = qp->ctx->traffic_class}},
 	};
 
 	memcpy(a.ah_attr.grh.dgid.raw, peer->gid, sizeof(peer->gid));
