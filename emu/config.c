@@ -21,8 +21,8 @@
 
 /* KNOB_STR: min/max bound the length; KNOB_SECRET is a string whose value
  * is never printed or logged; KNOB_GUID is a 64-bit EUI-64 (uint64_t, host
- * order; "" = 0 = unset). */
-enum knob_type { KNOB_INT, KNOB_IPV4, KNOB_STR, KNOB_SECRET, KNOB_GUID };
+ * order; "" = 0 = unset); KNOB_ENDIAN is "host" (0) or "big" (1), an int. */
+enum knob_type { KNOB_INT, KNOB_IPV4, KNOB_STR, KNOB_SECRET, KNOB_GUID, KNOB_ENDIAN };
 
 struct knob {
 	const char *name;
@@ -71,6 +71,10 @@ static const struct knob knobs[] = {
     {"GNIC_EMU_MAX_RD_ATOM", KNOB_INT, CFG(max_rd_atom), "16", 1, EMU_MAX_RD_ATOMIC,
      "max_qp_rd_atom and max_qp_init_rd_atom the device reports (ConnectX-7: 16); "
      "max_rd_atomic or max_dest_rd_atomic above it is refused with EINVAL"},
+    {"GNIC_EMU_ATOMIC_ENDIAN", KNOB_ENDIAN, CFG(atomic_be), "host", 0, 0,
+     "host|big: the byte order in which a requester writes an atomic's fetched value; host "
+     "is what mlx5_core sets where the NIC can (atomic_cap IBV_ATOMIC_HCA), big is a NIC "
+     "that cannot (atomic_cap IBV_ATOMIC_NONE, atomics still work)"},
     {"GNIC_EMU_PENDING_MAX", KNOB_INT, CFG(pending_max), "256", 1, 65536,
      "most inbound fabric connections still in their handshake (and at most a quarter of "
      "RLIMIT_NOFILE); over it the oldest one is dropped"},
@@ -216,6 +220,11 @@ static int knob_set(const struct knob *k, const char *s)
 		return parse_str(k, s, knob_field(k));
 	case KNOB_GUID:
 		return parse_guid(s, knob_field(k));
+	case KNOB_ENDIAN:
+		if (strcmp(s, "host") && strcmp(s, "big"))
+			return -EINVAL;
+		*(int *)knob_field(k) = !strcmp(s, "big");
+		return 0;
 	default:
 		return parse_int(k, s, knob_field(k));
 	}
@@ -253,6 +262,10 @@ static void knob_warn(const struct knob *k, const char *s)
 		emu_warn("config: ignoring %s=\"%s\" (want a non-zero 64-bit GUID: "
 		         "0x0123456789abcdef or 0123:4567:89ab:cdef); using the default",
 		         k->name, s);
+		break;
+	case KNOB_ENDIAN:
+		emu_warn("config: ignoring %s=\"%s\" (want host or big); using %s", k->name, s,
+		         k->def);
 		break;
 	}
 }
@@ -309,6 +322,9 @@ static void knob_value(const struct knob *k, char *buf, size_t size)
 			         (unsigned int)g & 0xffff);
 		break;
 	}
+	case KNOB_ENDIAN:
+		snprintf(buf, size, "%s", *(const int *)knob_field(k) ? "big" : "host");
+		break;
 	default:
 		snprintf(buf, size, "%d", *(const int *)knob_field(k));
 	}

@@ -392,7 +392,10 @@ static void device_attr_fill(struct emu_device *dev, struct ibv_device_attr *a)
 	a->max_qp_rd_atom = emu_cfg.max_rd_atom;
 	a->max_qp_init_rd_atom = emu_cfg.max_rd_atom;
 	a->max_res_rd_atom = emu_cfg.max_rd_atom * (int)(EMU_MAX_QP - 1);
-	a->atomic_cap = IBV_ATOMIC_HCA;
+	/* mlx5_ib: HCA when the requester writes fetched values in host order
+	 * (atomic_req_8B_endianness_mode, which mlx5_core sets where the NIC
+	 * can), NONE otherwise, though the atomics themselves work */
+	a->atomic_cap = emu_cfg.atomic_be ? IBV_ATOMIC_NONE : IBV_ATOMIC_HCA;
 	a->max_srq = 0; /* SRQs are not emulated */
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = EMU_CA_ACK_DELAY;

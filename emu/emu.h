@@ -71,6 +71,7 @@ struct emu_config {
 	int pending_max;        /* GNIC_EMU_PENDING_MAX: inbound handshakes at once */
 	int pending_per_ip;     /* GNIC_EMU_PENDING_PER_IP: of those, from one address */
 	uint64_t node_guid;     /* GNIC_EMU_GUID: device 0's node GUID; 0 = from its address */
+	int atomic_be;          /* GNIC_EMU_ATOMIC_ENDIAN=big: fetched values land big-endian */
 	char secret[1024];      /* GNIC_EMU_SECRET; "" = unset. Never printed */
 	char secret_file[4096]; /* GNIC_EMU_SECRET_FILE; "" = the per-user file */
 };

@@ -158,6 +158,11 @@ static gnic_status_t query_caps(struct gnic_ctx *ctx)
 	ctx->max_qp_wr = (uint32_t)da.max_qp_wr;
 	ctx->max_rd_atomic = (uint8_t)(da.max_qp_init_rd_atom < 16 ? da.max_qp_init_rd_atom : 16);
 	ctx->max_dest_rd_atomic = (uint8_t)(da.max_qp_rd_atom < 16 ? da.max_qp_rd_atom : 16);
+	ctx->atomic_be = da.atomic_cap == IBV_ATOMIC_NONE;
+	if (ctx->atomic_be)
+		gnic_info("%s: atomic_cap NONE: fetched atomic values arrive big-endian and are "
+		          "converted",
+		          ctx->device);
 	if (ctx->max_rd_atomic < 16 || ctx->max_dest_rd_atomic < 16)
 		gnic_info("%s: READs/atomics in flight per QP: %u out, %u in", ctx->device,
 		          ctx->max_rd_atomic, ctx->max_dest_rd_atomic);

@@ -171,6 +171,10 @@ struct gnic_ctx {
 	/* READs/atomics in flight per QP: ours as requester (max_rd_atomic) and
 	 * what we accept as responder (max_dest_rd_atomic), from the device */
 	uint8_t max_rd_atomic, max_dest_rd_atomic;
+	/* atomic_cap IBV_ATOMIC_NONE: mlx5_ib's word for a NIC whose requester
+	 * writes fetched values big-endian (no host-endian mode); ConnectX
+	 * atomics work either way */
+	bool atomic_be;
 	char device[64];
 	struct gnic_gpu gpu;
 	int nqp, nmr; /* live objects: destroy refuses while any */

@@ -69,6 +69,7 @@ static void fill(struct gnic_qp *qp, const struct dev_ptrs *p)
 	d->scratch = ptr(p->scratch);
 	d->scratch_iova = (uintptr_t)qp->scratch; /* as registered */
 	d->scratch_lkey = qp->scratch_mr->lkey;
+	d->atomic_be = qp->ctx->atomic_be;
 	d->cpu_db = ptr(p->cpu_db);
 	d->err = ptr(p->err);
 }

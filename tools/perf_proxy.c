@@ -300,7 +300,8 @@ static int reap(struct ring *r)
 		struct pend *p = &r->pend[r->ptail++ % r->pcap];
 
 		if (p->res >= 0)
-			r->h->result[p->res] = gnic_load_sys64(&r->qp->scratch[p->scratch]);
+			r->h->result[p->res] = gnic_dev_result_value(
+			    r->qp, gnic_load_sys64(&r->qp->scratch[p->scratch]));
 		r->done = p->desc_end;
 	}
 	if (r->done != gnic_load_acq64(&r->h->done))
