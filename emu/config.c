@@ -21,8 +21,9 @@
 
 /* KNOB_STR: min/max bound the length; KNOB_SECRET is a string whose value
  * is never printed or logged; KNOB_GUID is a 64-bit EUI-64 (uint64_t, host
- * order; "" = 0 = unset); KNOB_ENDIAN is "host" (0) or "big" (1), an int. */
-enum knob_type { KNOB_INT, KNOB_IPV4, KNOB_STR, KNOB_SECRET, KNOB_GUID, KNOB_ENDIAN };
+ * order; "" = 0 = unset); KNOB_ENDIAN is "host" (0) or "big" (1), KNOB_LINK
+ * "roce" (0) or "ib" (1), an int. */
+enum knob_type { KNOB_INT, KNOB_IPV4, KNOB_STR, KNOB_SECRET, KNOB_GUID, KNOB_ENDIAN, KNOB_LINK };
 
 struct knob {
 	const char *name;
@@ -75,6 +76,9 @@ static const struct knob knobs[] = {
      "host|big: the byte order in which a requester writes an atomic's fetched value; host "
      "is what mlx5_core sets where the NIC can (atomic_cap IBV_ATOMIC_HCA), big is a NIC "
      "that cannot (atomic_cap IBV_ATOMIC_NONE, atomics still work)"},
+    {"GNIC_EMU_LINK", KNOB_LINK, CFG(link_ib), "roce", 0, 0,
+     "roce|ib: the ports' link layer; ib: LIDs (the low 16 bits of each device's IPv4 "
+     "address, which must be a unicast LID), a GID table of one IB GID, GRH optional"},
     {"GNIC_EMU_PENDING_MAX", KNOB_INT, CFG(pending_max), "256", 1, 65536,
      "most inbound fabric connections still in their handshake (and at most a quarter of "
      "RLIMIT_NOFILE); over it the oldest one is dropped"},
@@ -225,6 +229,11 @@ static int knob_set(const struct knob *k, const char *s)
 			return -EINVAL;
 		*(int *)knob_field(k) = !strcmp(s, "big");
 		return 0;
+	case KNOB_LINK:
+		if (strcmp(s, "roce") && strcmp(s, "ib"))
+			return -EINVAL;
+		*(int *)knob_field(k) = !strcmp(s, "ib");
+		return 0;
 	default:
 		return parse_int(k, s, knob_field(k));
 	}
@@ -265,6 +274,10 @@ static void knob_warn(const struct knob *k, const char *s)
 		break;
 	case KNOB_ENDIAN:
 		emu_warn("config: ignoring %s=\"%s\" (want host or big); using %s", k->name, s,
+		         k->def);
+		break;
+	case KNOB_LINK:
+		emu_warn("config: ignoring %s=\"%s\" (want roce or ib); using %s", k->name, s,
 		         k->def);
 		break;
 	}
@@ -324,6 +337,9 @@ static void knob_value(const struct knob *k, char *buf, size_t size)
 	}
 	case KNOB_ENDIAN:
 		snprintf(buf, size, "%s", *(const int *)knob_field(k) ? "big" : "host");
+		break;
+	case KNOB_LINK:
+		snprintf(buf, size, "%s", *(const int *)knob_field(k) ? "ib" : "roce");
 		break;
 	default:
 		snprintf(buf, size, "%d", *(const int *)knob_field(k));

@@ -84,6 +84,34 @@ static void gid_v4_mapped(union ibv_gid *gid, const uint8_t ip[4])
 	memcpy(&gid->raw[12], ip, 4);
 }
 
+uint16_t emu_device_lid(const struct emu_device *dev)
+{
+	return emu_cfg.link_ib ? (uint16_t)(ntohl(dev->addr.sin_addr.s_addr) & 0xffff) : 0;
+}
+
+void emu_lid_identity(const struct emu_device *dev, uint16_t lid, union ibv_gid *id)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+	                        .sin_port = htons((uint16_t)emu_cfg.base_port)};
+
+	a.sin_addr.s_addr = htonl((ntohl(dev->addr.sin_addr.s_addr) & 0xffff0000u) | lid);
+	emu_gid_make(id, &a);
+}
+
+/* InfiniBand: the port GID, subnet prefix fe80:: (the default) + port GUID. */
+static int ib_gid_entry(const struct emu_device *dev, uint32_t index, union ibv_gid *gid,
+                        enum ibv_gid_type *type)
+{
+	if (index)
+		return -ENODATA;
+	memset(gid, 0, sizeof(*gid));
+	gid->raw[0] = 0xfe;
+	gid->raw[1] = 0x80;
+	memcpy(&gid->raw[8], &dev->guid, 8); /* already big-endian */
+	*type = IBV_GID_TYPE_IB;
+	return 0;
+}
+
 int emu_gid_entry(const struct emu_device *dev, uint32_t index, union ibv_gid *gid,
                   enum ibv_gid_type *type)
 {
@@ -91,6 +119,8 @@ int emu_gid_entry(const struct emu_device *dev, uint32_t index, union ibv_gid *g
 
 	if (index >= EMU_GID_TBL_LEN)
 		return -EINVAL;
+	if (emu_cfg.link_ib)
+		return ib_gid_entry(dev, index, gid, type);
 	if (index >= EMU_GID_VALID)
 		return -ENODATA;
 	if (index < 2)
@@ -431,7 +461,17 @@ EMU_EXPORT int gemu_query_device_ex(struct ibv_context *context,
 	return 0;
 }
 
-static void port_attr_fill(struct ibv_port_attr *a)
+/* A subnet manager's view of the port: its LID, the SM at LID 1, no LMC. */
+static void port_attr_ib(const struct emu_device *dev, struct ibv_port_attr *a)
+{
+	a->link_layer = IBV_LINK_LAYER_INFINIBAND;
+	a->port_cap_flags = 0;
+	a->lid = emu_device_lid(dev);
+	a->sm_lid = 1;
+	a->lmc = 0;
+}
+
+static void port_attr_fill(const struct emu_device *dev, struct ibv_port_attr *a)
 {
 	memset(a, 0, sizeof(*a));
 	a->state = IBV_PORT_ACTIVE;
@@ -447,6 +487,8 @@ static void port_attr_fill(struct ibv_port_attr *a)
 	a->active_speed = EMU_PORT_SPEED_EDR;
 	a->phys_state = EMU_PORT_PHYS_LINK_UP;
 	a->link_layer = IBV_LINK_LAYER_ETHERNET;
+	if (emu_cfg.link_ib)
+		port_attr_ib(dev, a);
 }
 
 /* attr_len is the caller's idea of sizeof(struct ibv_port_attr): older
@@ -458,7 +500,7 @@ EMU_EXPORT int gemu_query_port(struct ibv_context *context, uint8_t port_num,
 
 	if (!gemu_is_emu_context(context) || !attr || port_num != 1)
 		return EINVAL;
-	port_attr_fill(&a);
+	port_attr_fill(to_ectx(context)->dev, &a);
 	if (attr_len > sizeof(a)) {
 		memset((char *)attr + sizeof(a), 0, attr_len - sizeof(a));
 		attr_len = sizeof(a);

@@ -72,6 +72,7 @@ struct emu_config {
 	int pending_per_ip;     /* GNIC_EMU_PENDING_PER_IP: of those, from one address */
 	uint64_t node_guid;     /* GNIC_EMU_GUID: device 0's node GUID; 0 = from its address */
 	int atomic_be;          /* GNIC_EMU_ATOMIC_ENDIAN=big: fetched values land big-endian */
+	int link_ib;            /* GNIC_EMU_LINK=ib: InfiniBand ports (LIDs), else RoCE */
 	char secret[1024];      /* GNIC_EMU_SECRET; "" = unset. Never printed */
 	char secret_file[4096]; /* GNIC_EMU_SECRET_FILE; "" = the per-user file */
 };
@@ -273,6 +274,8 @@ struct emu_qp {
 	 * engine (to ERR) and read by the data path, hence atomic */
 	_Atomic int state;       /* enum ibv_qp_state; engine may set ERR */
 	struct ibv_qp_attr attr; /* last values set through modify_qp */
+	/* the peer as the fabric routes to it: the GRH's dgid (RoCE), or the
+	 * identity of the DLID's device (InfiniBand) */
 	union ibv_gid dgid;
 	uint32_t dest_qpn;
 	uint8_t gid_type; /* enum ibv_gid_type of the sgid entry: its requests' framing */
@@ -393,6 +396,14 @@ void emu_async_event(struct emu_context *ctx, const struct ibv_async_event *ev);
  * device listens on the fabric port GNIC_EMU_PORT). */
 #define EMU_GID_TBL_LEN 256 /* gid_tbl_len of a ConnectX RoCE port */
 #define EMU_GID_VALID   4   /* the entries in use */
+/* On InfiniBand (GNIC_EMU_LINK=ib) the table has one entry, 0: fe80:: +
+ * the port GUID, type IB; the port has a LID, the low 16 bits of the IPv4
+ * address (a unicast LID), and the subnet is the /16 around it, so a DLID
+ * names the device at <the /16>.<lid>, as a subnet manager's routes would. */
+#define EMU_LID_UNICAST_MAX 0xbfff
+uint16_t emu_device_lid(const struct emu_device *dev); /* 0 on RoCE */
+/* The fabric identity of the device with LID lid in dev's subnet. */
+void emu_lid_identity(const struct emu_device *dev, uint16_t lid, union ibv_gid *id);
 /* Entry index of dev's table: 0, -ENODATA (empty) or -EINVAL (no such). */
 int emu_gid_entry(const struct emu_device *dev, uint32_t index, union ibv_gid *gid,
                   enum ibv_gid_type *type);

@@ -335,6 +335,9 @@ static uint32_t loopback_pick(const struct emu_device *dev, unsigned n)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull; /* splitmix64's finaliser */
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	z ^= z >> 31;
+	if (emu_cfg.link_ib) /* 127.1.0.0/16, the low 16 bits a unicast LID */
+		return 127u << 24 | 1u << 16 | (uint32_t)(1 + z % 0xbe) << 8 |
+		       (uint32_t)(1 + (z >> 8) % 254);
 	return 127u << 24 | (uint32_t)(1 + z % 254) << 16 | (uint32_t)((z >> 8) % 256) << 8 |
 	       (uint32_t)(1 + (z >> 16) % 254);
 }
@@ -359,6 +362,12 @@ static int listen_addr(const struct emu_device *dev, unsigned n, struct sockaddr
 	}
 	a = ntohl(addr->sin_addr.s_addr) + (uint32_t)dev->index;
 	addr->sin_addr.s_addr = htonl(a);
+	if (emu_cfg.link_ib && ((a & 0xffff) == 0 || (a & 0xffff) > EMU_LID_UNICAST_MAX)) {
+		emu_err("fabric: GNIC_EMU_LINK=ib: the address of device %d gives LID 0x%04x, not "
+		        "a unicast LID (0x0001-0xbfff)",
+		        dev->index, a & 0xffff);
+		return -EADDRNOTAVAIL;
+	}
 	if (emu_addr_not_unicast(addr->sin_addr)) { /* config.c refuses these already */
 		emu_err("fabric: GNIC_EMU_ADDR '%s' + device %d is %s, not a unicast address", ip,
 		        dev->index, emu_addr_not_unicast(addr->sin_addr));

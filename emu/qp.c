@@ -419,9 +419,29 @@ static int check_mask(int cur, const struct ibv_qp_attr *a, int mask, int *next)
 	return 0;
 }
 
-/* An RoCE port has no LIDs: the peer is named by its GID alone, and the
+/* A RoCE port has no LIDs: the peer is named by its GID alone, and the
  * source GID must be an entry of the port's table (the kernel resolves it
  * at RTR: ENODATA for an empty one). */
+/* InfiniBand: the DLID routes, a unicast one; a GRH is optional, and its
+ * source GID must then be a valid entry. */
+static int check_av_ib(struct emu_qp *qp, const struct ibv_ah_attr *ah)
+{
+	enum ibv_gid_type type;
+	union ibv_gid sgid;
+	int ret;
+
+	if (ah->port_num != 1)
+		return EINVAL;
+	if (!ah->dlid || ah->dlid > EMU_LID_UNICAST_MAX) {
+		emu_info("modify_qp: DLID 0x%04x is not a unicast LID", ah->dlid);
+		return EINVAL;
+	}
+	if (!ah->is_global)
+		return 0;
+	ret = emu_gid_entry(qp->ctx->dev, ah->grh.sgid_index, &sgid, &type);
+	return ret ? -ret : 0;
+}
+
 static int check_av(struct emu_qp *qp, const struct ibv_ah_attr *ah)
 {
 	enum ibv_gid_type type;
@@ -429,6 +449,8 @@ static int check_av(struct emu_qp *qp, const struct ibv_ah_attr *ah)
 	union ibv_gid sgid;
 	int ret;
 
+	if (emu_cfg.link_ib)
+		return check_av_ib(qp, ah);
 	if (!ah->is_global) {
 		emu_info("modify_qp: the address vector needs a GRH (is_global=1, the peer's "
 		         "GID): gnic-emu ports are RoCE and have no LIDs");
@@ -483,7 +505,12 @@ static void commit_path(struct emu_qp *qp, const struct ibv_qp_attr *a, int mask
 
 		qp->attr.ah_attr = a->ah_attr;
 		qp->dgid = a->ah_attr.grh.dgid;
-		emu_gid_entry(qp->ctx->dev, a->ah_attr.grh.sgid_index, &sgid, &type); /* checked */
+		if (emu_cfg.link_ib) {
+			emu_lid_identity(qp->ctx->dev, a->ah_attr.dlid, &qp->dgid);
+			type = IBV_GID_TYPE_IB;
+		} else {
+			emu_gid_entry(qp->ctx->dev, a->ah_attr.grh.sgid_index, &sgid, &type);
+		}
 		qp->gid_type = (uint8_t)type;
 	}
 	if (mask & IBV_QP_PATH_MTU)
