@@ -124,6 +124,12 @@ static gnic_status_t query_port(struct gnic_ctx *ctx)
 	/* rdma-core's legacy query_port leaves link_layer 0 (unspecified): IB */
 	ctx->link_layer = pa.link_layer == IBV_LINK_LAYER_ETHERNET ? IBV_LINK_LAYER_ETHERNET
 	                                                           : IBV_LINK_LAYER_INFINIBAND;
+	ctx->lid = ctx->link_layer == IBV_LINK_LAYER_INFINIBAND ? pa.lid : 0;
+	if (ctx->link_layer == IBV_LINK_LAYER_INFINIBAND && (!ctx->lid || ctx->lid > 0xbfff))
+		return gnic_error(GNIC_ERR_NO_DEVICE,
+		                  "%s port %d is InfiniBand without a unicast LID (%#x): is a "
+		                  "subnet manager running?",
+		                  ctx->device, GNIC_PORT, ctx->lid);
 	return GNIC_OK;
 }
 
@@ -281,6 +287,7 @@ GNIC_API gnic_status_t gnic_ctx_query(struct gnic_ctx *ctx, struct gnic_ctx_info
 	info->gid_type = ctx->gid_type;
 	memcpy(info->gid, ctx->gid.raw, sizeof(info->gid));
 	info->link_layer = ctx->link_layer;
+	info->lid = ctx->lid;
 	info->traffic_class = ctx->traffic_class;
 	info->sl = ctx->sl;
 	return GNIC_OK;

@@ -165,6 +165,7 @@ struct gnic_ctx {
 	int gid_index;             /* gid.c chose it, or GNIC_GID_INDEX / the attr */
 	int gid_type;              /* enum ibv_gid_type of that entry */
 	uint8_t link_layer;        /* IBV_LINK_LAYER_* of port 1 */
+	uint16_t lid;              /* port 1's LID (InfiniBand; 0 on RoCE) */
 	uint8_t traffic_class, sl; /* of every QP's address vector */
 	enum ibv_mtu mtu;          /* the port's active MTU */
 	uint32_t max_qp_wr;        /* the device's: WRs of an RQ, basic blocks of an SQ */
@@ -258,6 +259,9 @@ struct gnic_blob_info {
 	uint32_t psn; /* 24 bits */
 	uint8_t mtu;  /* enum ibv_mtu */
 	uint16_t flags;
+	uint16_t version;   /* 1 or 2; encode: 0 = the current one (2) */
+	uint16_t lid;       /* version 2: the port's LID (InfiniBand), 0 on RoCE */
+	uint8_t link_layer; /* version 2: IBV_LINK_LAYER_INFINIBAND / _ETHERNET */
 };
 void gnic_blob_encode(const struct gnic_blob_info *info, struct gnic_blob *blob);
 gnic_status_t gnic_blob_decode(const struct gnic_blob *blob, struct gnic_blob_info *info);

@@ -85,6 +85,7 @@ struct gnic_ctx_info {
 	int gid_type;      /* its enum ibv_gid_type: 0 IB, 1 RoCE v1, 2 RoCE v2 */
 	uint8_t gid[16];   /* its GID: what gnic_qp_export() puts in blobs */
 	int link_layer;    /* port 1's IBV_LINK_LAYER_*: 1 InfiniBand, 2 Ethernet */
+	int lid;           /* port 1's LID on InfiniBand, 0 on RoCE */
 	int traffic_class; /* what QPs' address vectors carry */
 	int sl;
 };
@@ -155,16 +156,20 @@ gnic_status_t gnic_qp_create(struct gnic_ctx *ctx, const struct gnic_qp_attr *at
                              struct gnic_qp **qp_p);
 void gnic_qp_destroy(struct gnic_qp *qp);
 
-/* Connection blob: versioned and checksummed; GID, QPN, PSN, MTU. Send it to
- * the peer by any means (gnic_boot_* below, MPI, a file). */
+/* Connection blob: versioned and checksummed; GID, QPN, PSN, MTU, and (from
+ * version 2) LID and link layer. Send it to the peer by any means
+ * (gnic_boot_* below, MPI, a file). Version 1 blobs (no LID) still connect
+ * on RoCE. */
 #define GNIC_BLOB_SIZE 64
 struct gnic_blob {
 	uint8_t bytes[GNIC_BLOB_SIZE];
 };
 gnic_status_t gnic_qp_export(struct gnic_qp *qp, struct gnic_blob *blob);
-/* RESET -> INIT -> RTR -> RTS towards the peer described by remote. A blob of
- * another version, a bad checksum or a non-blob gives GNIC_ERR_PROTOCOL and
- * changes nothing. */
+/* RESET -> INIT -> RTR -> RTS towards the peer described by remote: on RoCE
+ * by its GID (a GRH), on InfiniBand by its LID (with a GRH only when the
+ * peer's GID has another subnet prefix). A blob of an unknown version, a bad
+ * checksum, a non-blob, a peer on the other link layer or a version 1 blob
+ * on InfiniBand gives GNIC_ERR_PROTOCOL and changes nothing. */
 gnic_status_t gnic_qp_connect(struct gnic_qp *qp, const struct gnic_blob *remote);
 /* Back to RESET with empty queues (after an error), ready to connect again. */
 gnic_status_t gnic_qp_reset(struct gnic_qp *qp);

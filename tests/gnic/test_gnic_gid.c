@@ -12,6 +12,9 @@
  *   test_gnic_gid env      GNIC_GID_INDEX=2 GNIC_TRAFFIC_CLASS=96 GNIC_SL=5;
  *                          the attr overrides them
  *   test_gnic_gid env_bad  GNIC_GID_INDEX=abc: no context, a reason
+ *   test_gnic_gid ib       GNIC_EMU_LINK=ib: entry 0 (IB), the port's LID
+ *                          in the blob, QPs addressed by LID move data; a
+ *                          version 1 blob (no LID) is refused
  */
 #include "gt.h"
 
@@ -216,6 +219,53 @@ static void case_env_bad(void)
 	CHECK(ctx == NULL);
 }
 
+static void case_ib(void)
+{
+	struct gnic_ctx_info info;
+	struct gnic_blob v1;
+	struct side a, b;
+
+	t_case("InfiniBand: GID entry 0 (IB), the port's LID");
+	side_init(&a, GNIC_GID_AUTO);
+	side_init(&b, GNIC_GID_AUTO);
+	CHECK_GNIC(gnic_ctx_query(a.ctx, &info));
+	printf("  lid 0x%x gid index %d type %d\n", (unsigned)info.lid, info.gid_index,
+	       info.gid_type);
+	CHECK_EQ(info.link_layer, 1); /* IBV_LINK_LAYER_INFINIBAND */
+	CHECK_EQ(info.gid_index, 0);
+	CHECK_EQ(info.gid_type, 0); /* IBV_GID_TYPE_IB */
+	CHECK(info.lid >= 1 && info.lid <= 0xbfff);
+	CHECK_EQ(info.gid[0], 0xfe);
+	t_case("the blob carries the LID and the link layer");
+	CHECK_EQ(a.blob.bytes[36] | a.blob.bytes[37] << 8, info.lid);
+	CHECK_EQ(a.blob.bytes[38], 1);
+	check_blob_gid(&a);
+
+	t_case("a version 1 blob (no LID) is refused on InfiniBand");
+	v1 = b.blob;
+	v1.bytes[4] = 1;
+	memset(v1.bytes + 36, 0, 3);
+	{
+		uint32_t crc = 0xffffffffu;
+
+		for (int i = 0; i < 44; i++) {
+			crc ^= v1.bytes[i];
+			for (int k = 0; k < 8; k++)
+				crc = crc & 1 ? (crc >> 1) ^ 0xedb88320u : crc >> 1;
+		}
+		crc = ~crc;
+		for (int i = 0; i < 4; i++)
+			v1.bytes[44 + i] = (uint8_t)(crc >> (8 * i));
+	}
+	CHECK_GNIC_ERR(gnic_qp_connect(a.qp, &v1), GNIC_ERR_PROTOCOL);
+	CHECK(strstr(gnic_last_error(), "LID"));
+
+	t_case("QPs addressed by LID connect and WRITE");
+	write_ok(&a, &b);
+	side_fini(&b);
+	side_fini(&a);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "auto";
@@ -226,6 +276,8 @@ int main(int argc, char **argv)
 		case_env();
 	else if (!strcmp(mode, "env_bad"))
 		case_env_bad();
+	else if (!strcmp(mode, "ib"))
+		case_ib();
 	else
 		T_FAIL("unknown case %s", mode);
 	printf("PASS\n");
