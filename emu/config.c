@@ -21,8 +21,9 @@
 
 /* KNOB_STR: min/max bound the length; KNOB_SECRET is a string whose value
  * is never printed or logged; KNOB_GUID is a 64-bit EUI-64 (uint64_t, host
- * order; "" = 0 = unset). */
-enum knob_type { KNOB_INT, KNOB_IPV4, KNOB_STR, KNOB_SECRET, KNOB_GUID };
+ * order; "" = 0 = unset); KNOB_ENDIAN is "host" (0) or "big" (1), KNOB_LINK
+ * "roce" (0) or "ib" (1), an int. */
+enum knob_type { KNOB_INT, KNOB_IPV4, KNOB_STR, KNOB_SECRET, KNOB_GUID, KNOB_ENDIAN, KNOB_LINK };
 
 struct knob {
 	const char *name;
@@ -41,11 +42,13 @@ static const struct knob knobs[] = {
     {"GNIC_EMU_NAME", KNOB_STR, CFG(dev_name), "rocep1s0f0", 2, sizeof(emu_cfg.dev_name) - 1,
      "name of device 0, in rdma-core's persistent style by default; the number it "
      "ends in counts up for the others (rocep1s0f1, ...; mlx5_0 gives mlx5_1, ...)"},
-    {"GNIC_EMU_ADDR", KNOB_IPV4, CFG(bind_addr), "127.0.0.1", 0, 0,
-     "unicast IPv4 address the fabric listeners bind to; it is part of every GID and node "
-     "GUID"},
-    {"GNIC_EMU_PORT", KNOB_INT, CFG(base_port), "0", 0, 65536 - EMU_MAX_DEVICES,
-     "TCP port of device 0 (device i listens on PORT+i); 0 = ephemeral ports"},
+    {"GNIC_EMU_ADDR", KNOB_IPV4, CFG(bind_addr), "", 0, 0,
+     "unicast IPv4 address of device 0 (device i has it + i): its fabric listener binds it "
+     "and its GIDs and node GUID carry it; unset = each device a loopback address "
+     "127.x.y.z of its own"},
+    {"GNIC_EMU_PORT", KNOB_INT, CFG(base_port), "4791", 1, 65535,
+     "TCP port every device's fabric listener uses (RoCE v2's UDP port by default); "
+     "all processes that talk to each other must use the same"},
     {"GNIC_EMU_LOG", KNOB_INT, CFG(log_level), "1", EMU_LOG_ERR, EMU_LOG_DEBUG,
      "log level on stderr: 0 error, 1 warn, 2 info, 3 debug"},
     {"GNIC_EMU_SPIN_US", KNOB_INT, CFG(spin_us), "auto", 0, 10000000,
@@ -72,6 +75,13 @@ static const struct knob knobs[] = {
     {"GNIC_EMU_MAX_RD_ATOM", KNOB_INT, CFG(max_rd_atom), "16", 1, EMU_MAX_RD_ATOMIC,
      "max_qp_rd_atom and max_qp_init_rd_atom the device reports (ConnectX-7: 16); "
      "max_rd_atomic or max_dest_rd_atomic above it is refused with EINVAL"},
+    {"GNIC_EMU_ATOMIC_ENDIAN", KNOB_ENDIAN, CFG(atomic_be), "host", 0, 0,
+     "host|big: the byte order in which a requester writes an atomic's fetched value; host "
+     "is what mlx5_core sets where the NIC can (atomic_cap IBV_ATOMIC_HCA), big is a NIC "
+     "that cannot (atomic_cap IBV_ATOMIC_NONE, atomics still work)"},
+    {"GNIC_EMU_LINK", KNOB_LINK, CFG(link_ib), "roce", 0, 0,
+     "roce|ib: the ports' link layer; ib: LIDs (the low 16 bits of each device's IPv4 "
+     "address, which must be a unicast LID), a GID table of one IB GID, GRH optional"},
     {"GNIC_EMU_PENDING_MAX", KNOB_INT, CFG(pending_max), "256", 1, 65536,
      "most inbound fabric connections still in their handshake (and at most a quarter of "
      "RLIMIT_NOFILE); over it the oldest one is dropped"},
@@ -133,12 +143,16 @@ const char *emu_addr_not_unicast(struct in_addr addr)
 	return NULL;
 }
 
-/* Only dotted IPv4: the GID format carries an IPv4 address, one a peer can
- * dial, so a unicast one. */
+/* Only dotted IPv4: the GIDs carry an IPv4 address, one a peer can dial,
+ * so a unicast one. "" is unset. */
 static int parse_ipv4(const char *s, char *out)
 {
 	struct in_addr a;
 
+	if (!*s) { /* unset: a loopback address per device */
+		*out = 0;
+		return 0;
+	}
 	if (strlen(s) >= sizeof(emu_cfg.bind_addr) || inet_pton(AF_INET, s, &a) != 1)
 		return -EINVAL;
 	if (emu_addr_not_unicast(a))
@@ -213,6 +227,16 @@ static int knob_set(const struct knob *k, const char *s)
 		return parse_str(k, s, knob_field(k));
 	case KNOB_GUID:
 		return parse_guid(s, knob_field(k));
+	case KNOB_ENDIAN:
+		if (strcmp(s, "host") && strcmp(s, "big"))
+			return -EINVAL;
+		*(int *)knob_field(k) = !strcmp(s, "big");
+		return 0;
+	case KNOB_LINK:
+		if (strcmp(s, "roce") && strcmp(s, "ib"))
+			return -EINVAL;
+		*(int *)knob_field(k) = !strcmp(s, "ib");
+		return 0;
 	default:
 		return parse_int(k, s, knob_field(k));
 	}
@@ -231,11 +255,12 @@ static void knob_warn(const struct knob *k, const char *s)
 		if (inet_pton(AF_INET, s, &a) == 1 && emu_addr_not_unicast(a))
 			emu_warn("config: ignoring %s=\"%s\" (%s; want a unicast IPv4 address "
 			         "peers can dial); using %s",
-			         k->name, s, emu_addr_not_unicast(a), k->def);
+			         k->name, s, emu_addr_not_unicast(a),
+			         k->def[0] ? k->def : "a loopback address per device");
 		else
 			emu_warn("config: ignoring %s=\"%s\" (want a dotted IPv4 address); "
 			         "using %s",
-			         k->name, s, k->def);
+			         k->name, s, k->def[0] ? k->def : "a loopback address per device");
 		break;
 	case KNOB_STR:
 		emu_warn("config: ignoring %s=\"%s\" (want %ld to %ld bytes)", k->name, s, k->min,
@@ -249,6 +274,14 @@ static void knob_warn(const struct knob *k, const char *s)
 		emu_warn("config: ignoring %s=\"%s\" (want a non-zero 64-bit GUID: "
 		         "0x0123456789abcdef or 0123:4567:89ab:cdef); using the default",
 		         k->name, s);
+		break;
+	case KNOB_ENDIAN:
+		emu_warn("config: ignoring %s=\"%s\" (want host or big); using %s", k->name, s,
+		         k->def);
+		break;
+	case KNOB_LINK:
+		emu_warn("config: ignoring %s=\"%s\" (want roce or ib); using %s", k->name, s,
+		         k->def);
 		break;
 	}
 }
@@ -305,6 +338,12 @@ static void knob_value(const struct knob *k, char *buf, size_t size)
 			         (unsigned int)g & 0xffff);
 		break;
 	}
+	case KNOB_ENDIAN:
+		snprintf(buf, size, "%s", *(const int *)knob_field(k) ? "big" : "host");
+		break;
+	case KNOB_LINK:
+		snprintf(buf, size, "%s", *(const int *)knob_field(k) ? "ib" : "roce");
+		break;
 	default:
 		snprintf(buf, size, "%d", *(const int *)knob_field(k));
 	}

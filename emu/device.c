@@ -2,9 +2,10 @@
 /*
  * Devices and contexts: the device list, open/close, and the query verbs.
  *
- * An emulated device looks like a single-port ConnectX in RoCE v2 mode whose
- * only GID encodes where its fabric listener is (see emu_gid_make()), so a
- * peer that learns our GID through any out-of-band exchange can reach us.
+ * An emulated device looks like a single-port ConnectX on RoCE with one
+ * IPv4 address, and a GID table as the kernel fills it (see the GIDs
+ * section); every entry names the device's fabric listener, so a peer that
+ * learns one of our GIDs through any out-of-band exchange can reach us.
  */
 #define _GNU_SOURCE /* pipe2 */
 #include <errno.h>
@@ -46,7 +47,89 @@
 static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
 static int open_contexts;
 
-/* ---- GIDs ----------------------------------------------------------------- */
+/* ---- GIDs -----------------------------------------------------------------
+ *
+ * Two kinds of 16-byte name. The GID table (emu_gid_entry) is what verbs
+ * show, laid out as the kernel's roce_gid_mgmt fills a RoCE port with one
+ * IPv4 address: the default GIDs first (fe80:: + the modified EUI-64 of the
+ * MAC, once per RoCE version), then the IPv4-mapped address per version.
+ * The MAC is 02:47:<ipv4> (locally administered, 'G'), so each entry names
+ * the device's IPv4 address, and all devices listen on one fabric port, as
+ * RoCE v2 uses UDP port 4791 everywhere. The identity (emu_gid_make) names a
+ * listener by address and port; the handshake carries it, and a relay may
+ * be given one as a destination. */
+
+#define EMU_MAC_OUI1 0x47
+
+static void gid_link_local(union ibv_gid *gid, const uint8_t ip[4])
+{
+	memset(gid, 0, sizeof(*gid));
+	gid->raw[0] = 0xfe;
+	gid->raw[1] = 0x80;
+	/* addrconf's EUI-48 to EUI-64: MAC 02:47:a:b:c:d, U/L bit flipped,
+	 * ff:fe in the middle */
+	gid->raw[8] = 0x02 ^ 0x02;
+	gid->raw[9] = EMU_MAC_OUI1;
+	gid->raw[10] = ip[0];
+	gid->raw[11] = 0xff;
+	gid->raw[12] = 0xfe;
+	memcpy(&gid->raw[13], &ip[1], 3);
+}
+
+static void gid_v4_mapped(union ibv_gid *gid, const uint8_t ip[4])
+{
+	memset(gid, 0, sizeof(*gid));
+	gid->raw[10] = 0xff;
+	gid->raw[11] = 0xff;
+	memcpy(&gid->raw[12], ip, 4);
+}
+
+uint16_t emu_device_lid(const struct emu_device *dev)
+{
+	return emu_cfg.link_ib ? (uint16_t)(ntohl(dev->addr.sin_addr.s_addr) & 0xffff) : 0;
+}
+
+void emu_lid_identity(const struct emu_device *dev, uint16_t lid, union ibv_gid *id)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+	                        .sin_port = htons((uint16_t)emu_cfg.base_port)};
+
+	a.sin_addr.s_addr = htonl((ntohl(dev->addr.sin_addr.s_addr) & 0xffff0000u) | lid);
+	emu_gid_make(id, &a);
+}
+
+/* InfiniBand: the port GID, subnet prefix fe80:: (the default) + port GUID. */
+static int ib_gid_entry(const struct emu_device *dev, uint32_t index, union ibv_gid *gid,
+                        enum ibv_gid_type *type)
+{
+	if (index)
+		return -ENODATA;
+	memset(gid, 0, sizeof(*gid));
+	gid->raw[0] = 0xfe;
+	gid->raw[1] = 0x80;
+	memcpy(&gid->raw[8], &dev->guid, 8); /* already big-endian */
+	*type = IBV_GID_TYPE_IB;
+	return 0;
+}
+
+int emu_gid_entry(const struct emu_device *dev, uint32_t index, union ibv_gid *gid,
+                  enum ibv_gid_type *type)
+{
+	const uint8_t *ip = (const uint8_t *)&dev->addr.sin_addr.s_addr;
+
+	if (index >= EMU_GID_TBL_LEN)
+		return -EINVAL;
+	if (emu_cfg.link_ib)
+		return ib_gid_entry(dev, index, gid, type);
+	if (index >= EMU_GID_VALID)
+		return -ENODATA;
+	if (index < 2)
+		gid_link_local(gid, ip);
+	else
+		gid_v4_mapped(gid, ip);
+	*type = index % 2 ? IBV_GID_TYPE_ROCE_V2 : IBV_GID_TYPE_ROCE_V1;
+	return 0;
+}
 
 void emu_gid_make(union ibv_gid *gid, const struct sockaddr_in *addr)
 {
@@ -57,26 +140,61 @@ void emu_gid_make(union ibv_gid *gid, const struct sockaddr_in *addr)
 	memcpy(&gid->raw[12], &addr->sin_addr.s_addr, 4);
 }
 
+/* The IPv4 address of a table entry (either form), or false. */
+static bool gid_entry_ip(const union ibv_gid *gid, uint8_t ip[4])
+{
+	union ibv_gid want;
+
+	memcpy(ip, &gid->raw[12], 4);
+	gid_v4_mapped(&want, ip);
+	if (!memcmp(&want, gid, sizeof(want)))
+		return true;
+	ip[0] = gid->raw[10];
+	memcpy(&ip[1], &gid->raw[13], 3);
+	gid_link_local(&want, ip);
+	return !memcmp(&want, gid, sizeof(want));
+}
+
 int emu_gid_to_addr(const union ibv_gid *gid, struct sockaddr_in *addr)
 {
 	static const uint8_t zero[8];
+	uint8_t ip[4];
 	uint16_t port;
 
+	memset(addr, 0, sizeof(*addr));
+	addr->sin_family = AF_INET;
+	if (gid_entry_ip(gid, ip)) {
+		addr->sin_port = htons((uint16_t)emu_cfg.base_port);
+		memcpy(&addr->sin_addr.s_addr, ip, 4);
+		return 0;
+	}
 	memcpy(&port, &gid->raw[8], 2);
 	if (memcmp(gid->raw, zero, sizeof(zero)) || gid->raw[10] != 0xff || gid->raw[11] != 0xff ||
 	    !port)
 		return -EINVAL;
-	memset(addr, 0, sizeof(*addr));
-	addr->sin_family = AF_INET;
 	addr->sin_port = port;
 	memcpy(&addr->sin_addr.s_addr, &gid->raw[12], 4);
 	return 0;
 }
 
+int emu_gid_identity(const union ibv_gid *gid, union ibv_gid *id)
+{
+	struct sockaddr_in addr;
+	int ret = emu_gid_to_addr(gid, &addr);
+
+	if (!ret)
+		emu_gid_make(id, &addr);
+	return ret;
+}
+
 struct emu_device *emu_device_by_gid(const union ibv_gid *gid)
 {
+	union ibv_gid id;
+
+	if (emu_gid_identity(gid, &id))
+		return NULL;
 	for (int i = 0; i < emu_nic.num_devices; i++)
-		if (!memcmp(emu_nic.devices[i].gid.raw, gid->raw, sizeof(gid->raw)))
+		if (!memcmp(emu_nic.devices[i].gid.raw, id.raw, sizeof(id.raw)))
 			return &emu_nic.devices[i];
 	return NULL;
 }
@@ -306,7 +424,10 @@ static void device_attr_fill(struct emu_device *dev, struct ibv_device_attr *a)
 	a->max_qp_rd_atom = emu_cfg.max_rd_atom;
 	a->max_qp_init_rd_atom = emu_cfg.max_rd_atom;
 	a->max_res_rd_atom = emu_cfg.max_rd_atom * (int)(EMU_MAX_QP - 1);
-	a->atomic_cap = IBV_ATOMIC_HCA;
+	/* mlx5_ib: HCA when the requester writes fetched values in host order
+	 * (atomic_req_8B_endianness_mode, which mlx5_core sets where the NIC
+	 * can), NONE otherwise, though the atomics themselves work */
+	a->atomic_cap = emu_cfg.atomic_be ? IBV_ATOMIC_NONE : IBV_ATOMIC_HCA;
 	a->max_srq = EMU_MAX_SRQ - 1;
 	a->max_srq_wr = EMU_MAX_SRQ_WR;
 	a->max_srq_sge = EMU_MAX_SRQ_SGE;
@@ -344,13 +465,23 @@ EMU_EXPORT int gemu_query_device_ex(struct ibv_context *context,
 	return 0;
 }
 
-static void port_attr_fill(struct ibv_port_attr *a)
+/* A subnet manager's view of the port: its LID, the SM at LID 1, no LMC. */
+static void port_attr_ib(const struct emu_device *dev, struct ibv_port_attr *a)
+{
+	a->link_layer = IBV_LINK_LAYER_INFINIBAND;
+	a->port_cap_flags = 0;
+	a->lid = emu_device_lid(dev);
+	a->sm_lid = 1;
+	a->lmc = 0;
+}
+
+static void port_attr_fill(const struct emu_device *dev, struct ibv_port_attr *a)
 {
 	memset(a, 0, sizeof(*a));
 	a->state = IBV_PORT_ACTIVE;
 	a->max_mtu = IBV_MTU_4096;
 	a->active_mtu = IBV_MTU_4096;
-	a->gid_tbl_len = 1;
+	a->gid_tbl_len = EMU_GID_TBL_LEN;
 	a->port_cap_flags = IBV_PORT_IP_BASED_GIDS;
 	a->max_msg_sz = EMU_MAX_MSG_SIZE;
 	a->pkey_tbl_len = 1;
@@ -360,6 +491,8 @@ static void port_attr_fill(struct ibv_port_attr *a)
 	a->active_speed = EMU_PORT_SPEED_EDR;
 	a->phys_state = EMU_PORT_PHYS_LINK_UP;
 	a->link_layer = IBV_LINK_LAYER_ETHERNET;
+	if (emu_cfg.link_ib)
+		port_attr_ib(dev, a);
 }
 
 /* attr_len is the caller's idea of sizeof(struct ibv_port_attr): older
@@ -371,7 +504,7 @@ EMU_EXPORT int gemu_query_port(struct ibv_context *context, uint8_t port_num,
 
 	if (!gemu_is_emu_context(context) || !attr || port_num != 1)
 		return EINVAL;
-	port_attr_fill(&a);
+	port_attr_fill(to_ectx(context)->dev, &a);
 	if (attr_len > sizeof(a)) {
 		memset((char *)attr + sizeof(a), 0, attr_len - sizeof(a));
 		attr_len = sizeof(a);
@@ -380,26 +513,40 @@ EMU_EXPORT int gemu_query_port(struct ibv_context *context, uint8_t port_num,
 	return 0;
 }
 
+/* rdma-core's ibv_query_gid: an empty entry reads as the zero GID. */
 EMU_EXPORT int gemu_query_gid(struct ibv_context *context, uint8_t port_num, int index,
                               union ibv_gid *gid)
 {
-	if (!gemu_is_emu_context(context) || !gid || port_num != 1 || index != 0)
+	enum ibv_gid_type type;
+	int ret;
+
+	if (!gemu_is_emu_context(context) || !gid || port_num != 1 || index < 0)
 		return EINVAL;
-	*gid = to_ectx(context)->dev->gid;
-	return 0;
+	ret = emu_gid_entry(to_ectx(context)->dev, (uint32_t)index, gid, &type);
+	if (ret == -ENODATA)
+		memset(gid, 0, sizeof(*gid));
+	return ret == -EINVAL ? EINVAL : 0;
 }
 
+/* The kernel's QUERY_GID_ENTRY: ENODATA for an empty entry. */
 EMU_EXPORT int gemu_query_gid_ex(struct ibv_context *context, uint32_t port_num, uint32_t gid_index,
                                  struct ibv_gid_entry *entry, uint32_t flags, size_t entry_size)
 {
+	enum ibv_gid_type type;
+	union ibv_gid gid;
+	int ret;
+
 	if (!gemu_is_emu_context(context) || !entry || flags || entry_size < sizeof(*entry) ||
-	    port_num != 1 || gid_index != 0)
+	    port_num != 1)
 		return EINVAL;
+	ret = emu_gid_entry(to_ectx(context)->dev, gid_index, &gid, &type);
+	if (ret)
+		return -ret;
 	memset(entry, 0, entry_size);
-	entry->gid = to_ectx(context)->dev->gid;
-	entry->gid_index = 0;
+	entry->gid = gid;
+	entry->gid_index = gid_index;
 	entry->port_num = 1;
-	entry->gid_type = IBV_GID_TYPE_ROCE_V2;
+	entry->gid_type = type;
 	entry->ndev_ifindex = 0; /* no kernel netdev behind it */
 	return 0;
 }

@@ -62,9 +62,9 @@
 /* ---- configuration (config.c): one table of GNIC_EMU_* knobs ---------- */
 struct emu_config {
 	int num_devices;        /* GNIC_EMU_DEVICES, default 1 */
-	char bind_addr[64];     /* GNIC_EMU_ADDR, default 127.0.0.1 */
+	char bind_addr[64];     /* GNIC_EMU_ADDR; "" = a loopback address per device */
 	char dev_name[32];      /* GNIC_EMU_NAME: device 0's name */
-	int base_port;          /* GNIC_EMU_PORT, 0 = ephemeral */
+	int base_port;          /* GNIC_EMU_PORT: the fabric port, every device's */
 	int log_level;          /* GNIC_EMU_LOG: 0 error,1 warn,2 info,3 debug */
 	int spin_us;            /* GNIC_EMU_SPIN_US: busy-poll after last work */
 	int poll_us;            /* GNIC_EMU_POLL_US: epoll period on a shared core */
@@ -75,6 +75,8 @@ struct emu_config {
 	int pending_max;        /* GNIC_EMU_PENDING_MAX: inbound handshakes at once */
 	int pending_per_ip;     /* GNIC_EMU_PENDING_PER_IP: of those, from one address */
 	uint64_t node_guid;     /* GNIC_EMU_GUID: device 0's node GUID; 0 = from its address */
+	int atomic_be;          /* GNIC_EMU_ATOMIC_ENDIAN=big: fetched values land big-endian */
+	int link_ib;            /* GNIC_EMU_LINK=ib: InfiniBand ports (LIDs), else RoCE */
 	char secret[1024];      /* GNIC_EMU_SECRET; "" = unset. Never printed */
 	char secret_file[4096]; /* GNIC_EMU_SECRET_FILE; "" = the per-user file */
 };
@@ -151,7 +153,9 @@ struct emu_device {
 	struct ibv_device ibdev; /* first: ibv_device * casts back */
 	int index;
 	__be64 guid;
-	union ibv_gid gid;       /* ::<port>:ffff:<ipv4>, see emu_gid_*() */
+	/* the device's fabric identity, ::<port>:ffff:<ipv4> (emu_gid_make()):
+	 * named in the handshake; not an entry of the GID table */
+	union ibv_gid gid;
 	struct sockaddr_in addr; /* where this device's fabric listens */
 	struct emu_listener *listener;
 	int open_count;
@@ -355,8 +359,11 @@ struct emu_qp {
 	 * engine (to ERR) and read by the data path, hence atomic */
 	_Atomic int state;       /* enum ibv_qp_state; engine may set ERR */
 	struct ibv_qp_attr attr; /* last values set through modify_qp */
+	/* the peer as the fabric routes to it: the GRH's dgid (RoCE), or the
+	 * identity of the DLID's device (InfiniBand) */
 	union ibv_gid dgid;
 	uint32_t dest_qpn;
+	uint8_t gid_type; /* enum ibv_gid_type of the sgid entry: its requests' framing */
 
 	/* engine state: the engine thread's under nic.lock, set up by the
 	 * type's add() and state_change() (control path, nic.lock) */
@@ -480,9 +487,33 @@ int emu_cuda_write(void *cu_ctx, uint64_t dev_va, const void *src, uint64_t len)
 void emu_channel_notify(struct emu_cq *cq); /* engine: CQE written and armed */
 void emu_async_event(struct emu_context *ctx, const struct ibv_async_event *ev);
 
-/* gid helpers (device.c): where a GID's fabric listener is */
+/* gid helpers (device.c). A port's GID table is that of a RoCE port with
+ * one IPv4 address, as the kernel fills it: 0 RoCE v1 fe80::<EUI-64 of the
+ * MAC>, 1 the same as RoCE v2, 2 RoCE v1 ::ffff:<ipv4>, 3 the same as RoCE
+ * v2; entries 4 .. EMU_GID_TBL_LEN - 1 are empty. Every entry names the
+ * device's fabric address (the MAC is made of its IPv4 address, and every
+ * device listens on the fabric port GNIC_EMU_PORT). */
+#define EMU_GID_TBL_LEN 256 /* gid_tbl_len of a ConnectX RoCE port */
+#define EMU_GID_VALID   4   /* the entries in use */
+/* On InfiniBand (GNIC_EMU_LINK=ib) the table has one entry, 0: fe80:: +
+ * the port GUID, type IB; the port has a LID, the low 16 bits of the IPv4
+ * address (a unicast LID), and the subnet is the /16 around it, so a DLID
+ * names the device at <the /16>.<lid>, as a subnet manager's routes would. */
+#define EMU_LID_UNICAST_MAX 0xbfff
+uint16_t emu_device_lid(const struct emu_device *dev); /* 0 on RoCE */
+/* The fabric identity of the device with LID lid in dev's subnet. */
+void emu_lid_identity(const struct emu_device *dev, uint16_t lid, union ibv_gid *id);
+/* Entry index of dev's table: 0, -ENODATA (empty) or -EINVAL (no such). */
+int emu_gid_entry(const struct emu_device *dev, uint32_t index, union ibv_gid *gid,
+                  enum ibv_gid_type *type);
+/* The fabric identity of the device at addr (the handshake's GID). */
 void emu_gid_make(union ibv_gid *gid, const struct sockaddr_in *addr);
+/* The fabric address a GID names: a table entry of some device, or an
+ * identity. 0 or -EINVAL. */
 int emu_gid_to_addr(const union ibv_gid *gid, struct sockaddr_in *addr);
+/* The identity of the device gid names; 0 or -EINVAL. */
+int emu_gid_identity(const union ibv_gid *gid, union ibv_gid *id);
+/* The in-process device gid names (an entry or its identity), or NULL. */
 struct emu_device *emu_device_by_gid(const union ibv_gid *gid);
 
 /* ---- verbs entry points ------------------------------------------------

@@ -119,7 +119,7 @@ int emu_fabric_attach(struct emu_qp *qp)
 		c = fab_conn_alloc(qp->ctx->dev, &addr, true);
 		if (!c)
 			return -ENOMEM;
-		c->peer_gid = qp->dgid;
+		emu_gid_identity(&qp->dgid, &c->peer_gid); /* whom the handshake must meet */
 		fab_conn_connect(c);
 	}
 	c->refs++;

@@ -31,8 +31,9 @@ struct emu_reply_path {
 	const union ibv_gid *peer_gid; /* sender's GID (the local device's for in-process) */
 };
 
-/* Bind device dev's listener (emu_cfg.bind_addr, base_port + index or an
- * ephemeral port) and fill dev->addr / dev->gid. 0 or -errno. */
+/* Bind device dev's listener (GNIC_EMU_ADDR + index, or a loopback address
+ * of its own; the fabric port GNIC_EMU_PORT) and fill dev->addr / dev->gid.
+ * 0 or -errno. */
 int emu_fabric_listen(struct emu_device *dev);
 void emu_fabric_close_listener(struct emu_device *dev);
 

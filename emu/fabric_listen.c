@@ -324,28 +324,55 @@ int fab_listener_accept(struct emu_listener *l)
 	return n;
 }
 
-static int listen_addr(const struct emu_device *dev, struct sockaddr_in *addr)
+/* A loopback address of 127.1.0.1 .. 127.254.255.254 for try n of device
+ * dev: spread by process, time and device so that processes on one host
+ * rarely meet (a taken one is tried again, n + 1). 127.0.0.x stays free for
+ * the host's own services. */
+static uint32_t loopback_pick(const struct emu_device *dev, unsigned n)
 {
-	const char *ip = emu_cfg.bind_addr[0] ? emu_cfg.bind_addr : "127.0.0.1";
-	long port = emu_cfg.base_port ? (long)emu_cfg.base_port + dev->index : 0;
+	uint64_t z = emu_now_ns() ^ (uint64_t)getpid() << 32 ^ (uint64_t)dev->index << 16 ^ n;
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull; /* splitmix64's finaliser */
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	if (emu_cfg.link_ib) /* 127.1.0.0/16, the low 16 bits a unicast LID */
+		return 127u << 24 | 1u << 16 | (uint32_t)(1 + z % 0xbe) << 8 |
+		       (uint32_t)(1 + (z >> 8) % 254);
+	return 127u << 24 | (uint32_t)(1 + z % 254) << 16 | (uint32_t)((z >> 8) % 256) << 8 |
+	       (uint32_t)(1 + (z >> 16) % 254);
+}
+
+/* Device dev's fabric address on try n: GNIC_EMU_ADDR + index, or a
+ * loopback address of its own; the port is the fabric's (GNIC_EMU_PORT). */
+static int listen_addr(const struct emu_device *dev, unsigned n, struct sockaddr_in *addr)
+{
+	const char *ip = emu_cfg.bind_addr;
+	uint32_t a;
 
 	memset(addr, 0, sizeof(*addr));
 	addr->sin_family = AF_INET;
+	addr->sin_port = htons((uint16_t)emu_cfg.base_port);
+	if (!ip[0]) {
+		addr->sin_addr.s_addr = htonl(loopback_pick(dev, n));
+		return 0;
+	}
 	if (inet_pton(AF_INET, ip, &addr->sin_addr) != 1) {
 		emu_err("fabric: GNIC_EMU_ADDR '%s' is not an IPv4 address", ip);
 		return -EINVAL;
 	}
-	if (emu_addr_not_unicast(addr->sin_addr)) { /* config.c refuses these already */
-		emu_err("fabric: GNIC_EMU_ADDR '%s' is %s, not a unicast address", ip,
-		        emu_addr_not_unicast(addr->sin_addr));
+	a = ntohl(addr->sin_addr.s_addr) + (uint32_t)dev->index;
+	addr->sin_addr.s_addr = htonl(a);
+	if (emu_cfg.link_ib && ((a & 0xffff) == 0 || (a & 0xffff) > EMU_LID_UNICAST_MAX)) {
+		emu_err("fabric: GNIC_EMU_LINK=ib: the address of device %d gives LID 0x%04x, not "
+		        "a unicast LID (0x0001-0xbfff)",
+		        dev->index, a & 0xffff);
 		return -EADDRNOTAVAIL;
 	}
-	if (port < 0 || port > 65535) {
-		emu_err("fabric: GNIC_EMU_PORT %d + device %d is not a TCP port", emu_cfg.base_port,
-		        dev->index);
-		return -EINVAL;
+	if (emu_addr_not_unicast(addr->sin_addr)) { /* config.c refuses these already */
+		emu_err("fabric: GNIC_EMU_ADDR '%s' + device %d is %s, not a unicast address", ip,
+		        dev->index, emu_addr_not_unicast(addr->sin_addr));
+		return -EADDRNOTAVAIL;
 	}
-	addr->sin_port = htons((uint16_t)port);
 	return 0;
 }
 
@@ -380,10 +407,15 @@ int emu_fabric_listen(struct emu_device *dev)
 		return 0;
 	if (reserve_fd < 0) /* for refuse() */
 		reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	ret = listen_addr(dev, &addr);
-	if (ret)
-		return ret;
-	fd = listen_socket(&addr, &bound);
+	/* an own loopback address may be taken by another process: pick again */
+	for (unsigned n = 0;; n++) {
+		ret = listen_addr(dev, n, &addr);
+		if (ret)
+			return ret;
+		fd = listen_socket(&addr, &bound);
+		if (fd != -EADDRINUSE || emu_cfg.bind_addr[0] || n == 63)
+			break;
+	}
 	if (fd < 0) {
 		/* the caller (nic.c) reports the failure; this adds the address */
 		emu_dbg("fabric: device %d: cannot listen on %s: %s", dev->index,

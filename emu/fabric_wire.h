@@ -81,7 +81,8 @@ struct emu_msg {
 	uint32_t imm;      /* *_IMM: immediate, big-endian as in the WQE */
 	uint64_t raddr;    /* WRITE/READ/ATOMIC target address */
 	uint32_t rkey;
-	uint32_t rsvd;
+	uint8_t gid_type; /* enum ibv_gid_type of the sender's source GID (RoCE v1/v2 framing) */
+	uint8_t rsvd[3];
 	uint64_t operand[2]; /* ATOMIC: swap_add, compare (host order) */
 };
 _Static_assert(sizeof(struct emu_msg) == 56, "emu_msg is a wire format");

@@ -122,9 +122,15 @@ static int devices_create(void)
 		device_init(dev, i);
 		ret = emu_fabric_listen(dev);
 		if (ret) {
-			emu_err("%s: cannot listen on %s port %d: %s", dev->ibdev.name,
-			        emu_cfg.bind_addr, emu_cfg.base_port ? emu_cfg.base_port + i : 0,
-			        strerror(-ret));
+			emu_err("%s: cannot listen on %s%s%s port %d: %s%s", dev->ibdev.name,
+			        emu_cfg.bind_addr[0] ? emu_cfg.bind_addr : "a loopback address",
+			        emu_cfg.bind_addr[0] && i ? " + " : "",
+			        emu_cfg.bind_addr[0] && i ? "the device index" : "",
+			        emu_cfg.base_port, strerror(-ret),
+			        ret == -EADDRINUSE
+			            ? " (one device per address and fabric port: give "
+			              "each process its own GNIC_EMU_ADDR)"
+			            : "");
 			goto undo;
 		}
 		dev->guid = device_guid(dev);

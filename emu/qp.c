@@ -487,18 +487,51 @@ static int check_mask(int cur, const struct ibv_qp_attr *a, int mask, int *next)
 	return 0;
 }
 
-/* An RoCE port has no LIDs: the peer is named by its GID alone. */
-static int check_av(const struct ibv_ah_attr *ah)
+/* A RoCE port has no LIDs: the peer is named by its GID alone, and the
+ * source GID must be an entry of the port's table (the kernel resolves it
+ * at RTR: ENODATA for an empty one). */
+/* InfiniBand: the DLID routes, a unicast one; a GRH is optional, and its
+ * source GID must then be a valid entry. */
+static int check_av_ib(struct emu_qp *qp, const struct ibv_ah_attr *ah)
 {
-	struct sockaddr_in addr;
+	enum ibv_gid_type type;
+	union ibv_gid sgid;
+	int ret;
 
+	if (ah->port_num != 1)
+		return EINVAL;
+	if (!ah->dlid || ah->dlid > EMU_LID_UNICAST_MAX) {
+		emu_info("modify_qp: DLID 0x%04x is not a unicast LID", ah->dlid);
+		return EINVAL;
+	}
+	if (!ah->is_global)
+		return 0;
+	ret = emu_gid_entry(qp->ctx->dev, ah->grh.sgid_index, &sgid, &type);
+	return ret ? -ret : 0;
+}
+
+static int check_av(struct emu_qp *qp, const struct ibv_ah_attr *ah)
+{
+	enum ibv_gid_type type;
+	struct sockaddr_in addr;
+	union ibv_gid sgid;
+	int ret;
+
+	if (emu_cfg.link_ib)
+		return check_av_ib(qp, ah);
 	if (!ah->is_global) {
 		emu_info("modify_qp: the address vector needs a GRH (is_global=1, the peer's "
 		         "GID): gnic-emu ports are RoCE and have no LIDs");
 		return EINVAL;
 	}
-	if (ah->port_num != 1 || ah->grh.sgid_index != 0)
+	if (ah->port_num != 1)
 		return EINVAL;
+	ret = emu_gid_entry(qp->ctx->dev, ah->grh.sgid_index, &sgid, &type);
+	if (ret) {
+		emu_info("modify_qp: source GID index %u is %s", ah->grh.sgid_index,
+		         ret == -ENODATA ? "an empty entry" : "past the GID table");
+		return -ret;
+	}
 	if (emu_gid_to_addr(&ah->grh.dgid, &addr)) {
 		emu_info("modify_qp: destination GID is not a gnic-emu GID");
 		return EINVAL;
@@ -506,8 +539,10 @@ static int check_av(const struct ibv_ah_attr *ah)
 	return 0;
 }
 
-static int check_values(const struct ibv_qp_attr *a, int mask)
+static int check_values(struct emu_qp *qp, const struct ibv_qp_attr *a, int mask)
 {
+	int ret;
+
 	if (((mask & IBV_QP_ACCESS_FLAGS) && (a->qp_access_flags & ~QP_ACCESS_OK)) ||
 	    ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index != 0) ||
 	    ((mask & IBV_QP_PORT) && a->port_num != 1) ||
@@ -521,8 +556,8 @@ static int check_values(const struct ibv_qp_attr *a, int mask)
 	    ((mask & IBV_QP_TIMEOUT) && a->timeout >= 32) ||
 	    ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer >= 32))
 		return EINVAL;
-	if ((mask & IBV_QP_AV) && check_av(&a->ah_attr))
-		return EINVAL;
+	if ((mask & IBV_QP_AV) && (ret = check_av(qp, &a->ah_attr)))
+		return ret;
 	/* automatic path migration needs an alternate path we do not model */
 	if ((mask & IBV_QP_ALT_PATH) ||
 	    ((mask & IBV_QP_PATH_MIG_STATE) && a->path_mig_state != IBV_MIG_MIGRATED))
@@ -533,8 +568,18 @@ static int check_values(const struct ibv_qp_attr *a, int mask)
 static void commit_path(struct emu_qp *qp, const struct ibv_qp_attr *a, int mask)
 {
 	if (mask & IBV_QP_AV) {
+		union ibv_gid sgid;
+		enum ibv_gid_type type = IBV_GID_TYPE_ROCE_V2;
+
 		qp->attr.ah_attr = a->ah_attr;
 		qp->dgid = a->ah_attr.grh.dgid;
+		if (emu_cfg.link_ib) {
+			emu_lid_identity(qp->ctx->dev, a->ah_attr.dlid, &qp->dgid);
+			type = IBV_GID_TYPE_IB;
+		} else {
+			emu_gid_entry(qp->ctx->dev, a->ah_attr.grh.sgid_index, &sgid, &type);
+		}
+		qp->gid_type = (uint8_t)type;
 	}
 	if (mask & IBV_QP_PATH_MTU)
 		qp->attr.path_mtu = a->path_mtu;
@@ -641,7 +686,7 @@ EMU_EXPORT int gemu_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int
 	cur = atomic_load(&qp->state); /* the engine may have moved it to ERR */
 	err = check_mask(cur, attr, attr_mask, &next);
 	if (!err)
-		err = check_values(attr, attr_mask);
+		err = check_values(qp, attr, attr_mask);
 	if (!err) {
 		commit_attr(qp, attr, attr_mask);
 		commit_state(qp, cur, next);

@@ -357,7 +357,8 @@ static int issue(struct emu_qp *qp, struct emu_wqe *w, bool last_in_burst)
 	struct emu_msg m = {.type = (uint8_t)type,
 	                    .dst_qpn = qp->dest_qpn,
 	                    .src_qpn = qp->ibqp.qp_num,
-	                    .imm = w->imm};
+	                    .imm = w->imm,
+	                    .gid_type = qp->gid_type};
 	struct emu_outstanding *e;
 	const void *payload = NULL;
 	struct emu_sgl s;
@@ -659,6 +660,14 @@ static uint8_t data_answer(uint8_t opcode)
 	}
 }
 
+/* An atomic's old value (host order on the fabric) as this requester
+ * writes it to memory or the CQE: in host order, or as the IB wire carries
+ * it (big-endian) on a NIC without host-endian atomic responses. */
+static uint64_t atomic_result(uint64_t old)
+{
+	return emu_cfg.atomic_be ? gnic_be64(old) : old;
+}
+
 /* false: READ data that is not here yet (nothing done). Data of the wrong
  * type for the WQE (an ATOMIC_RESP for a WRITE or SEND, say) is a bad
  * response: it must not be scattered into the WQE's buffers. */
@@ -676,8 +685,9 @@ static bool on_data(struct emu_qp *qp, struct emu_outstanding *e, const struct e
 	} else if (m->type == EMU_MSG_READ_RESP && m->len && !payload) {
 		return false;
 	} else {
+		uint64_t old = atomic_result(m->operand[0]);
 		const uint8_t *data =
-		    m->type == EMU_MSG_READ_RESP ? payload : (const uint8_t *)&m->operand[0];
+		    m->type == EMU_MSG_READ_RESP ? payload : (const uint8_t *)&old;
 		uint32_t len = m->type == EMU_MSG_READ_RESP ? m->len : 8;
 
 		if (to_cqe(qp, e, len)) {

@@ -100,6 +100,7 @@ static void answer(struct emu_reply_path *to, struct emu_qp *qp, const struct em
 	    .dst_qpn = req->src_qpn,
 	    .src_qpn = qp->ibqp.qp_num,
 	    .psn = req->psn,
+	    .gid_type = qp->gid_type,
 	    .operand = {operand, 0},
 	};
 
@@ -375,6 +376,14 @@ static void duplicate(struct emu_reply_path *to, struct emu_qp *qp, const struct
 	}
 }
 
+/* Did the request come from the device the QP's destination GID names? */
+static bool from_peer(const struct emu_reply_path *from, const struct emu_qp *qp)
+{
+	union ibv_gid id;
+
+	return !emu_gid_identity(&qp->dgid, &id) && !memcmp(from->peer_gid, &id, sizeof(id));
+}
+
 bool emu_responder_on_request(struct emu_qp *qp, struct emu_reply_path *from,
                               const struct emu_msg *m, const void *payload)
 {
@@ -388,13 +397,22 @@ bool emu_responder_on_request(struct emu_qp *qp, struct emu_reply_path *from,
 		emu_dbg("request for QP 0x%x (state %d) dropped", m->dst_qpn, state);
 		return true;
 	}
-	if (m->src_qpn != qp->dest_qpn || memcmp(from->peer_gid, &qp->dgid, sizeof(qp->dgid))) {
+	if (m->src_qpn != qp->dest_qpn || !from_peer(from, qp)) {
 		static struct emu_log_limit limit;
 
 		emu_warn_limited(&limit,
 		                 "QP 0x%x: request from QP 0x%x of another peer dropped (connected "
 		                 "to QP 0x%x)",
 		                 qp->ibqp.qp_num, m->src_qpn, qp->dest_qpn);
+		return true;
+	}
+	if (m->gid_type != qp->gid_type) { /* a RoCE v1 frame at a v2 QP, or back */
+		static struct emu_log_limit limit;
+
+		emu_warn_limited(&limit,
+		                 "QP 0x%x: request of GID type %u dropped: this QP's source GID is "
+		                 "of type %u (RoCE v1 and v2 do not meet)",
+		                 qp->ibqp.qp_num, m->gid_type, qp->gid_type);
 		return true;
 	}
 	d = (int32_t)(m->psn - qp->resp.psn_expected);

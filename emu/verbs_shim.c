@@ -121,16 +121,30 @@ int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num, uint32_t g
 	return gemu_query_gid_ex(context, port_num, gid_index, entry, flags, entry_size);
 }
 
-/* One port with one GID: the table is a single entry. */
+/* The valid entries of the one port, in index order. */
 ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *entries,
                              size_t max_entries, uint32_t flags, size_t entry_size)
 {
-	int ret;
+	struct ibv_gid_entry entry;
+	size_t n = 0;
 
-	if (!entries || max_entries < 1)
+	if (!entries || entry_size < sizeof(entry))
 		return -EINVAL;
-	ret = gemu_query_gid_ex(context, 1, 0, entries, flags, entry_size);
-	return ret ? -ret : 1;
+	for (uint32_t i = 0; i < EMU_GID_TBL_LEN; i++) {
+		int ret = gemu_query_gid_ex(context, 1, i, &entry, flags, sizeof(entry));
+
+		if (ret == ENODATA)
+			continue;
+		if (ret)
+			return -ret;
+		if (n == max_entries)
+			return -EINVAL; /* as rdma-core: more valid entries than room */
+		memcpy((char *)entries + n * entry_size, &entry, sizeof(entry));
+		memset((char *)entries + n * entry_size + sizeof(entry), 0,
+		       entry_size - sizeof(entry));
+		n++;
+	}
+	return (ssize_t)n;
 }
 
 int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index,
@@ -144,11 +158,16 @@ int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned i
 		return -1;
 	}
 	ret = gemu_query_gid_ex(context, port_num, index, &entry, 0, sizeof(entry));
+	if (ret == ENODATA) { /* rdma-core: an empty entry reads as v1 */
+		*type = EMU_GID_TYPE_SYSFS_IB_ROCE_V1;
+		return 0;
+	}
 	if (ret) {
 		errno = ret;
 		return -1;
 	}
-	*type = EMU_GID_TYPE_SYSFS_ROCE_V2;
+	*type = entry.gid_type == IBV_GID_TYPE_ROCE_V2 ? EMU_GID_TYPE_SYSFS_ROCE_V2
+	                                               : EMU_GID_TYPE_SYSFS_IB_ROCE_V1;
 	return 0;
 }
 

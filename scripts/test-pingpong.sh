@@ -44,7 +44,7 @@ iters_re='[0-9]+ iters in [0-9.]+ seconds = [0-9.]+ usec/iter'
 run_once() {
 	local p=$1
 	shift
-	local common=(-d rocep1s0f0 -g 0 -p "$p" "$@")
+	local common=(-d rocep1s0f0 -g 3 -p "$p" "$@")
 
 	sc_pair localhost "$prog" "${common[@]}" || return 2
 	local ok=0

@@ -6,8 +6,14 @@
  *   0  magic "GNB1"     4  version (u16)   6  size (u16): bytes in use (48)
  *   8  gid[16]         24  qpn (u32)      28  psn (u32, 24 bits)
  *  32  mtu (enum ibv_mtu, u8)  33 reserved  34 flags (u16, none defined)
- *  36  reserved (8, zero)      44 crc32 (IEEE) of bytes 0..43
+ *  36  version 2: lid (u16; 0 on RoCE)  38 link layer (u8: 1 InfiniBand,
+ *      2 Ethernet)  39 reserved (5, zero); version 1: reserved (8, zero)
+ *  44  crc32 (IEEE) of bytes 0..43
  *  48  unused (zero)
+ *
+ * This libgnic writes version 2 and reads 1 and 2; a version 1 blob says
+ * nothing of LIDs or the link layer (lid 0, link layer 0), which is enough
+ * on RoCE only.
  */
 #include <stdio.h>
 #include <string.h>
@@ -15,7 +21,7 @@
 #include "gnic_int.h"
 
 #define BLOB_MAGIC   "GNB1"
-#define BLOB_VERSION 1
+#define BLOB_VERSION 2 /* what we write; 1 is read too */
 #define OFF_VERSION  4
 #define OFF_SIZE     6
 #define OFF_GID      8
@@ -23,6 +29,8 @@
 #define OFF_PSN      28
 #define OFF_MTU      32
 #define OFF_FLAGS    34
+#define OFF_LID      36 /* version 2 */
+#define OFF_LINK     38 /* version 2 */
 #define OFF_CRC      44
 #define BLOB_USED    48
 
@@ -48,13 +56,17 @@ void gnic_blob_encode(const struct gnic_blob_info *info, struct gnic_blob *blob)
 
 	memset(b, 0, GNIC_BLOB_SIZE);
 	memcpy(b, BLOB_MAGIC, 4);
-	gnic_put_le16(b + OFF_VERSION, BLOB_VERSION);
+	gnic_put_le16(b + OFF_VERSION, info->version ? info->version : BLOB_VERSION);
 	gnic_put_le16(b + OFF_SIZE, BLOB_USED);
 	memcpy(b + OFF_GID, info->gid, 16);
 	gnic_put_le32(b + OFF_QPN, info->qpn);
 	gnic_put_le32(b + OFF_PSN, info->psn);
 	b[OFF_MTU] = info->mtu;
 	gnic_put_le16(b + OFF_FLAGS, info->flags);
+	if (info->version != 1) {
+		gnic_put_le16(b + OFF_LID, info->lid);
+		b[OFF_LINK] = info->link_layer;
+	}
 	gnic_put_le32(b + OFF_CRC, gnic_crc32(b, OFF_CRC));
 }
 
@@ -69,12 +81,15 @@ static gnic_status_t check_envelope(const uint8_t *b)
 		                  "blob: bad magic %02x %02x %02x %02x (want \"GNB1\"): not a "
 		                  "gnic connection blob",
 		                  b[0], b[1], b[2], b[3]);
-	if (gnic_get_le16(b + OFF_VERSION) != BLOB_VERSION)
-		return gnic_error(GNIC_ERR_PROTOCOL, "blob: version %u, this libgnic speaks %u",
-		                  gnic_get_le16(b + OFF_VERSION), BLOB_VERSION);
+	unsigned version = gnic_get_le16(b + OFF_VERSION);
+
+	if (version < 1 || version > BLOB_VERSION)
+		return gnic_error(GNIC_ERR_PROTOCOL,
+		                  "blob: version %u, this libgnic speaks 1 and %u", version,
+		                  BLOB_VERSION);
 	if (gnic_get_le16(b + OFF_SIZE) != BLOB_USED)
 		return gnic_error(GNIC_ERR_PROTOCOL, "blob: size %u, version %u blobs are %u",
-		                  gnic_get_le16(b + OFF_SIZE), BLOB_VERSION, BLOB_USED);
+		                  gnic_get_le16(b + OFF_SIZE), version, BLOB_USED);
 	crc = gnic_crc32(b, OFF_CRC);
 	if (gnic_get_le32(b + OFF_CRC) != crc)
 		return gnic_error(GNIC_ERR_PROTOCOL,
@@ -86,15 +101,17 @@ static gnic_status_t check_envelope(const uint8_t *b)
 /* Reserved and unused bytes must be zero: a blob decodes to exactly one set
  * of fields, and a future version can give them meaning without old peers
  * silently ignoring it (the fuzzer found these unchecked). */
-static gnic_status_t check_zero(const uint8_t *b)
+static gnic_status_t check_zero(const uint8_t *b, unsigned version)
 {
 	static const struct {
 		unsigned off, len;
 	} zero[] = {{OFF_MTU + 1, 1},
-	            {OFF_FLAGS + 2, OFF_CRC - OFF_FLAGS - 2},
-	            {BLOB_USED, GNIC_BLOB_SIZE - BLOB_USED}};
+	            {OFF_LINK + 1, OFF_CRC - OFF_LINK - 1},
+	            {BLOB_USED, GNIC_BLOB_SIZE - BLOB_USED},
+	            {OFF_FLAGS + 2, OFF_LINK + 1 - OFF_FLAGS - 2}}; /* version 1 only */
+	unsigned n = sizeof(zero) / sizeof(zero[0]) - (version == 1 ? 0 : 1);
 
-	for (unsigned r = 0; r < sizeof(zero) / sizeof(zero[0]); r++)
+	for (unsigned r = 0; r < n; r++)
 		for (unsigned i = zero[r].off; i < zero[r].off + zero[r].len; i++)
 			if (b[i])
 				return gnic_error(GNIC_ERR_PROTOCOL,
@@ -112,6 +129,17 @@ static gnic_status_t check_fields(const struct gnic_blob_info *info)
 		return gnic_error(GNIC_ERR_PROTOCOL, "blob: unknown MTU code %u", info->mtu);
 	if (info->flags)
 		return gnic_error(GNIC_ERR_PROTOCOL, "blob: unknown flags %#x", info->flags);
+	if (info->version == 2 && info->link_layer != IBV_LINK_LAYER_INFINIBAND &&
+	    info->link_layer != IBV_LINK_LAYER_ETHERNET)
+		return gnic_error(GNIC_ERR_PROTOCOL, "blob: unknown link layer %u",
+		                  info->link_layer);
+	if (info->version == 2 && info->link_layer == IBV_LINK_LAYER_INFINIBAND &&
+	    (!info->lid || info->lid > 0xbfff))
+		return gnic_error(GNIC_ERR_PROTOCOL, "blob: LID %#x is not a unicast LID",
+		                  info->lid);
+	if (info->version == 2 && info->link_layer == IBV_LINK_LAYER_ETHERNET && info->lid)
+		return gnic_error(GNIC_ERR_PROTOCOL, "blob: LID %#x on an Ethernet port",
+		                  info->lid);
 	return GNIC_OK;
 }
 
@@ -121,9 +149,15 @@ gnic_status_t gnic_blob_decode(const struct gnic_blob *blob, struct gnic_blob_in
 	gnic_status_t st = check_envelope(b);
 
 	if (!st)
-		st = check_zero(b);
+		st = check_zero(b, gnic_get_le16(b + OFF_VERSION));
 	if (st)
 		return st;
+	memset(info, 0, sizeof(*info));
+	info->version = gnic_get_le16(b + OFF_VERSION);
+	if (info->version == 2) {
+		info->lid = gnic_get_le16(b + OFF_LID);
+		info->link_layer = b[OFF_LINK];
+	}
 	memcpy(info->gid, b + OFF_GID, 16);
 	info->qpn = gnic_get_le32(b + OFF_QPN);
 	info->psn = gnic_get_le32(b + OFF_PSN);

@@ -5,10 +5,13 @@
  * getenv(); the rest reads gnic_config(). The table is read once, at the
  * first use.
  *
- * A malformed GNIC_PROVIDER, GNIC_EMU_LIB, GNIC_DB_MODE or GNIC_DB_MAP is
- * not ignored: they choose what runs, so gnic_ctx_create() refuses to start (config.error). A
- * malformed GNIC_LOG is reported and left at its default.
+ * A malformed GNIC_PROVIDER, GNIC_EMU_LIB, GNIC_DB_MODE, GNIC_DB_MAP,
+ * GNIC_NEAR_PCI, GNIC_GID_INDEX, GNIC_TRAFFIC_CLASS or GNIC_SL is not
+ * ignored: they choose what runs and where packets go, so gnic_ctx_create()
+ * refuses to start (config.error). A malformed GNIC_LOG is reported and left
+ * at its default.
  */
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,30 +20,56 @@
 
 #include "gnic_int.h"
 
-enum knob_type { KNOB_PROVIDER, KNOB_PATH, KNOB_LOG, KNOB_SYSFS, KNOB_PCI, KNOB_DB_MODE, KNOB_DB_MAP };
+/* KNOB_INT: an integer in [min, max] into the int at offset of struct
+ * gnic_config; "auto" reads as -1 where min is -1. */
+enum knob_type {
+	KNOB_PROVIDER,
+	KNOB_PATH,
+	KNOB_LOG,
+	KNOB_INT,
+	KNOB_SYSFS,
+	KNOB_PCI,
+	KNOB_DB_MODE,
+	KNOB_DB_MAP
+};
 
 struct knob {
 	const char *name;
 	enum knob_type type;
 	const char *def;
 	const char *help;
+	size_t offset;
+	long min, max;
 };
+
+#define CFG(field) offsetof(struct gnic_config, field)
 
 static const struct knob knobs[] = {
     {"GNIC_PROVIDER", KNOB_PROVIDER, "auto",
-     "auto|verbs|emu: which verbs provider a context with provider AUTO uses"},
+     "auto|verbs|emu: which verbs provider a context with provider AUTO uses", 0, 0, 0},
     {"GNIC_EMU_LIB", KNOB_PATH, "",
-     "path of libgnic_emu.so.0; empty: next to libgnic.so, then the loader's search"},
-    {"GNIC_LOG", KNOB_LOG, "1", "log level on stderr: 0 error, 1 warn, 2 info, 3 debug"},
+     "path of libgnic_emu.so.0; empty: next to libgnic.so, then the loader's search", 0, 0, 0},
+    {"GNIC_LOG", KNOB_LOG, "1", "log level on stderr: 0 error, 1 warn, 2 info, 3 debug", 0, 0, 0},
+    {"GNIC_GID_INDEX", KNOB_INT, "auto",
+     "auto|0-255: the GID table entry QPs send from; auto: on RoCE a RoCE v2 entry, "
+     "IPv4-mapped first, on InfiniBand entry 0",
+     CFG(gid_index), -1, 255},
+    {"GNIC_TRAFFIC_CLASS", KNOB_INT, "0",
+     "0-255: the GRH traffic class of every QP (on RoCE v2: DSCP << 2 | ECN)", CFG(traffic_class),
+     0, 255},
+    {"GNIC_SL", KNOB_INT, "0", "0-15: the service level of every QP (on RoCE: the VLAN priority)",
+     CFG(sl), 0, 15},
     {"GNIC_NEAR_PCI", KNOB_PCI, "",
      "PCI address (dddd:bb:dd.f); a context without a device name takes the mlx5 device "
-     "nearest it in the PCIe tree; empty: nearest the context's GPU"},
-    {"GNIC_SYSFS", KNOB_SYSFS, "/sys", "where sysfs is mounted (PCIe distances are read there)"},
+     "nearest it in the PCIe tree; empty: nearest the context's GPU",
+     0, 0, 0},
+    {"GNIC_SYSFS", KNOB_SYSFS, "/sys", "where sysfs is mounted (PCIe distances are read there)", 0, 0, 0},
     {"GNIC_DB_MODE", KNOB_DB_MODE, "auto",
-     "auto|sm|bf|cpu|proxy: the doorbell mode of QPs created with db_mode AUTO"},
+     "auto|sm|bf|cpu|proxy: the doorbell mode of QPs created with db_mode AUTO", 0, 0, 0},
     {"GNIC_DB_MAP", KNOB_DB_MAP, "try",
      "try|off: off never maps the doorbell register for device code (as when the system "
-     "cannot): AUTO QPs then use the CPU proxy, SM and BF QPs fail"},
+     "cannot): AUTO QPs then use the CPU proxy, SM and BF QPs fail",
+     0, 0, 0},
 };
 
 #define NUM_KNOBS (sizeof(knobs) / sizeof(knobs[0]))
@@ -150,9 +179,34 @@ static void knob_log(const struct knob *k, const char *s)
 	cfg.log_level = (int)v;
 }
 
+/* They decide where packets go and how they are queued: a malformed one
+ * must not be replaced by a default. */
+static void knob_int(const struct knob *k, const char *s)
+{
+	char want[64], *end;
+	long v;
+
+	if (k->min == -1 && !strcmp(s, "auto")) {
+		v = -1;
+	} else {
+		errno = 0;
+		v = strtol(s, &end, 10);
+		if (errno || end == s || *end || v < (k->min < 0 ? 0 : k->min) || v > k->max) {
+			snprintf(want, sizeof(want), "%san integer in [%ld, %ld]",
+			         k->min == -1 ? "auto or " : "", k->min < 0 ? 0 : k->min, k->max);
+			config_fail(k->name, s, want);
+			return;
+		}
+	}
+	*(int *)((char *)&cfg + k->offset) = (int)v;
+}
+
 static void knob_set(const struct knob *k, const char *s)
 {
 	switch (k->type) {
+	case KNOB_INT:
+		knob_int(k, s);
+		break;
 	case KNOB_PROVIDER:
 		knob_provider(k, s);
 		break;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A context: one RDMA device (port 1, GID index 0), one PD, and optionally
+ * A context: one RDMA device (port 1 and one entry of its GID table, see
+ * gid.c), one PD, and optionally
  * one GPU (its primary CUDA context). The verbs provider is chosen here:
  * attr->provider, where AUTO defers to GNIC_PROVIDER, where AUTO means a real
  * mlx5 device through rdma-core if one is listed, else gnic-emu.
@@ -20,6 +21,9 @@ GNIC_API void gnic_ctx_attr_init(struct gnic_ctx_attr *attr)
 	attr->provider = GNIC_PROVIDER_AUTO;
 	attr->device = NULL;
 	attr->gpu = GNIC_GPU_AUTO;
+	attr->gid_index = GNIC_GID_AUTO;
+	attr->traffic_class = GNIC_FROM_ENV;
+	attr->sl = GNIC_FROM_ENV;
 }
 
 static gnic_status_t check_attr(const struct gnic_ctx_attr *attr)
@@ -31,6 +35,16 @@ static gnic_status_t check_attr(const struct gnic_ctx_attr *attr)
 		                  attr->gpu);
 	if (attr->device && strlen(attr->device) >= sizeof(((struct gnic_ctx *)0)->device))
 		return gnic_error(GNIC_ERR_INVALID, "ctx: device name too long");
+	if (attr->gid_index < GNIC_GID_AUTO || attr->gid_index > 255)
+		return gnic_error(GNIC_ERR_INVALID, "ctx: gid_index %d is not 0-255 or GID_AUTO",
+		                  attr->gid_index);
+	if (attr->traffic_class < GNIC_FROM_ENV || attr->traffic_class > 255)
+		return gnic_error(GNIC_ERR_INVALID,
+		                  "ctx: traffic_class %d is not 0-255 or GNIC_FROM_ENV",
+		                  attr->traffic_class);
+	if (attr->sl < GNIC_FROM_ENV || attr->sl > 15)
+		return gnic_error(GNIC_ERR_INVALID, "ctx: sl %d is not 0-15 or GNIC_FROM_ENV",
+		                  attr->sl);
 	if (gnic_config()->error[0])
 		return gnic_error(GNIC_ERR_INVALID, "environment: %s", gnic_config()->error);
 	return GNIC_OK;
@@ -147,11 +161,27 @@ static gnic_status_t query_port(struct gnic_ctx *ctx)
 	if (pa.state != IBV_PORT_ACTIVE)
 		gnic_warn("%s port %d is not ACTIVE (state %d)", ctx->device, GNIC_PORT, pa.state);
 	ctx->mtu = pa.active_mtu;
-	r = ctx->v->query_gid(ctx->ibctx, GNIC_PORT, GNIC_GID_INDEX, &ctx->gid);
-	if (r)
-		return gnic_error(GNIC_ERR_SYSTEM, "query_gid(%s, %d, %d): %s", ctx->device,
-		                  GNIC_PORT, GNIC_GID_INDEX, strerror(r));
+	/* rdma-core's legacy query_port leaves link_layer 0 (unspecified): IB */
+	ctx->link_layer = pa.link_layer == IBV_LINK_LAYER_ETHERNET ? IBV_LINK_LAYER_ETHERNET
+	                                                           : IBV_LINK_LAYER_INFINIBAND;
+	ctx->lid = ctx->link_layer == IBV_LINK_LAYER_INFINIBAND ? pa.lid : 0;
+	if (ctx->link_layer == IBV_LINK_LAYER_INFINIBAND && (!ctx->lid || ctx->lid > 0xbfff))
+		return gnic_error(GNIC_ERR_NO_DEVICE,
+		                  "%s port %d is InfiniBand without a unicast LID (%#x): is a "
+		                  "subnet manager running?",
+		                  ctx->device, GNIC_PORT, ctx->lid);
 	return GNIC_OK;
+}
+
+/* The program's choice, else the environment's, else the default. */
+static gnic_status_t choose_path(struct gnic_ctx *ctx, const struct gnic_ctx_attr *attr)
+{
+	const struct gnic_config *cfg = gnic_config();
+
+	ctx->traffic_class =
+	    (uint8_t)(attr->traffic_class >= 0 ? attr->traffic_class : cfg->traffic_class);
+	ctx->sl = (uint8_t)(attr->sl >= 0 ? attr->sl : cfg->sl);
+	return gnic_gid_pick(ctx, attr->gid_index >= 0 ? attr->gid_index : cfg->gid_index);
 }
 
 /* What QP creation and connection take from the device: the queue limit
@@ -174,6 +204,11 @@ static gnic_status_t query_caps(struct gnic_ctx *ctx)
 	ctx->max_qp_wr = (uint32_t)da.max_qp_wr;
 	ctx->max_rd_atomic = (uint8_t)(da.max_qp_init_rd_atom < 16 ? da.max_qp_init_rd_atom : 16);
 	ctx->max_dest_rd_atomic = (uint8_t)(da.max_qp_rd_atom < 16 ? da.max_qp_rd_atom : 16);
+	ctx->atomic_be = da.atomic_cap == IBV_ATOMIC_NONE;
+	if (ctx->atomic_be)
+		gnic_info("%s: atomic_cap NONE: fetched atomic values arrive big-endian and are "
+		          "converted",
+		          ctx->device);
 	if (ctx->max_rd_atomic < 16 || ctx->max_dest_rd_atomic < 16)
 		gnic_info("%s: READs/atomics in flight per QP: %u out, %u in", ctx->device,
 		          ctx->max_rd_atomic, ctx->max_dest_rd_atomic);
@@ -210,6 +245,8 @@ static gnic_status_t open_verbs(struct gnic_ctx *ctx, const struct gnic_ctx_attr
 		st = query_caps(ctx);
 	if (!st)
 		st = query_port(ctx);
+	if (!st)
+		st = choose_path(ctx, attr);
 	if (!st) {
 		ctx->pd = ctx->v->alloc_pd(ctx->ibctx);
 		if (!ctx->pd)
@@ -294,5 +331,12 @@ GNIC_API gnic_status_t gnic_ctx_query(struct gnic_ctx *ctx, struct gnic_ctx_info
 	info->gpu = ctx->gpu.ordinal;
 	if (gnic_ctx_has_gpu(ctx))
 		snprintf(info->gpu_name, sizeof(info->gpu_name), "%s", ctx->gpu.name);
+	info->gid_index = ctx->gid_index;
+	info->gid_type = ctx->gid_type;
+	memcpy(info->gid, ctx->gid.raw, sizeof(info->gid));
+	info->link_layer = ctx->link_layer;
+	info->lid = ctx->lid;
+	info->traffic_class = ctx->traffic_class;
+	info->sl = ctx->sl;
 	return GNIC_OK;
 }

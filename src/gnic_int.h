@@ -9,6 +9,7 @@
  *   verbs.c   the verbs call table: rdma-core or gnic-emu, by dlopen
  *   cuda.c    the CUDA driver API, by dlopen, only for GPU contexts
  *   hostmap.c host memory registered with CUDA (refcounted by page range)
+ *   gid.c     which GID table entry a context's QPs send from
  *   ctx.c mr.c qp.c qp_attr.c qp_dev.c qp_conn.c qp_error.c blob.c
  *   progress.c boot.c   one object each
  *   proxy.c   the CPU proxy thread of GNIC_DB_PROXY QPs
@@ -33,7 +34,6 @@
 #define GNIC_API       __attribute__((visibility("default")))
 #define GNIC_PAGE      4096u
 #define GNIC_PORT      1
-#define GNIC_GID_INDEX 0
 #define GNIC_MAX_QP_WR 32768u /* 16-bit WQE counters: sq/rq_wqe_cnt <= 32768 */
 
 /* ---- status.c ------------------------------------------------------------ */
@@ -61,6 +61,9 @@ struct gnic_config {
 	char sysfs[256];   /* GNIC_SYSFS: where sysfs is mounted */
 	int db_mode;       /* GNIC_DB_MODE: enum gnic_db_mode that AUTO QPs take; AUTO */
 	bool db_map;       /* GNIC_DB_MAP: false = never map the doorbell register for devices */
+	int gid_index;     /* GNIC_GID_INDEX: -1 = auto */
+	int traffic_class; /* GNIC_TRAFFIC_CLASS */
+	int sl;            /* GNIC_SL */
 	char error[512];   /* a knob that must not be ignored is malformed */
 };
 const struct gnic_config *gnic_config(void); /* loaded on first use */
@@ -88,6 +91,12 @@ struct gnic_verbs {
 	                  size_t attr_len);
 	int (*query_port_compat)(struct ibv_context *ctx, uint8_t port, void *attr);
 	int (*query_gid)(struct ibv_context *ctx, uint8_t port, int index, union ibv_gid *gid);
+	/* rdma-core >= 32 (_ibv_query_gid_ex) and gnic-emu: may be NULL */
+	int (*query_gid_ex)(struct ibv_context *ctx, uint32_t port, uint32_t index,
+	                    struct ibv_gid_entry *entry, uint32_t flags, size_t entry_size);
+	/* rdma-core's, declared in its provider header: 0 RoCE v1 (or IB), 1
+	 * RoCE v2; may be NULL */
+	int (*query_gid_type)(struct ibv_context *ctx, uint8_t port, unsigned int index, int *type);
 	int (*query_device)(struct ibv_context *ctx, struct ibv_device_attr *attr);
 	struct ibv_pd *(*alloc_pd)(struct ibv_context *ctx);
 	int (*dealloc_pd)(struct ibv_pd *pd);
@@ -168,12 +177,21 @@ struct gnic_ctx {
 	const struct gnic_verbs *v;
 	struct ibv_context *ibctx;
 	struct ibv_pd *pd;
-	union ibv_gid gid;  /* GID index 0 of port 1 */
-	enum ibv_mtu mtu;   /* the port's active MTU */
-	uint32_t max_qp_wr; /* the device's: WRs of an RQ, basic blocks of an SQ */
+	union ibv_gid gid;         /* entry gid_index of port 1: our address */
+	int gid_index;             /* gid.c chose it, or GNIC_GID_INDEX / the attr */
+	int gid_type;              /* enum ibv_gid_type of that entry */
+	uint8_t link_layer;        /* IBV_LINK_LAYER_* of port 1 */
+	uint16_t lid;              /* port 1's LID (InfiniBand; 0 on RoCE) */
+	uint8_t traffic_class, sl; /* of every QP's address vector */
+	enum ibv_mtu mtu;          /* the port's active MTU */
+	uint32_t max_qp_wr;        /* the device's: WRs of an RQ, basic blocks of an SQ */
 	/* READs/atomics in flight per QP: ours as requester (max_rd_atomic) and
 	 * what we accept as responder (max_dest_rd_atomic), from the device */
 	uint8_t max_rd_atomic, max_dest_rd_atomic;
+	/* atomic_cap IBV_ATOMIC_NONE: mlx5_ib's word for a NIC whose requester
+	 * writes fetched values big-endian (no host-endian mode); ConnectX
+	 * atomics work either way */
+	bool atomic_be;
 	char device[64];
 	struct gnic_gpu gpu;
 	int nqp, nmr; /* live objects: destroy refuses while any */
@@ -197,6 +215,11 @@ static inline bool gnic_ctx_has_gpu(const struct gnic_ctx *ctx)
 {
 	return ctx->gpu.ordinal != GNIC_GPU_NONE;
 }
+
+/* ---- gid.c: which GID table entry QPs send from ------------------------- */
+/* want: an index, or -1 to choose (RoCE: v2, IPv4-mapped first; IB: 0).
+ * Fills ctx->gid, gid_index, gid_type; needs ctx->link_layer. */
+gnic_status_t gnic_gid_pick(struct gnic_ctx *ctx, int want);
 
 /* ---- qp.c / qp_*.c ------------------------------------------------------- */
 #define GNIC_QP_MAX_MAPS 10
@@ -268,6 +291,9 @@ struct gnic_blob_info {
 	uint32_t psn; /* 24 bits */
 	uint8_t mtu;  /* enum ibv_mtu */
 	uint16_t flags;
+	uint16_t version;   /* 1 or 2; encode: 0 = the current one (2) */
+	uint16_t lid;       /* version 2: the port's LID (InfiniBand), 0 on RoCE */
+	uint8_t link_layer; /* version 2: IBV_LINK_LAYER_INFINIBAND / _ETHERNET */
 };
 void gnic_blob_encode(const struct gnic_blob_info *info, struct gnic_blob *blob);
 gnic_status_t gnic_blob_decode(const struct gnic_blob *blob, struct gnic_blob_info *info);

@@ -24,6 +24,8 @@ GNIC_API gnic_status_t gnic_qp_export(struct gnic_qp *qp, struct gnic_blob *blob
 	info.qpn = qp->ibqp->qp_num;
 	info.psn = qp->psn;
 	info.mtu = (uint8_t)qp->ctx->mtu;
+	info.lid = qp->ctx->lid;
+	info.link_layer = qp->ctx->link_layer;
 	gnic_blob_encode(&info, blob);
 	return GNIC_OK;
 }
@@ -63,10 +65,18 @@ static gnic_status_t to_rtr(struct gnic_qp *qp, const struct gnic_blob_info *pee
 	    .min_rnr_timer = MIN_RNR_TIMER,
 	    .ah_attr = {.is_global = 1,
 	                .port_num = GNIC_PORT,
-	                .grh = {.sgid_index = GNIC_GID_INDEX, .hop_limit = HOP_LIMIT}},
+	                .sl = qp->ctx->sl,
+	                .grh = {.sgid_index = (uint8_t)qp->ctx->gid_index,
+	                        .hop_limit = HOP_LIMIT,
+	                        .traffic_class = qp->ctx->traffic_class}},
 	};
 
 	memcpy(a.ah_attr.grh.dgid.raw, peer->gid, sizeof(peer->gid));
+	if (qp->ctx->link_layer == IBV_LINK_LAYER_INFINIBAND) {
+		/* the LID routes inside a subnet; a GRH only to another one */
+		a.ah_attr.dlid = peer->lid;
+		a.ah_attr.is_global = memcmp(peer->gid, qp->ctx->gid.raw, 8) != 0;
+	}
 	return modify(qp, &a,
 	              IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 	                  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
@@ -109,6 +119,24 @@ static gnic_status_t undo_connect(struct gnic_qp *qp, gnic_status_t st)
 	return gnic_error(st, "%s", why);
 }
 
+/* Both ends on one link layer, and on InfiniBand a LID to address. */
+static gnic_status_t check_peer(const struct gnic_qp *qp, const struct gnic_blob_info *peer)
+{
+	bool ib = qp->ctx->link_layer == IBV_LINK_LAYER_INFINIBAND;
+
+	if (peer->version == 1 && ib)
+		return gnic_error(
+		    GNIC_ERR_PROTOCOL,
+		    "blob: version 1 carries no LID, which InfiniBand needs: the peer's "
+		    "libgnic is too old");
+	if (peer->version >= 2 && peer->link_layer != qp->ctx->link_layer)
+		return gnic_error(GNIC_ERR_PROTOCOL, "blob: the peer is on %s, this QP on %s",
+		                  peer->link_layer == IBV_LINK_LAYER_INFINIBAND ? "InfiniBand"
+		                                                                : "Ethernet (RoCE)",
+		                  ib ? "InfiniBand" : "Ethernet (RoCE)");
+	return GNIC_OK;
+}
+
 GNIC_API gnic_status_t gnic_qp_connect(struct gnic_qp *qp, const struct gnic_blob *remote)
 {
 	struct gnic_blob_info peer;
@@ -121,6 +149,8 @@ GNIC_API gnic_status_t gnic_qp_connect(struct gnic_qp *qp, const struct gnic_blo
 		                  "qp_connect: QP %#x is connected already; gnic_qp_reset() first",
 		                  qp->ibqp->qp_num);
 	st = gnic_blob_decode(remote, &peer);
+	if (!st)
+		st = check_peer(qp, &peer);
 	if (st)
 		return st;
 	st = to_init(qp);

@@ -75,6 +75,7 @@ static void fill(struct gnic_qp *qp, struct gnic_dev_qp *d, const struct dev_ptr
 	d->scratch = ptr(p->scratch);
 	d->scratch_iova = (uintptr_t)qp->scratch; /* as registered */
 	d->scratch_lkey = qp->scratch_mr->lkey;
+	d->atomic_be = qp->ctx->atomic_be;
 	d->cpu_db = ptr(p->cpu_db);
 	d->err = ptr(p->err);
 	if (p->px) { /* results, error record and ring in the proxy's block */

@@ -52,6 +52,8 @@ static const struct verbs_sym syms[] = {
     SYM(query_port, NULL, LIB_VERBS, "gemu_query_port", false),
     SYM(query_port_compat, "ibv_query_port", LIB_VERBS, NULL, false),
     SYM(query_gid, "ibv_query_gid", LIB_VERBS, "gemu_query_gid", false),
+    SYM(query_gid_ex, "_ibv_query_gid_ex", LIB_VERBS, "gemu_query_gid_ex", true),
+    SYM(query_gid_type, "ibv_query_gid_type", LIB_VERBS, NULL, true),
     SYM(query_device, "ibv_query_device", LIB_VERBS, "gemu_query_device", false),
     SYM(alloc_pd, "ibv_alloc_pd", LIB_VERBS, "gemu_alloc_pd", false),
     SYM(dealloc_pd, "ibv_dealloc_pd", LIB_VERBS, "gemu_dealloc_pd", false),

@@ -2,7 +2,9 @@
 /* Shared helpers for the gnic-emu tests; see common.h. */
 #include "common.h"
 
+#include <arpa/inet.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -326,14 +328,34 @@ void t_conn_opts_default(struct t_conn_opts *o)
 	                          .max_dest_rd_atomic = 8,
 	                          .sq_psn = 0x1000,
 	                          .rq_psn = 0x1000,
-	                          .mtu = IBV_MTU_4096};
+	                          .mtu = IBV_MTU_4096,
+	                          .sgid_index = T_GID_INDEX};
 }
 
 void t_local_ep(struct ibv_qp *qp, struct t_ep *ep)
 {
 	memset(ep, 0, sizeof(*ep));
-	CHECK_OK(ibv_query_gid(qp->context, 1, 0, &ep->gid));
+	CHECK_OK(ibv_query_gid(qp->context, 1, T_GID_INDEX, &ep->gid));
 	ep->qpn = qp->qp_num;
+}
+
+uint16_t t_fabric_port(void)
+{
+	const char *s = getenv("GNIC_EMU_PORT");
+
+	return (uint16_t)(s && *s ? atoi(s) : 4791);
+}
+
+void t_fabric_id(struct ibv_context *ctx, union ibv_gid *id)
+{
+	uint16_t port = htons(t_fabric_port());
+	union ibv_gid gid;
+
+	CHECK_OK(ibv_query_gid(ctx, 1, T_GID_INDEX, &gid));
+	memset(id, 0, sizeof(*id));
+	memcpy(&id->raw[8], &port, 2);
+	id->raw[10] = id->raw[11] = 0xff;
+	memcpy(&id->raw[12], &gid.raw[12], 4);
 }
 
 int t_qp_to_init(struct ibv_qp *qp, const struct t_conn_opts *o)
@@ -358,7 +380,7 @@ int t_qp_to_rtr(struct ibv_qp *qp, const struct t_ep *peer, const struct t_conn_
 
 	a.ah_attr.is_global = 1;
 	a.ah_attr.grh.dgid = peer->gid;
-	a.ah_attr.grh.sgid_index = 0;
+	a.ah_attr.grh.sgid_index = o->sgid_index;
 	a.ah_attr.grh.hop_limit = 1;
 	a.ah_attr.port_num = 1;
 	return ibv_modify_qp(qp, &a,

@@ -157,8 +157,11 @@ struct t_conn_opts {
 	uint8_t max_rd_atomic, max_dest_rd_atomic;
 	uint32_t sq_psn, rq_psn;
 	enum ibv_mtu mtu;
+	uint8_t sgid_index; /* T_GID_INDEX */
 };
 void t_conn_opts_default(struct t_conn_opts *o);
+/* The GID index tests use: RoCE v2, IPv4-mapped, as on a real RoCE port. */
+#define T_GID_INDEX 3
 
 /* Where a peer QP is: what two sides exchange before connecting. */
 struct t_ep {
@@ -167,7 +170,12 @@ struct t_ep {
 	uint32_t rkey;
 	uint64_t addr, len;
 };
-void t_local_ep(struct ibv_qp *qp, struct t_ep *ep); /* GID of port 1, index 0 */
+void t_local_ep(struct ibv_qp *qp, struct t_ep *ep); /* GID of port 1, T_GID_INDEX */
+/* The device's fabric identity (::<port>:ffff:<ipv4>, what its handshake
+ * names and where its listener is): the IPv4 address of its GIDs and the
+ * fabric port (GNIC_EMU_PORT, default 4791). */
+void t_fabric_id(struct ibv_context *ctx, union ibv_gid *id);
+uint16_t t_fabric_port(void); /* host order */
 
 /* Single transitions, returning ibv_modify_qp's result (for negative tests). */
 int t_qp_to_init(struct ibv_qp *qp, const struct t_conn_opts *o);

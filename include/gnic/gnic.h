@@ -61,10 +61,18 @@ enum gnic_provider {
 #define GNIC_GPU_NONE (-1) /* device code runs on CPU threads */
 #define GNIC_GPU_AUTO (-2) /* GPU 0 when CUDA and a GPU are present, else NONE */
 
+#define GNIC_GID_AUTO (-1) /* RoCE: a RoCE v2 GID, IPv4-mapped first; IB: index 0 */
+#define GNIC_FROM_ENV (-1) /* traffic_class / sl: GNIC_TRAFFIC_CLASS / GNIC_SL, else 0 */
+
 struct gnic_ctx_attr {
 	enum gnic_provider provider; /* env GNIC_PROVIDER=auto|verbs|emu overrides AUTO */
 	const char *device;          /* RDMA device name, NULL = the first */
 	int gpu;                     /* CUDA ordinal, GNIC_GPU_NONE or GNIC_GPU_AUTO */
+	/* GID table entry of port 1 the QPs send from: 0-255, or GNIC_GID_AUTO,
+	 * where env GNIC_GID_INDEX=auto|N decides. An empty entry is refused. */
+	int gid_index;
+	int traffic_class; /* GRH traffic class 0-255 (RoCE v2: DSCP << 2 | ECN) or FROM_ENV */
+	int sl;            /* service level 0-15 (RoCE: VLAN priority) or FROM_ENV */
 };
 
 struct gnic_ctx_info {
@@ -73,11 +81,19 @@ struct gnic_ctx_info {
 	char provider_lib[256];      /* path of the library that provides verbs */
 	int gpu;                     /* CUDA ordinal in use, or GNIC_GPU_NONE */
 	char gpu_name[128];
+	int gid_index;     /* the GID table entry in use */
+	int gid_type;      /* its enum ibv_gid_type: 0 IB, 1 RoCE v1, 2 RoCE v2 */
+	uint8_t gid[16];   /* its GID: what gnic_qp_export() puts in blobs */
+	int link_layer;    /* port 1's IBV_LINK_LAYER_*: 1 InfiniBand, 2 Ethernet */
+	int lid;           /* port 1's LID on InfiniBand, 0 on RoCE */
+	int traffic_class; /* what QPs' address vectors carry */
+	int sl;
 };
 
 struct gnic_ctx;
 
-/* Defaults: provider AUTO, first device, gpu GNIC_GPU_AUTO. */
+/* Defaults: provider AUTO, first device, gpu GNIC_GPU_AUTO, gid_index
+ * GNIC_GID_AUTO, traffic_class and sl GNIC_FROM_ENV. */
 void gnic_ctx_attr_init(struct gnic_ctx_attr *attr);
 /* Open the device (and GPU), allocate a PD. */
 gnic_status_t gnic_ctx_create(const struct gnic_ctx_attr *attr, struct gnic_ctx **ctx_p);
@@ -144,16 +160,20 @@ gnic_status_t gnic_qp_create(struct gnic_ctx *ctx, const struct gnic_qp_attr *at
                              struct gnic_qp **qp_p);
 void gnic_qp_destroy(struct gnic_qp *qp);
 
-/* Connection blob: versioned and checksummed; GID, QPN, PSN, MTU. Send it to
- * the peer by any means (gnic_boot_* below, MPI, a file). */
+/* Connection blob: versioned and checksummed; GID, QPN, PSN, MTU, and (from
+ * version 2) LID and link layer. Send it to the peer by any means
+ * (gnic_boot_* below, MPI, a file). Version 1 blobs (no LID) still connect
+ * on RoCE. */
 #define GNIC_BLOB_SIZE 64
 struct gnic_blob {
 	uint8_t bytes[GNIC_BLOB_SIZE];
 };
 gnic_status_t gnic_qp_export(struct gnic_qp *qp, struct gnic_blob *blob);
-/* RESET -> INIT -> RTR -> RTS towards the peer described by remote. A blob of
- * another version, a bad checksum or a non-blob gives GNIC_ERR_PROTOCOL and
- * changes nothing. */
+/* RESET -> INIT -> RTR -> RTS towards the peer described by remote: on RoCE
+ * by its GID (a GRH), on InfiniBand by its LID (with a GRH only when the
+ * peer's GID has another subnet prefix). A blob of an unknown version, a bad
+ * checksum, a non-blob, a peer on the other link layer or a version 1 blob
+ * on InfiniBand gives GNIC_ERR_PROTOCOL and changes nothing. */
 gnic_status_t gnic_qp_connect(struct gnic_qp *qp, const struct gnic_blob *remote);
 /* Back to RESET with empty queues (after an error), ready to connect again. */
 gnic_status_t gnic_qp_reset(struct gnic_qp *qp);

@@ -509,12 +509,19 @@ GNIC_DEVFN int gnic_dev_result_claim(struct gnic_dev_qp *qp, uint64_t idx)
  * with release after acquiring that CQE; the caller has acquired
  * sq_retired (gnic_dev_wait). The release orders the load before the next
  * owner's WQE. */
+/* A fetched value as the NIC wrote it, in host order: the one place the
+ * atomic response byte order (qp->atomic_be) is dealt with. */
+GNIC_DEVFN uint64_t gnic_dev_result_value(const struct gnic_dev_qp *qp, uint64_t raw)
+{
+	return qp->atomic_be ? gnic_be64(raw) : raw;
+}
+
 GNIC_DEVFN void gnic_dev_result_release(struct gnic_dev_qp *qp, uint64_t idx, uint64_t *old)
 {
 	uint32_t slot = gnic_dev_result_slot(qp, idx);
 
 	if (old)
-		*old = gnic_load_sys64(&qp->scratch[slot]);
+		*old = gnic_dev_result_value(qp, gnic_load_sys64(&qp->scratch[slot]));
 	gnic_store_rel32(&qp->res_owned[slot], 0);
 }
 

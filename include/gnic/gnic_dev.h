@@ -95,7 +95,10 @@ struct gnic_dev_qp {
 	                        * discard word (old values nobody wants) */
 	uint64_t scratch_iova; /* the same area as the NIC addresses it (registered VA) */
 	uint32_t scratch_lkey;
-	uint32_t rsvd1;
+	/* 1: the NIC writes fetched atomic values big-endian (its atomic_cap is
+	 * IBV_ATOMIC_NONE: no host-endian atomic responses); gnic_dev_result_release
+	 * converts */
+	uint32_t atomic_be;
 	uint64_t *cpu_db;         /* GNIC_DB_CPU: ready index, read by the host progress thread */
 	struct gnic_dev_err *err; /* host-mapped */
 	/* GNIC_DB_PROXY (gnic_dev_proxy.h, host-mapped): the block and its ring of

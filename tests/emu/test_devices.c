@@ -11,6 +11,12 @@
 
 #include "common.h"
 
+/* rdma-core exports ibv_query_gid_type but declares it in its provider
+ * header (infiniband/driver.h), with this enum */
+enum ibv_gid_type_sysfs { IBV_GID_TYPE_SYSFS_IB_ROCE_V1, IBV_GID_TYPE_SYSFS_ROCE_V2 };
+int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index,
+                       enum ibv_gid_type_sysfs *type);
+
 /* device names: <prefix>0, <prefix>1, ... (argv[1], else gnic-emu's default) */
 static const char *name_prefix = "rocep1s0f";
 
@@ -21,15 +27,17 @@ static int expected_devices(void)
 	return s && *s ? atoi(s) : 1;
 }
 
-/* The listener address every GID encodes (GNIC_EMU_ADDR, default loopback). */
-static struct in_addr expected_addr(void)
+/* Device i's IPv4 address: GNIC_EMU_ADDR + i, else a loopback one (0 = any). */
+static uint32_t expected_addr(int dev_index)
 {
 	const char *s = getenv("GNIC_EMU_ADDR");
 	struct in_addr a;
 
-	if (inet_pton(AF_INET, s && *s ? s : "127.0.0.1", &a) != 1)
+	if (!s || !*s)
+		return 0;
+	if (inet_pton(AF_INET, s, &a) != 1)
 		T_FAIL("GNIC_EMU_ADDR=%s is not an IPv4 address", s);
-	return a;
+	return ntohl(a.s_addr) + (uint32_t)dev_index;
 }
 
 static void test_list(int want)
@@ -103,35 +111,85 @@ static void test_query_port(struct ibv_context *ctx)
 	CHECK_RET(ibv_query_port(ctx, 255, &pa), EINVAL);
 }
 
-/* GID ::<tcp port>:ffff:<ipv4> (an IPv4-mapped address with the port in
- * bytes 8-9): it tells a peer where this device's fabric listens. */
-static uint16_t check_gid(struct ibv_context *ctx, int dev_index)
+/* The GID table of a RoCE port with one IPv4 address, as the kernel fills
+ * it: 0 RoCE v1 fe80::<EUI-64 of MAC 02:47:<ipv4>>, 1 the same as v2,
+ * 2 RoCE v1 ::ffff:<ipv4>, 3 the same as v2; the rest empty. Returns the
+ * IPv4 address (host order). */
+static uint32_t check_gid(struct ibv_context *ctx, int dev_index)
 {
-	struct in_addr want = expected_addr();
+	uint32_t want = expected_addr(dev_index);
+	struct ibv_gid_entry tbl[8], e;
+	enum ibv_gid_type_sysfs st;
 	struct ibv_port_attr pa;
-	union ibv_gid gid;
-	const char *port_env = getenv("GNIC_EMU_PORT");
-	uint16_t port;
+	union ibv_gid gid, ll, v4;
+	uint32_t ip;
 
-	memset(&gid, 0xa5, sizeof(gid));
-	CHECK_OK(ibv_query_gid(ctx, 1, 0, &gid));
-	CHECK_BYTES(gid.raw, 0, 8);
-	port = (uint16_t)(gid.raw[8] << 8 | gid.raw[9]);
-	CHECK_NE(port, 0);
-	if (port_env && atoi(port_env) > 0)
-		CHECK_EQ(port, atoi(port_env) + dev_index);
-	CHECK_EQ(gid.raw[10], 0xff);
-	CHECK_EQ(gid.raw[11], 0xff);
-	CHECK_MEM(&gid.raw[12], &want.s_addr, 4);
-
-	t_case("query_gid with a bad port or index");
 	memset(&pa, 0, sizeof(pa));
 	CHECK_OK(ibv_query_port(ctx, 1, &pa));
+	CHECK_EQ(pa.gid_tbl_len, 256);
+	CHECK_OK(ibv_query_gid(ctx, 1, 3, &v4));
+	CHECK_BYTES(v4.raw, 0, 10);
+	CHECK_EQ(v4.raw[10], 0xff);
+	CHECK_EQ(v4.raw[11], 0xff);
+	ip = (uint32_t)v4.raw[12] << 24 | (uint32_t)v4.raw[13] << 16 | (uint32_t)v4.raw[14] << 8 |
+	     v4.raw[15];
+	if (want)
+		CHECK_EQ(ip, want);
+	else
+		CHECK(v4.raw[12] == 127 && v4.raw[13] != 0); /* its own, not 127.0.0.x */
+	memset(&ll, 0, sizeof(ll));
+	ll.raw[0] = 0xfe;
+	ll.raw[1] = 0x80;
+	ll.raw[9] = 0x47; /* 02:47:a:b:c:d with the U/L bit flipped, ff:fe inserted */
+	ll.raw[10] = v4.raw[12];
+	ll.raw[11] = 0xff;
+	ll.raw[12] = 0xfe;
+	memcpy(&ll.raw[13], &v4.raw[13], 3);
+
+	t_case("GID entries 0-3: address and type by every query");
+	for (int i = 0; i < 4; i++) {
+		const union ibv_gid *g = i < 2 ? &ll : &v4;
+		int type = i % 2 ? IBV_GID_TYPE_ROCE_V2 : IBV_GID_TYPE_ROCE_V1;
+
+		memset(&gid, 0xa5, sizeof(gid));
+		CHECK_OK(ibv_query_gid(ctx, 1, i, &gid));
+		CHECK_MEM(gid.raw, g->raw, 16);
+		CHECK_OK(ibv_query_gid_type(ctx, 1, (unsigned)i, &st));
+		CHECK_EQ(st, i % 2 ? IBV_GID_TYPE_SYSFS_ROCE_V2 : IBV_GID_TYPE_SYSFS_IB_ROCE_V1);
+		memset(&e, 0xa5, sizeof(e));
+		CHECK_OK(ibv_query_gid_ex(ctx, 1, (uint32_t)i, &e, 0));
+		CHECK_MEM(e.gid.raw, g->raw, 16);
+		CHECK_EQ(e.gid_index, i);
+		CHECK_EQ(e.port_num, 1);
+		CHECK_EQ(e.gid_type, type);
+	}
+	CHECK_EQ(ibv_query_gid_table(ctx, tbl, 8, 0), 4);
+	for (int i = 0; i < 4; i++) {
+		CHECK_EQ(tbl[i].gid_index, i);
+		CHECK_EQ(tbl[i].gid_type, i % 2 ? IBV_GID_TYPE_ROCE_V2 : IBV_GID_TYPE_ROCE_V1);
+		CHECK_MEM(tbl[i].gid.raw, i < 2 ? ll.raw : v4.raw, 16);
+	}
+	CHECK_EQ(ibv_query_gid_table(ctx, tbl, 3, 0), -EINVAL);
+
+	t_case("an empty GID entry, as rdma-core reports one");
+	memset(&gid, 0xa5, sizeof(gid));
+	CHECK_OK(ibv_query_gid(ctx, 1, 4, &gid));
+	CHECK_BYTES(gid.raw, 0, 16);
+	CHECK_OK(ibv_query_gid(ctx, 1, 255, &gid));
+	CHECK_BYTES(gid.raw, 0, 16);
+	CHECK_RET(ibv_query_gid_ex(ctx, 1, 4, &e, 0), ENODATA);
+	st = IBV_GID_TYPE_SYSFS_ROCE_V2;
+	CHECK_OK(ibv_query_gid_type(ctx, 1, 4, &st));
+	CHECK_EQ(st, IBV_GID_TYPE_SYSFS_IB_ROCE_V1);
+
+	t_case("query_gid with a bad port or index");
 	CHECK_NE(ibv_query_gid(ctx, 1, pa.gid_tbl_len, &gid), 0);
 	CHECK_NE(ibv_query_gid(ctx, 1, -1, &gid), 0);
 	CHECK_NE(ibv_query_gid(ctx, 2, 0, &gid), 0);
 	CHECK_NE(ibv_query_gid(ctx, 0, 0, &gid), 0);
-	return port;
+	CHECK_RET(ibv_query_gid_ex(ctx, 1, pa.gid_tbl_len, &e, 0), EINVAL);
+	CHECK_RET(ibv_query_gid_ex(ctx, 2, 0, &e, 0), EINVAL);
+	return ip;
 }
 
 static void test_pkey(struct ibv_context *ctx)
@@ -277,7 +335,7 @@ int main(int argc, char **argv)
 {
 	int n = expected_devices();
 	struct ibv_context *ctx[64];
-	uint16_t ports[64];
+	uint32_t addrs[64];
 
 	if (argc > 1)
 		name_prefix = argv[1];
@@ -293,9 +351,9 @@ int main(int argc, char **argv)
 		t_case("%s: query_port", name);
 		test_query_port(ctx[i]);
 		t_case("%s: query_gid", name);
-		ports[i] = check_gid(ctx[i], i);
+		addrs[i] = check_gid(ctx[i], i);
 		for (int j = 0; j < i; j++)
-			CHECK_NE(ports[i], ports[j]); /* one listener per device */
+			CHECK_NE(addrs[i], addrs[j]); /* one address per device */
 		t_case("%s: query_pkey", name);
 		test_pkey(ctx[i]);
 		t_case("%s: ibv_query_device_ex (inline verbs.h path)", name);

@@ -61,17 +61,17 @@ static void test_device_attr(struct ibv_context *ctx)
 	CHECK_EQ(a.page_size_cap & 0xfff, 0);
 }
 
-/* 0x0247 (a locally administered prefix), then the GID's IPv4 address and
- * TCP port: bytes 12-15 and 8-9 of ::<port>:ffff:<ipv4>. */
+/* 0x0247 (a locally administered prefix), then the device's IPv4 address
+ * (bytes 12-15 of its IPv4-mapped GID) and its fabric port. */
 static uint64_t guid_from_gid(struct ibv_context *ctx)
 {
-	union ibv_gid gid;
+	union ibv_gid id;
 	uint64_t g = 0x0247;
 
-	CHECK_OK(ibv_query_gid(ctx, 1, 0, &gid));
+	t_fabric_id(ctx, &id);
 	for (int i = 12; i < 16; i++)
-		g = g << 8 | gid.raw[i];
-	return g << 16 | (uint64_t)gid.raw[8] << 8 | gid.raw[9];
+		g = g << 8 | id.raw[i];
+	return g << 16 | (uint64_t)id.raw[8] << 8 | id.raw[9];
 }
 
 static void test_guid(struct ibv_context *ctx, int index, uint64_t base)

@@ -57,6 +57,7 @@ static void rtr_attr(struct ibv_qp_attr *a, int *mask)
 	a->min_rnr_timer = 12;
 	a->ah_attr.is_global = 1;
 	a->ah_attr.grh.dgid = peer_ep.gid;
+	a->ah_attr.grh.sgid_index = T_GID_INDEX;
 	a->ah_attr.grh.hop_limit = 1;
 	a->ah_attr.port_num = 1;
 	*mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |

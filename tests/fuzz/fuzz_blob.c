@@ -16,8 +16,9 @@
  *  3. Fields taken from the input bytes (any values, or forced into range
  *     when the input's byte 27 is odd): encode then decode fails with
  *     GNIC_ERR_PROTOCOL exactly when a field is out of range (QPN or PSN
- *     wider than 24 bits, MTU code not 1..5, flags not 0), and otherwise
- *     gives back the same fields.
+ *     wider than 24 bits, MTU code not 1..5, flags not 0, a link layer not 1
+ *     or 2, a LID that is not unicast on InfiniBand or not 0 on Ethernet),
+ *     and otherwise gives back the same fields. Version 2 (the current one).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -70,10 +71,17 @@ static void check_decode(const struct gnic_blob *in)
 		fail("accepted blob does not re-encode to the same bytes", in, &out);
 }
 
+static bool link_valid(const struct gnic_blob_info *f)
+{
+	if (f->link_layer == IBV_LINK_LAYER_INFINIBAND)
+		return f->lid >= 1 && f->lid <= 0xbfff;
+	return f->link_layer == IBV_LINK_LAYER_ETHERNET && f->lid == 0;
+}
+
 static bool fields_valid(const struct gnic_blob_info *f)
 {
 	return f->qpn <= 0xffffff && f->psn <= 0xffffff && f->mtu >= IBV_MTU_256 &&
-	       f->mtu <= IBV_MTU_4096 && f->flags == 0;
+	       f->mtu <= IBV_MTU_4096 && f->flags == 0 && link_valid(f);
 }
 
 /* Property 3. b: the zero-padded input. */
@@ -83,16 +91,23 @@ static void check_round_trip(const uint8_t *b)
 	struct gnic_blob enc;
 	gnic_status_t st;
 
+	memset(&f, 0, sizeof(f));
 	memcpy(f.gid, b, 16);
 	f.qpn = gnic_get_le32(b + 16);
 	f.psn = gnic_get_le32(b + 20);
 	f.mtu = b[24];
 	f.flags = gnic_get_le16(b + 25);
+	f.lid = gnic_get_le16(b + 28);
+	f.link_layer = b[30];
+	f.version = 2;
 	if (b[27] & 1) {
 		f.qpn &= 0xffffff;
 		f.psn &= 0xffffff;
 		f.mtu = (uint8_t)(IBV_MTU_256 + f.mtu % 5);
 		f.flags = 0;
+		f.link_layer = (uint8_t)(IBV_LINK_LAYER_INFINIBAND + (f.link_layer & 1));
+		f.lid =
+		    f.link_layer == IBV_LINK_LAYER_ETHERNET ? 0 : (uint16_t)(1 + f.lid % 0xbfff);
 	}
 	gnic_blob_encode(&f, &enc);
 	memset(&back, 0, sizeof(back));
@@ -106,7 +121,8 @@ static void check_round_trip(const uint8_t *b)
 	if (st != GNIC_OK)
 		fail("valid fields did not survive encode + decode", &enc, NULL);
 	if (memcmp(back.gid, f.gid, 16) || back.qpn != f.qpn || back.psn != f.psn ||
-	    back.mtu != f.mtu || back.flags != f.flags)
+	    back.mtu != f.mtu || back.flags != f.flags || back.lid != f.lid ||
+	    back.link_layer != f.link_layer || back.version != 2)
 		fail("encode + decode changed a field", &enc, &enc);
 }
 

@@ -404,7 +404,10 @@ static void reseal(struct gnic_blob *b)
 
 static void blob_seeds(void)
 {
-	struct gnic_blob_info info = {.qpn = 0x000123, .psn = 0xabcdef, .mtu = IBV_MTU_4096};
+	struct gnic_blob_info info = {.qpn = 0x000123,
+	                              .psn = 0xabcdef,
+	                              .mtu = IBV_MTU_4096,
+	                              .link_layer = IBV_LINK_LAYER_ETHERNET};
 	struct gnic_blob b, v;
 	char name[64];
 
@@ -427,9 +430,22 @@ static void blob_seeds(void)
 	blob_save("empty", &v, 0);
 
 	b = v;
-	b.bytes[4] = 2;
+	b.bytes[4] = 3;
 	reseal(&b);
-	blob_save("version2", &b, sizeof(b));
+	blob_save("version3", &b, sizeof(b));
+	info.version = 1; /* an older libgnic's: no LID, no link layer */
+	gnic_blob_encode(&info, &b);
+	blob_save("valid_version1", &b, sizeof(b));
+	info.version = 0;
+	info.link_layer = IBV_LINK_LAYER_INFINIBAND;
+	info.lid = 0x0102;
+	gnic_blob_encode(&info, &b);
+	blob_save("valid_ib_lid", &b, sizeof(b));
+	info.lid = 0xc000; /* multicast */
+	gnic_blob_encode(&info, &b);
+	blob_save("ib_lid_multicast", &b, sizeof(b));
+	info.lid = 0;
+	info.link_layer = IBV_LINK_LAYER_ETHERNET;
 	b = v;
 	b.bytes[6] = 64;
 	reseal(&b);

@@ -47,13 +47,15 @@ static void expect_protocol(struct gnic_qp *qp, const struct gnic_blob *b, const
 
 static void layout(const struct gnic_blob *b, const struct gnic_dev_qp *d)
 {
-	t_case("layout: magic, version, size, qpn, psn, mtu, crc");
+	t_case("layout: magic, version, size, qpn, psn, mtu, lid, link layer, crc");
 	CHECK(!memcmp(b->bytes, "GNB1", 4));
-	CHECK_EQ(b->bytes[4] | b->bytes[5] << 8, 1);
+	CHECK_EQ(b->bytes[4] | b->bytes[5] << 8, 2);
 	CHECK_EQ(b->bytes[6] | b->bytes[7] << 8, 48);
 	CHECK_EQ(le32(b->bytes + 24), d->qpn);
 	CHECK(le32(b->bytes + 28) <= 0xffffff);
 	CHECK(b->bytes[32] >= 1 && b->bytes[32] <= 5);
+	CHECK_EQ(b->bytes[36] | b->bytes[37] << 8, 0); /* RoCE: no LID */
+	CHECK_EQ(b->bytes[38], 2);                     /* IBV_LINK_LAYER_ETHERNET */
 	CHECK_EQ(le32(b->bytes + 44), crc32(b->bytes, 44));
 	CHECK_BYTES(b->bytes + 48, 0, 16);
 }
@@ -68,9 +70,26 @@ static void corruptions(struct gnic_qp *qp, const struct gnic_blob *good)
 	memset(&b, 0, sizeof(b));
 	expect_protocol(qp, &b, "all zero", "magic");
 	b = *good;
-	b.bytes[4] = 2;
+	b.bytes[4] = 3;
 	reseal(&b);
-	expect_protocol(qp, &b, "version 2", "version");
+	expect_protocol(qp, &b, "version 3", "version");
+	b = *good;
+	b.bytes[38] = 7;
+	reseal(&b);
+	expect_protocol(qp, &b, "link layer 7", "link layer");
+	b = *good;
+	b.bytes[38] = 1; /* InfiniBand, with a LID */
+	b.bytes[36] = 5;
+	reseal(&b);
+	expect_protocol(qp, &b, "a peer on InfiniBand", "InfiniBand");
+	b = *good;
+	b.bytes[36] = 5; /* a LID on Ethernet */
+	reseal(&b);
+	expect_protocol(qp, &b, "a LID on Ethernet", "LID");
+	b = *good;
+	b.bytes[4] = 1; /* version 1: bytes 36..43 reserved */
+	reseal(&b);
+	expect_protocol(qp, &b, "version 1 with a link layer byte", "reserved byte 38");
 	b = *good;
 	b.bytes[6] = 40;
 	reseal(&b);
@@ -106,7 +125,7 @@ static void corruptions(struct gnic_qp *qp, const struct gnic_blob *good)
 	b = *good;
 	b.bytes[40] = 7;
 	reseal(&b);
-	expect_protocol(qp, &b, "reserved bytes 36..43", "reserved byte 40");
+	expect_protocol(qp, &b, "reserved bytes 39..43", "reserved byte 40");
 	b = *good;
 	b.bytes[63] = 0x80; /* past the checksummed part */
 	expect_protocol(qp, &b, "unused bytes 48..63", "reserved byte 63");
@@ -140,6 +159,14 @@ int main(void)
 	t_case("after all that, the good blobs connect both");
 	CHECK_GNIC(gnic_qp_connect(qp, &peer_blob));
 	CHECK_GNIC(gnic_qp_connect(peer, &blob));
+
+	t_case("a version 1 blob (an older libgnic's) still connects on RoCE");
+	CHECK_GNIC(gnic_qp_reset(qp));
+	blob2 = peer_blob;
+	blob2.bytes[4] = 1;
+	blob2.bytes[38] = 0;
+	reseal(&blob2);
+	CHECK_GNIC(gnic_qp_connect(qp, &blob2));
 
 	gnic_qp_destroy(peer);
 	gnic_qp_destroy(qp);

@@ -92,10 +92,10 @@ run() {
 		# explain a failure; the programs' own stdout is lost when killed
 		if [ "$kind" = pp ]; then
 			sc_pair localhost env GNIC_EMU_SPIN_US="$spin" GNIC_EMU_LOG="$log" "$prog" \
-				-d rocep1s0f0 -g 0 -p "$port" "${args[@]}" && break
+				-d rocep1s0f0 -g 3 -p "$port" "${args[@]}" && break
 		else
 			sc_pair 127.0.0.1 env GNIC_EMU_SPIN_US="$spin" GNIC_EMU_LOG="$log" "$prog" \
-				-d rocep1s0f0 -x 0 -F --use_old_post_send "${slow[@]}" -p "$port" \
+				-d rocep1s0f0 -x 3 -F --use_old_post_send "${slow[@]}" -p "$port" \
 				"${args[@]}" && break
 		fi
 		echo "port $port is taken, trying another"

@@ -50,7 +50,7 @@ run_once() {
 	shift 2
 	local post=()
 	[ "$mode" = old ] && post=(--use_old_post_send)
-	local common=(-d rocep1s0f0 -x 0 -F "${post[@]}" "${slow[@]}" -p "$p" "$@")
+	local common=(-d rocep1s0f0 -x 3 -F "${post[@]}" "${slow[@]}" -p "$p" "$@")
 
 	sc_pair 127.0.0.1 "$prog" "${common[@]}" || return 2
 	local ok=0

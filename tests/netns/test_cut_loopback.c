@@ -228,22 +228,30 @@ static void *relay_main(void *arg)
 	return NULL;
 }
 
-static void relay_start(const union ibv_gid *emu_gid)
+/* ep_gid: B's GID (IPv4-mapped); the relay listens on B's address too. */
+static void relay_start(const union ibv_gid *ep_gid)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	uint16_t fabric_port = htons(t_fabric_port());
 	socklen_t len = sizeof(a);
 
-	relay.emu_gid = *emu_gid;
+	/* B's identity: its address and the fabric port */
+	memset(&relay.emu_gid, 0, sizeof(relay.emu_gid));
+	memcpy(&relay.emu_gid.raw[8], &fabric_port, 2);
+	relay.emu_gid.raw[10] = relay.emu_gid.raw[11] = 0xff;
+	memcpy(&relay.emu_gid.raw[12], &ep_gid->raw[12], 4);
 	relay.to.sin_family = AF_INET;
-	memcpy(&relay.to.sin_port, &emu_gid->raw[8], 2);
-	memcpy(&relay.to.sin_addr, &emu_gid->raw[12], 4);
+	relay.to.sin_port = fabric_port;
+	memcpy(&relay.to.sin_addr, &ep_gid->raw[12], 4);
+	memcpy(&a.sin_addr, &ep_gid->raw[12], 4);
 	relay.lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	CHECK(relay.lfd >= 0);
 	CHECK_EQ(bind(relay.lfd, (struct sockaddr *)&a, sizeof(a)), 0);
 	CHECK_EQ(listen(relay.lfd, 16), 0);
 	CHECK_EQ(getsockname(relay.lfd, (struct sockaddr *)&a, &len), 0);
-	/* the relay's GID: same format as the emulator's (see docs/emu.md) */
-	via_relay.gid = *emu_gid;
+	/* the relay's GID: a fabric identity, which names a listener by address
+	 * and port (see docs/emu.md) */
+	via_relay.gid = relay.emu_gid;
 	memcpy(&via_relay.gid.raw[8], &a.sin_port, 2);
 	CHECK_EQ(pthread_create(&relay.th, NULL, relay_main, NULL), 0);
 }

@@ -431,7 +431,7 @@ static void flood_start(const union ibv_gid *gid)
 	}
 	memset(&fl.to, 0, sizeof(fl.to));
 	fl.to.sin_family = AF_INET;
-	memcpy(&fl.to.sin_port, &gid->raw[8], 2);
+	fl.to.sin_port = htons(t_fabric_port()); /* the GID's IPv4 address, the fabric port */
 	memcpy(&fl.to.sin_addr, &gid->raw[12], 4);
 	for (int i = 0; i < FLOOD_N; i++)
 		flood_open(i);

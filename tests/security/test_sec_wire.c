@@ -222,6 +222,7 @@ static size_t write_msg(uint8_t *out)
 	m.psn = PSN0;
 	m.raddr = (uintptr_t)tb + W_OFF;
 	m.rkey = tmr->rkey;
+	m.gid_type = IBV_GID_TYPE_ROCE_V2; /* the target's sgid: T_GID_INDEX */
 	memcpy(out, &m, sizeof(m));
 	t_fill(out + sizeof(m), W_LEN, 77);
 	return sizeof(m) + W_LEN;
@@ -703,7 +704,7 @@ static void case_hello_self(void)
 		if (!strcmp(ibv_get_device_name(list[i]), T_DEVICE))
 			continue;
 		c = CHECK_PTR(ibv_open_device(list[i]));
-		CHECK_OK(ibv_query_gid(c, 1, 0, &gid));
+		t_fabric_id(c, &gid);
 		CHECK_OK(ibv_close_device(c));
 		hello_refused(&gid, "hello_self: a hello naming another device of this process");
 		others++;
@@ -1188,7 +1189,7 @@ static void setup(void)
 	t_connect(tgt, &peer, &opts);
 	/* a receive, so a SEND could complete: none may */
 	t_post_recv_buf(tgt, 7, tb, 256, tmr->lkey);
-	CHECK_OK(ibv_query_gid(ctx, 1, 0, &listener_gid));
+	t_fabric_id(ctx, &listener_gid);
 	addr_of(&listener_gid, &listener);
 }
 
