@@ -59,14 +59,6 @@ static void host_run(struct perf_run *r, struct perf_ep *a)
 	r->ns = (double)(perf_now_ns() - start);
 }
 
-static void run(struct perf_run *r)
-{
-	if (perf_gnic(r))
-		perf_dev_run(r, PERF_RUN_A, 0);
-	else if (r->ep[PERF_A])
-		host_run(r, r->ep[PERF_A]);
-}
-
 PERF_TEST_DEF(get_lat, PERF_LAT, PERF_MODES_ALL, PERF_F_PINGPONG, "8,64,4096", 1000, 200,
-              perf_pingpong_setup, run, NULL, "RDMA READ latency, one at a time");
+              "RDMA READ latency, one at a time", .host = host_run);
 #endif

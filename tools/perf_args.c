@@ -18,17 +18,17 @@ const struct perf_test *const perf_tests[PERF_NTESTS] = {PERF_TESTS(PERF_TEST_PT
 
 const struct perf_mode perf_modes[PERF_NMODES] = {
     {"host", "the CPU posts verbs work requests (ibv_post_send chains, ibv_poll_cq batches)",
-     PERF_HOST, 0, false},
+     PERF_HOST, 0, false, &perf_verbs_ops},
     {"gpu", "device threads write WQEs and ring the doorbell themselves (GNIC_DB_SM)", PERF_GPU,
-     GNIC_DB_SM, true},
+     GNIC_DB_SM, true, &perf_gnic_ops},
     {"gpu-bf", "device threads write WQEs and ring with BlueFlame copies (GNIC_DB_BF)", PERF_GPU_BF,
-     GNIC_DB_BF, true},
+     GNIC_DB_BF, true, &perf_gnic_ops},
     {"cpu-assisted", "device threads write WQEs, libgnic's progress thread rings (GNIC_DB_CPU)",
-     PERF_CPU_ASSISTED, GNIC_DB_CPU, true},
+     PERF_CPU_ASSISTED, GNIC_DB_CPU, true, &perf_gnic_ops},
     {"cpu-proxy",
      "device threads hand descriptors to libgnic's proxy thread, which builds and posts the "
      "WQEs (GNIC_DB_PROXY)",
-     PERF_CPU_PROXY, GNIC_DB_PROXY, true},
+     PERF_CPU_PROXY, GNIC_DB_PROXY, true, &perf_gnic_ops},
 };
 
 static const char usage_text[] =

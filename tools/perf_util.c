@@ -23,41 +23,34 @@
 static int wait_timeout_s = PERF_DEFAULT_TIMEOUT_S;
 static int wait_peer_fd = -1;
 
-static void vsay(const char *prefix, const char *fmt, va_list ap)
-{
-	fflush(stdout);
-	fprintf(stderr, "gnic-perf: %s", prefix);
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n");
-}
+/* The body of each of them: "gnic-perf: PREFIX" and the message on stderr. */
+#define SAY(prefix)                                                                                \
+	do {                                                                                       \
+		va_list ap;                                                                        \
+                                                                                                   \
+		va_start(ap, fmt);                                                                 \
+		fflush(stdout);                                                                    \
+		fprintf(stderr, "gnic-perf: %s", prefix);                                          \
+		vfprintf(stderr, fmt, ap);                                                         \
+		fprintf(stderr, "\n");                                                             \
+		va_end(ap);                                                                        \
+	} while (0)
 
 void perf_fatal(const char *fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsay("FAIL: ", fmt, ap);
-	va_end(ap);
+	SAY("FAIL: ");
 	exit(PERF_EXIT_FAIL);
 }
 
 void perf_usage_error(const char *fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsay("FAIL: usage: ", fmt, ap);
-	va_end(ap);
+	SAY("FAIL: usage: ");
 	exit(PERF_EXIT_USAGE);
 }
 
 void perf_note(const char *fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsay("note: ", fmt, ap);
-	va_end(ap);
+	SAY("note: ");
 }
 
 uint64_t perf_now_ns(void)
@@ -138,11 +131,6 @@ void perf_free(void *p, size_t len)
 }
 
 /* ---- patterns ------------------------------------------------------------------------- */
-
-void perf_pattern_fill(uint8_t *p, size_t len, enum perf_side side, uint32_t region)
-{
-	perf_pat_fill(p, len, (uint32_t)side, region, 0);
-}
 
 void perf_pattern_poison(uint8_t *p, size_t len, enum perf_side side)
 {
@@ -272,7 +260,7 @@ static uint32_t ndst(const struct perf_ring *r)
 void perf_ring_fill(uint8_t *buf, const struct perf_ring *r, enum perf_side side)
 {
 	for (uint32_t k = 0; k < r->nsrc; k++)
-		perf_pattern_fill(buf + perf_ring_src(r, k), r->size, side, k);
+		perf_pat_fill(buf + perf_ring_src(r, k), r->size, (uint32_t)side, k, 0);
 }
 
 void perf_ring_poison(uint8_t *buf, const struct perf_ring *r, enum perf_side src)
@@ -342,14 +330,6 @@ bool perf_stream_validate(struct perf_run *r, enum perf_side src)
 		                     (enum perf_side)side);
 	}
 	return ok;
-}
-
-void perf_stream_run(struct perf_run *r, perf_wr_fn *wr)
-{
-	if (perf_gnic(r))
-		perf_dev_run(r, PERF_RUN_A | (r->a->bidir ? PERF_RUN_B : 0), 0);
-	else
-		perf_host_stream(r, wr);
 }
 
 void perf_counter_setup(struct perf_run *r)

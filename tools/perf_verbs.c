@@ -99,7 +99,7 @@ static struct ibv_qp *make_qp(struct perf_ep *ep, uint32_t inline_len)
 	return qp;
 }
 
-struct perf_ep *perf_verbs_open(const struct perf_args *a, enum perf_side side, size_t len)
+static struct perf_ep *perf_verbs_open(const struct perf_args *a, enum perf_side side, size_t len)
 {
 	struct perf_ep *ep = calloc(1, sizeof(*ep));
 	struct ibv_device_attr d;
@@ -134,7 +134,7 @@ struct perf_ep *perf_verbs_open(const struct perf_args *a, enum perf_side side, 
 	return ep;
 }
 
-void perf_verbs_info(const struct perf_ep *ep, struct perf_ep_info *info)
+static void perf_verbs_info(const struct perf_ep *ep, struct perf_ep_info *info)
 {
 	struct ibv_port_attr port;
 	union ibv_gid gid;
@@ -194,8 +194,10 @@ static void connect_qp(struct perf_ep *ep, int q, const struct perf_ep_info *pee
 		           strerror(ret));
 }
 
-void perf_verbs_connect(struct perf_ep *ep, const struct perf_ep_info *peer)
+static void perf_verbs_connect(struct perf_ep *ep, const struct perf_args *a,
+                               const struct perf_ep_info *peer)
 {
+	(void)a;
 	if (peer->nqps != (uint32_t)ep->nqps)
 		perf_fatal("the peer has %u QPs, this side %d", peer->nqps, ep->nqps);
 	for (int q = 0; q < ep->nqps; q++)
@@ -205,7 +207,7 @@ void perf_verbs_connect(struct perf_ep *ep, const struct perf_ep_info *peer)
 	ep->rlen = peer->len;
 }
 
-void perf_verbs_close(struct perf_ep *ep)
+static void perf_verbs_close(struct perf_ep *ep)
 {
 	int ret = 0;
 
@@ -221,7 +223,7 @@ void perf_verbs_close(struct perf_ep *ep)
 
 /* The device and library in use; gnic-emu is known by its library (it
  * names devices like rdma-core does). */
-void perf_verbs_env(struct perf_session *s)
+static void perf_verbs_env(struct perf_session *s)
 {
 	void *sym = dlsym(RTLD_DEFAULT, "ibv_get_device_list");
 	struct perf_ep *ep = s->ep[PERF_A] ? s->ep[PERF_A] : s->ep[PERF_B];
@@ -232,6 +234,9 @@ void perf_verbs_env(struct perf_session *s)
 	snprintf(s->nic, sizeof(s->nic), "%s", ibv_get_device_name(ep->ctx->device));
 	s->emu = dlsym(RTLD_DEFAULT, "gemu_get_device_list") != NULL;
 }
+
+const struct perf_backend perf_verbs_ops = {perf_verbs_open, perf_verbs_info, perf_verbs_connect,
+                                            perf_verbs_close, perf_verbs_env};
 
 /* ---- posting and polling ----------------------------------------------------------------- */
 
@@ -464,9 +469,12 @@ uint64_t perf_pp_src(const struct perf_run *r, long i)
 	return perf_ring_src(&r->ring, (uint64_t)i % r->ring.nsrc);
 }
 
-/* Sources, both receive slots poisoned, the signal word zero. */
+/* Sources, both receive slots poisoned, the signal word zero; in host mode
+ * the receives of the first two messages (done() of messages -2 and -1). */
 void perf_pingpong_setup(struct perf_run *r)
 {
+	const struct perf_pp_host *h = perf_gnic(r) ? NULL : r->t->pp;
+
 	for (int side = PERF_A; side <= PERF_B; side++) {
 		struct perf_ep *ep = r->ep[side];
 
@@ -476,6 +484,8 @@ void perf_pingpong_setup(struct perf_run *r)
 		perf_ring_poison(ep->buf, &r->ring, perf_peer((enum perf_side)side));
 		memset(ep->buf + r->ring.sig_off, 0, 8);
 		perf_ep_push(ep, 0, r->ring.sig_off + 8);
+		for (long i = -2; h && h->done && i < 0; i++)
+			h->done(r, ep, i);
 	}
 }
 

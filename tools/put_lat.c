@@ -46,15 +46,7 @@ static void host_await(struct perf_run *r, struct perf_ep *ep, long i)
 
 static const struct perf_pp_host hooks = {host_send, host_await, NULL};
 
-static void run(struct perf_run *r)
-{
-	if (perf_gnic(r))
-		perf_dev_run(r, PERF_RUN_A | PERF_RUN_B, 0);
-	else
-		perf_host_pingpong(r, &hooks);
-}
-
 PERF_TEST_DEF(put_lat, PERF_LAT, PERF_MODES_ALL, PERF_F_HALF_RTT | PERF_F_PINGPONG, "8,64,4096",
-              1000, 200, perf_pingpong_setup, run, NULL,
-              "RDMA WRITE ping-pong; each side polls the last byte of its slot");
+              1000, 200, "RDMA WRITE ping-pong; each side polls the last byte of its slot",
+              .pp = &hooks);
 #endif

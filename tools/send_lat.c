@@ -81,24 +81,14 @@ static void host_done(struct perf_run *r, struct perf_ep *ep, long i)
 
 static const struct perf_pp_host hooks = {host_send, host_await, host_done};
 
+/* The device threads post their first receives in a launch of their own. */
 static void setup(struct perf_run *r)
 {
 	perf_pingpong_setup(r);
 	if (perf_gnic(r))
 		perf_dev_run(r, PERF_RUN_A | PERF_RUN_B, 1);
-	for (int side = PERF_A; side <= PERF_B && !perf_gnic(r); side++)
-		for (long i = -2; r->ep[side] && i < 0; i++)
-			host_done(r, r->ep[side], i);
-}
-
-static void run(struct perf_run *r)
-{
-	if (perf_gnic(r))
-		perf_dev_run(r, PERF_RUN_A | PERF_RUN_B, 0);
-	else
-		perf_host_pingpong(r, &hooks);
 }
 
 PERF_TEST_DEF(send_lat, PERF_LAT, PERF_MODES_ALL, PERF_F_HALF_RTT | PERF_F_PINGPONG | PERF_F_RECV,
-              "8,64,4096", 1000, 200, setup, run, NULL, "SEND/RECV ping-pong");
+              "8,64,4096", 1000, 200, "SEND/RECV ping-pong", .pp = &hooks, .setup = setup);
 #endif

@@ -72,24 +72,9 @@ static void host_done(struct perf_run *r, struct perf_ep *ep, long i)
 
 static const struct perf_pp_host hooks = {host_send, host_await, host_done};
 
-static void setup(struct perf_run *r)
-{
-	perf_pingpong_setup(r);
-	for (int side = PERF_A; side <= PERF_B && !perf_gnic(r); side++)
-		for (long i = -2; r->ep[side] && i < 0; i++)
-			host_done(r, r->ep[side], i);
-}
-
-static void run(struct perf_run *r)
-{
-	if (perf_gnic(r))
-		perf_dev_run(r, PERF_RUN_A | PERF_RUN_B, 0);
-	else
-		perf_host_pingpong(r, &hooks);
-}
-
 PERF_TEST_DEF(signal_lat, PERF_LAT, PERF_MODES_ALL, PERF_F_HALF_RTT | PERF_F_PINGPONG, "8,64,4096",
-              1000, 200, setup, run, NULL,
+              1000, 200,
               "ping-pong on a signal: host mode WRITE with immediate + receive completion, "
-              "libgnic modes put_signal + the signal word");
+              "libgnic modes put_signal + the signal word",
+              .pp = &hooks);
 #endif
