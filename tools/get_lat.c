@@ -52,7 +52,7 @@ static void host_run(struct perf_run *r, struct perf_ep *a)
 		t0 = perf_now_ns();
 		perf_sq_post_wait(a, 0, &wr);
 		r->lat[i - r->first] = (double)(perf_now_ns() - t0);
-		if (r->a->validate && !perf_pattern_check(a->buf + dst, r->size, PERF_B, region,
+		if (r->a->validate && !perf_pattern_check(a->buf + dst, r->size, PERF_B, region, 0,
 		                                          "the READ destination", i))
 			perf_fatal("get_lat: READ %ld brought the wrong data (see above)", i);
 	}

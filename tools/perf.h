@@ -38,7 +38,6 @@
 #define PERF_MAX_LIST          16           /* values of --ctas, --qps, --scope */
 #define PERF_MAX_MSG           (2ul << 30)  /* the largest message an mlx5 NIC sends */
 #define PERF_RING_BUDGET       (32ul << 20) /* sources, and destinations, per side */
-#define PERF_MAX_DEPTH         8192
 #define PERF_DEFAULT_PORT      18600
 #define PERF_DEFAULT_TIMEOUT_S 30
 #define PERF_CPU_MAX_CTAS      64 /* CPU threads standing in for CTAs */
@@ -209,16 +208,12 @@ void perf_free(void *p, size_t len);
 
 /* ---- patterns and the ring (perf_util.c) ------------------------------------------------ */
 void perf_pattern_poison(uint8_t *p, size_t len, enum perf_side side);
-/* On a mismatch prints where (what, iteration) and returns false. */
+/* The pattern (flip 0) or the poison (~0); on a mismatch prints where
+ * (what, iteration) and returns false. */
 bool perf_pattern_check(const uint8_t *p, size_t len, enum perf_side side, uint32_t region,
-                        const char *what, long iter);
-/* Streams: nw writers; pingpong: two slots, one writer. */
-void perf_ring_stream(struct perf_ring *r, size_t size, uint32_t nw, uint32_t depth);
-void perf_ring_pingpong(struct perf_ring *r, size_t size);
+                        uint64_t flip, const char *what, long iter);
 /* The ring of a row (the test's shape, the row's writers and depth). */
 void perf_ring_for(struct perf_ring *r, const struct perf_args *a, size_t size);
-/* The last of total iterations that wrote slot, or -1. */
-long perf_ring_last(const struct perf_ring *r, uint32_t slot, long total);
 void perf_ring_fill(uint8_t *buf, const struct perf_ring *r, enum perf_side side);
 void perf_ring_poison(uint8_t *buf, const struct perf_ring *r, enum perf_side src);
 /* Every destination slot against the last write of total iterations (a
@@ -234,7 +229,7 @@ struct perf_ep {
 	size_t len;
 	bool on_gpu, gpu_mem, mapped;
 	int nqps;
-	uint64_t raddr, rlen; /* the peer's buffer */
+	uint64_t raddr; /* the peer's buffer */
 	uint32_t rkey;
 	/* host mode (perf_verbs.c) */
 	struct ibv_context *ctx;
@@ -334,7 +329,6 @@ void perf_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, struct perf_ep *ep, en
              uint64_t loff, uint32_t len, uint64_t roff);
 void perf_sq_post(struct perf_ep *ep, int q, struct ibv_send_wr *wr, bool last);
 void perf_sq_post_wait(struct perf_ep *ep, int q, struct ibv_send_wr *wr);
-void perf_sq_drain(struct perf_ep *ep);
 void perf_rq_post(struct perf_ep *ep, uint64_t off, uint32_t len, uint64_t wr_id);
 void perf_rq_wait(struct perf_ep *ep, uint64_t wr_id, struct ibv_wc *wc);
 void perf_wait_byte(const uint8_t *p, uint8_t value, const char *what);

@@ -227,7 +227,6 @@ static void perf_gnic_connect(struct perf_ep *ep, const struct perf_args *a,
 		      "gnic_qp_connect");
 	peer = peer ? peer : &own;
 	ep->raddr = peer->addr;
-	ep->rlen = peer->len;
 	ep->rkey = peer->rkey;
 }
 

@@ -253,8 +253,7 @@ static void negotiate(struct perf_session *s)
 		perf_gnic_resolve(s->a);
 }
 
-/* ---- the sides --------------------------------------------------------------------------------
- */
+/* ---- the sides ------------------------------------------------------------------------------- */
 
 /* The largest ring any row needs. */
 static size_t buffer_len(const struct perf_args *a)

@@ -204,7 +204,6 @@ static void perf_verbs_connect(struct perf_ep *ep, const struct perf_args *a,
 		connect_qp(ep, q, peer);
 	ep->raddr = peer->addr;
 	ep->rkey = peer->rkey;
-	ep->rlen = peer->len;
 }
 
 static void perf_verbs_close(struct perf_ep *ep)
@@ -342,7 +341,7 @@ void perf_sq_post_wait(struct perf_ep *ep, int q, struct ibv_send_wr *wr)
 	sq_wait(ep, q, 0, "a send completion");
 }
 
-void perf_sq_drain(struct perf_ep *ep)
+static void sq_drain(struct perf_ep *ep)
 {
 	sq_wait(ep, -1, 0, "the last send completions");
 }
@@ -449,7 +448,7 @@ void perf_host_stream(struct perf_run *r, perf_wr_fn *fn)
 			perf_wait_tick(&w);
 	}
 	for (int k = 0; k < n; k++)
-		perf_sq_drain(st[k].ep);
+		sq_drain(st[k].ep);
 	r->ns = (double)(perf_now_ns() - t0);
 }
 
@@ -498,7 +497,7 @@ static void consume(struct perf_run *r, struct perf_ep *ep, long i, const struct
 
 	snprintf(what, sizeof(what), "the receive slot of side %c", ep->side == PERF_A ? 'A' : 'B');
 	if (r->a->validate && !perf_pattern_check(slot, r->size, perf_peer(ep->side),
-	                                          (uint32_t)(i % r->ring.nsrc), what, i))
+	                                          (uint32_t)(i % r->ring.nsrc), 0, what, i))
 		perf_fatal("%s: message %ld arrived wrong (see above)", r->t->name, i);
 	slot[r->size - 1] = 0;
 	if (h->done)
@@ -529,5 +528,5 @@ void perf_host_pingpong(struct perf_run *r, const struct perf_pp_host *h)
 	r->ns = (double)(perf_now_ns() - start);
 	for (int side = PERF_A; side <= PERF_B; side++)
 		if (r->ep[side])
-			perf_sq_drain(r->ep[side]);
+			sq_drain(r->ep[side]);
 }
