@@ -82,11 +82,13 @@ enum perf_flag {
 struct perf_run;
 struct perf_ep;
 /* Host mode's work: a stream's work request for iteration i, or a
- * ping-pong's steps for message i of ep's side (done may be NULL). */
+ * ping-pong's: message i of ep's side goes out as op (from its source to
+ * the peer's slot, the immediate i), await() sees it arrive, done() (may
+ * be NULL) gives its slot back. */
 typedef void perf_wr_fn(struct perf_run *r, struct perf_ep *ep, long i, struct ibv_send_wr *wr,
                         struct ibv_sge *sge);
 struct perf_pp_host {
-	void (*send)(struct perf_run *r, struct perf_ep *ep, long i);
+	enum ibv_wr_opcode op;
 	void (*await)(struct perf_run *r, struct perf_ep *ep, long i);
 	void (*done)(struct perf_run *r, struct perf_ep *ep, long i);
 };
@@ -179,6 +181,7 @@ bool perf_args_check(const struct perf_args *a, char *why, size_t cap);
 bool perf_two_process(const struct perf_args *a);
 int perf_list_max(const int *v, int n);
 const char *perf_scope_name(int scope);
+const struct perf_mode *perf_mode_find(const char *name); /* NULL: no such mode */
 
 /* ---- errors, clock, waits (perf_util.c) ------------------------------------------------- */
 void perf_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));

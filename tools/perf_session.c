@@ -218,10 +218,7 @@ static bool adopt(struct perf_args *a, const struct wire_params *w, char *why, s
 		REFUSE("the client's --qp, --ctas, --scope or --tx-depth are not this server's");
 	*a = *c; /* then what is this process's own */
 	a->test = own.test;
-	for (a->mode = perf_modes; a->mode < perf_modes + PERF_NMODES; a->mode++)
-		if (!strcmp(a->mode->name, w->mode))
-			break;
-	if (a->mode == perf_modes + PERF_NMODES)
+	if (!(a->mode = perf_mode_find(w->mode)))
 		REFUSE("the client asks for --mode %s, which this server does not know", w->mode);
 	a->server = true;
 	a->host[0] = 0;

@@ -488,6 +488,16 @@ void perf_pingpong_setup(struct perf_run *r)
 	}
 }
 
+static void pp_send(struct perf_run *r, struct perf_ep *ep, long i, enum ibv_wr_opcode op)
+{
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+
+	perf_wr(&wr, &sge, ep, op, perf_pp_src(r, i), (uint32_t)r->size, perf_pp_slot(r, i));
+	wr.imm_data = htonl((uint32_t)i);
+	perf_sq_post(ep, 0, &wr, i == r->first + r->count - 1);
+}
+
 /* Check message i; zero its marker so that the next message in the slot is
  * seen arriving whatever it carries; give the slot back. */
 static void consume(struct perf_run *r, struct perf_ep *ep, long i, const struct perf_pp_host *h)
@@ -512,11 +522,11 @@ void perf_host_pingpong(struct perf_run *r, const struct perf_pp_host *h)
 	for (long i = r->first; i < r->first + r->count; i++) {
 		if (a) {
 			t0 = perf_now_ns();
-			h->send(r, a, i);
+			pp_send(r, a, i, h->op);
 		}
 		if (b) {
 			h->await(r, b, i);
-			h->send(r, b, i);
+			pp_send(r, b, i, h->op);
 			consume(r, b, i, h);
 		}
 		if (a) {

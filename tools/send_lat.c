@@ -54,15 +54,6 @@ GNIC_DEVFN void send_lat_dev(const struct pd_side *s, const struct pd_thread *t)
 #else
 #include "perf.h"
 
-static void host_send(struct perf_run *r, struct perf_ep *ep, long i)
-{
-	struct ibv_send_wr wr;
-	struct ibv_sge sge;
-
-	perf_wr(&wr, &sge, ep, IBV_WR_SEND, perf_pp_src(r, i), (uint32_t)r->size, 0);
-	perf_sq_post(ep, 0, &wr, i == r->first + r->count - 1);
-}
-
 static void host_await(struct perf_run *r, struct perf_ep *ep, long i)
 {
 	struct ibv_wc wc;
@@ -79,7 +70,7 @@ static void host_done(struct perf_run *r, struct perf_ep *ep, long i)
 		perf_rq_post(ep, perf_pp_slot(r, i), (uint32_t)r->size, (uint64_t)i + 2);
 }
 
-static const struct perf_pp_host hooks = {host_send, host_await, host_done};
+static const struct perf_pp_host hooks = {IBV_WR_SEND, host_await, host_done};
 
 /* The device threads post their first receives in a launch of their own. */
 static void setup(struct perf_run *r)
