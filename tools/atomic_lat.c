@@ -52,15 +52,7 @@ static void host_run(struct perf_run *r, struct perf_ep *a)
 	r->ns = (double)(perf_now_ns() - start);
 }
 
-static void run(struct perf_run *r)
-{
-	if (perf_gnic(r))
-		perf_dev_run(r, PERF_RUN_A, 0);
-	else if (r->ep[PERF_A])
-		host_run(r, r->ep[PERF_A]);
-}
-
 PERF_TEST_DEF(atomic_lat, PERF_LAT, PERF_MODES_ALL, PERF_F_PINGPONG | PERF_F_OPERAND8, "8", 1000,
-              200, perf_counter_setup, run, perf_counter_check,
-              "8-byte fetch-add latency, one at a time, every fetched value checked");
+              200, "8-byte fetch-add latency, one at a time, every fetched value checked",
+              .host = host_run, .setup = perf_counter_setup, .validate = perf_counter_check);
 #endif

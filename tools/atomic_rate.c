@@ -17,8 +17,6 @@ GNIC_DEVFN void atomic_rate_dev(const struct pd_side *s, const struct pd_thread 
 	pd_stream(s, t, atomic_rate_iter, 1);
 }
 #else
-#include <string.h>
-
 #include "perf.h"
 
 static void host_wr(struct perf_run *r, struct perf_ep *ep, long i, struct ibv_send_wr *wr,
@@ -29,21 +27,7 @@ static void host_wr(struct perf_run *r, struct perf_ep *ep, long i, struct ibv_s
 	wr->wr.atomic.compare_add = perf_pat_add(i);
 }
 
-static void setup(struct perf_run *r)
-{
-	perf_counter_setup(r);
-}
-
-static void run(struct perf_run *r)
-{
-	perf_stream_run(r, host_wr);
-}
-
-static bool validate(struct perf_run *r)
-{
-	return perf_counter_check(r);
-}
-
-PERF_TEST_DEF(atomic_rate, PERF_RATE, PERF_MODES_ALL, PERF_F_OPERAND8, "8", 10000, 2000, setup, run,
-              validate, "8-byte atomic adds on one counter, pipelined: operations per second");
+PERF_TEST_DEF(atomic_rate, PERF_RATE, PERF_MODES_ALL, PERF_F_OPERAND8, "8", 10000, 2000,
+              "8-byte atomic adds on one counter, pipelined: operations per second", .wr = host_wr,
+              .setup = perf_counter_setup, .validate = perf_counter_check);
 #endif

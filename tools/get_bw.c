@@ -26,21 +26,6 @@ static void host_wr(struct perf_run *r, struct perf_ep *ep, long i, struct ibv_s
 	        (uint32_t)r->size, perf_ring_src(&r->ring, perf_ring_region(&r->ring, i)));
 }
 
-static void setup(struct perf_run *r)
-{
-	perf_stream_setup(r, PERF_B);
-}
-
-static void run(struct perf_run *r)
-{
-	perf_stream_run(r, host_wr);
-}
-
-static bool validate(struct perf_run *r)
-{
-	return perf_stream_validate(r, PERF_B);
-}
-
-PERF_TEST_DEF(get_bw, PERF_BW, PERF_MODES_ALL, PERF_F_BIDIR, "1-1M", 5000, 1000, setup, run,
-              validate, "RDMA READ bandwidth and message rate");
+PERF_TEST_DEF(get_bw, PERF_BW, PERF_MODES_ALL, PERF_F_BIDIR, "1-1M", 5000, 1000,
+              "RDMA READ bandwidth and message rate", .wr = host_wr, .src = PERF_B);
 #endif

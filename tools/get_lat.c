@@ -52,21 +52,13 @@ static void host_run(struct perf_run *r, struct perf_ep *a)
 		t0 = perf_now_ns();
 		perf_sq_post_wait(a, 0, &wr);
 		r->lat[i - r->first] = (double)(perf_now_ns() - t0);
-		if (r->a->validate && !perf_pattern_check(a->buf + dst, r->size, PERF_B, region,
+		if (r->a->validate && !perf_pattern_check(a->buf + dst, r->size, PERF_B, region, 0,
 		                                          "the READ destination", i))
 			perf_fatal("get_lat: READ %ld brought the wrong data (see above)", i);
 	}
 	r->ns = (double)(perf_now_ns() - start);
 }
 
-static void run(struct perf_run *r)
-{
-	if (perf_gnic(r))
-		perf_dev_run(r, PERF_RUN_A, 0);
-	else if (r->ep[PERF_A])
-		host_run(r, r->ep[PERF_A]);
-}
-
 PERF_TEST_DEF(get_lat, PERF_LAT, PERF_MODES_ALL, PERF_F_PINGPONG, "8,64,4096", 1000, 200,
-              perf_pingpong_setup, run, NULL, "RDMA READ latency, one at a time");
+              "RDMA READ latency, one at a time", .host = host_run);
 #endif

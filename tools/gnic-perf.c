@@ -119,6 +119,40 @@ static double *samples_for(struct progress *p, const struct plan *c)
 	return p->lat + (c->timed ? p->timed : 0);
 }
 
+/* The shared hooks, where a test has none of its own (perf.h). */
+static void setup_run(struct perf_run *r)
+{
+	if (r->t->setup)
+		r->t->setup(r);
+	else if (r->t->wr)
+		perf_stream_setup(r, r->t->src);
+	else
+		perf_pingpong_setup(r);
+}
+
+static void run_chunk(struct perf_run *r)
+{
+	const struct perf_test *t = r->t;
+
+	if (t->run)
+		t->run(r);
+	else if (perf_gnic(r)) /* ping-pongs: both sides; streams: A (and B with -b) */
+		perf_dev_run(r, PERF_RUN_A | (t->pp || r->a->bidir ? PERF_RUN_B : 0), 0);
+	else if (t->wr)
+		perf_host_stream(r, t->wr);
+	else if (t->pp)
+		perf_host_pingpong(r, t->pp);
+	else if (r->ep[PERF_A])
+		t->host(r, r->ep[PERF_A]);
+}
+
+static bool validate_run(struct perf_run *r)
+{
+	if (r->t->validate)
+		return r->t->validate(r);
+	return !r->t->wr || perf_stream_validate(r, r->t->src); /* else checked on arrival */
+}
+
 static void run_chunks(struct perf_run *r, struct progress *p)
 {
 	struct perf_session *s = r->s;
@@ -139,7 +173,7 @@ static void run_chunks(struct perf_run *r, struct progress *p)
 		r->count = (long)c.count;
 		r->stop = (long)c.stop;
 		r->lat = r->t->kind == PERF_LAT && planner ? samples_for(p, &c) : NULL;
-		r->t->run(r);
+		run_chunk(r);
 		r->done = r->first + r->count;
 		if (s->boot) { /* with -b the slower side's time counts */
 			perf_exchange(s, &r->ns, &ns, sizeof(ns));
@@ -169,11 +203,11 @@ static void run_once(struct perf_session *s, size_t size, struct perf_stats *st)
 		r.local = perf_alloc(r.ring.total);
 	progress_init(&p, a);
 	r.stop = a->duration ? LONG_MAX : p.warm + p.total;
-	a->test->setup(&r);
+	setup_run(&r);
 	perf_sync(s);
 	run_chunks(&r, &p);
-	if (a->validate && a->test->validate) /* NULL: each message was checked on arrival */
-		mine.ok = a->test->validate(&r);
+	if (a->validate)
+		mine.ok = validate_run(&r);
 	if (s->boot)
 		perf_exchange(s, &mine, &peer, sizeof(mine));
 	if (!mine.ok)

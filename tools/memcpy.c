@@ -35,6 +35,7 @@ static bool validate(struct perf_run *r)
 	return perf_ring_check(r->local, &r->ring, PERF_A, r->done, PERF_A);
 }
 
-PERF_TEST_DEF(memcpy, PERF_BW, 1u << PERF_HOST, PERF_F_LOCAL, "1-1M", 5000, 1000, setup, run,
-              validate, "CPU memcpy bandwidth of this machine (reference, no NIC)");
+PERF_TEST_DEF(memcpy, PERF_BW, 1u << PERF_HOST, PERF_F_LOCAL, "1-1M", 5000, 1000,
+              "CPU memcpy bandwidth of this machine (reference, no NIC)", .setup = setup,
+              .run = run, .validate = validate);
 #endif

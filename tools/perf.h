@@ -38,7 +38,6 @@
 #define PERF_MAX_LIST          16           /* values of --ctas, --qps, --scope */
 #define PERF_MAX_MSG           (2ul << 30)  /* the largest message an mlx5 NIC sends */
 #define PERF_RING_BUDGET       (32ul << 20) /* sources, and destinations, per side */
-#define PERF_MAX_DEPTH         8192
 #define PERF_DEFAULT_PORT      18600
 #define PERF_DEFAULT_TIMEOUT_S 30
 #define PERF_CPU_MAX_CTAS      64 /* CPU threads standing in for CTAs */
@@ -59,11 +58,13 @@ enum perf_mode_id {
 #define PERF_MODES_ALL  ((1u << PERF_NMODES) - 1)
 #define PERF_MODES_GNIC (PERF_MODES_ALL & ~(1u << PERF_HOST))
 
+struct perf_backend;
 struct perf_mode {
 	const char *name, *help;
 	enum perf_mode_id id;
 	int db_mode; /* enum gnic_db_mode of the QPs device threads post on */
 	bool gnic;   /* device threads (GPU or CPU) drive libgnic QPs */
+	const struct perf_backend *ops;
 };
 
 enum perf_kind { PERF_BW, PERF_LAT, PERF_RATE };
@@ -79,6 +80,23 @@ enum perf_flag {
 };
 
 struct perf_run;
+struct perf_ep;
+/* Host mode's work: a stream's work request for iteration i, or a
+ * ping-pong's: message i of ep's side goes out as op (from its source to
+ * the peer's slot, the immediate i), await() sees it arrive, done() (may
+ * be NULL) gives its slot back. */
+typedef void perf_wr_fn(struct perf_run *r, struct perf_ep *ep, long i, struct ibv_send_wr *wr,
+                        struct ibv_sge *sge);
+struct perf_pp_host {
+	enum ibv_wr_opcode op;
+	void (*await)(struct perf_run *r, struct perf_ep *ep, long i);
+	void (*done)(struct perf_run *r, struct perf_ep *ep, long i);
+};
+
+/* The hooks left NULL are the shared ones (gnic-perf.c's run_hooks): streams
+ * (wr) fill side src's sources and check the peer's slots, latency tests set
+ * up the ping-pong ring and check each message on arrival; a chunk runs the
+ * device body, or wr, pp or host (side A's loop) in host mode. */
 struct perf_test {
 	const char *name, *help;
 	enum perf_test_id id;
@@ -86,20 +104,22 @@ struct perf_test {
 	unsigned modes, flags;
 	const char *sizes; /* default --sizes */
 	long iters, quick_iters;
+	perf_wr_fn *wr;
+	const struct perf_pp_host *pp;
+	void (*host)(struct perf_run *r, struct perf_ep *a);
+	enum perf_side src;
 	/* before the first chunk: sources, poison, first receives */
 	void (*setup)(struct perf_run *r);
 	/* iterations [r->first, r->first + r->count): r->ns, r->lat */
 	void (*run)(struct perf_run *r);
-	/* after the last chunk, on the sides this process holds (may be NULL) */
+	/* after the last chunk, on the sides this process holds */
 	bool (*validate)(struct perf_run *r);
 };
 
-/* A test's descriptor, in its file. */
-#define PERF_TEST_DEF(n, kind_, modes_, flags_, sizes_, iters_, quick_, setup_, run_, validate_,   \
-                      help_)                                                                       \
-	const struct perf_test perf_test_##n = {#n,     help_,  PERF_TEST_##n, kind_,              \
-	                                        modes_, flags_, sizes_,        iters_,             \
-	                                        quick_, setup_, run_,          validate_}
+/* A test's descriptor, in its file: the fixed fields, then designated ones. */
+#define PERF_TEST_DEF(n, kind_, modes_, flags_, sizes_, iters_, quick_, help_, ...)                \
+	const struct perf_test perf_test_##n = {                                                   \
+	    #n, help_, PERF_TEST_##n, kind_, modes_, flags_, sizes_, iters_, quick_, __VA_ARGS__}
 extern const struct perf_mode perf_modes[PERF_NMODES];
 extern const struct perf_test *const perf_tests[PERF_NTESTS];
 #define PERF_TEST_DECL(name) extern const struct perf_test perf_test_##name;
@@ -161,6 +181,7 @@ bool perf_args_check(const struct perf_args *a, char *why, size_t cap);
 bool perf_two_process(const struct perf_args *a);
 int perf_list_max(const int *v, int n);
 const char *perf_scope_name(int scope);
+const struct perf_mode *perf_mode_find(const char *name); /* NULL: no such mode */
 
 /* ---- errors, clock, waits (perf_util.c) ------------------------------------------------- */
 void perf_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
@@ -189,18 +210,13 @@ void *perf_alloc(size_t len);
 void perf_free(void *p, size_t len);
 
 /* ---- patterns and the ring (perf_util.c) ------------------------------------------------ */
-void perf_pattern_fill(uint8_t *p, size_t len, enum perf_side side, uint32_t region);
 void perf_pattern_poison(uint8_t *p, size_t len, enum perf_side side);
-/* On a mismatch prints where (what, iteration) and returns false. */
+/* The pattern (flip 0) or the poison (~0); on a mismatch prints where
+ * (what, iteration) and returns false. */
 bool perf_pattern_check(const uint8_t *p, size_t len, enum perf_side side, uint32_t region,
-                        const char *what, long iter);
-/* Streams: nw writers; pingpong: two slots, one writer. */
-void perf_ring_stream(struct perf_ring *r, size_t size, uint32_t nw, uint32_t depth);
-void perf_ring_pingpong(struct perf_ring *r, size_t size);
+                        uint64_t flip, const char *what, long iter);
 /* The ring of a row (the test's shape, the row's writers and depth). */
 void perf_ring_for(struct perf_ring *r, const struct perf_args *a, size_t size);
-/* The last of total iterations that wrote slot, or -1. */
-long perf_ring_last(const struct perf_ring *r, uint32_t slot, long total);
 void perf_ring_fill(uint8_t *buf, const struct perf_ring *r, enum perf_side side);
 void perf_ring_poison(uint8_t *buf, const struct perf_ring *r, enum perf_side src);
 /* Every destination slot against the last write of total iterations (a
@@ -216,7 +232,7 @@ struct perf_ep {
 	size_t len;
 	bool on_gpu, gpu_mem, mapped;
 	int nqps;
-	uint64_t raddr, rlen; /* the peer's buffer */
+	uint64_t raddr; /* the peer's buffer */
 	uint32_t rkey;
 	/* host mode (perf_verbs.c) */
 	struct ibv_context *ctx;
@@ -248,6 +264,19 @@ struct perf_ep_info {
 	uint32_t qpn[PERF_MAX_QPS], psn[PERF_MAX_QPS];
 	struct gnic_blob blob[PERF_MAX_QPS];
 };
+
+/* One side's objects: host mode's (perf_verbs.c) or the libgnic modes'
+ * (perf_gnic.c). connect() with peer NULL: the QPs stay unconnected. */
+struct perf_session;
+struct perf_backend {
+	struct perf_ep *(*open)(const struct perf_args *a, enum perf_side side, size_t len);
+	void (*info)(const struct perf_ep *ep, struct perf_ep_info *info);
+	void (*connect)(struct perf_ep *ep, const struct perf_args *a,
+	                const struct perf_ep_info *peer);
+	void (*close)(struct perf_ep *ep);
+	void (*env)(struct perf_session *s); /* the NIC and library, for the header */
+};
+extern const struct perf_backend perf_verbs_ops, perf_gnic_ops;
 
 /* ---- the session (perf_session.c) --------------------------------------------------------- */
 struct perf_session {
@@ -291,40 +320,25 @@ static inline enum perf_side perf_peer(enum perf_side side)
 	return side == PERF_A ? PERF_B : PERF_A;
 }
 
-/* Shared hooks. Streams: the sources are side src's (both with -b); a
- * chunk runs side A's (and with -b B's) work requests or device threads.
+/* Shared hooks. Streams: the sources are side src's (both with -b).
  * Counters: side B's word at sig_off, PERF_COUNTER_BASE plus every add. */
-typedef void perf_wr_fn(struct perf_run *r, struct perf_ep *ep, long i, struct ibv_send_wr *wr,
-                        struct ibv_sge *sge);
 void perf_stream_setup(struct perf_run *r, enum perf_side src);
-void perf_stream_run(struct perf_run *r, perf_wr_fn *wr);
 bool perf_stream_validate(struct perf_run *r, enum perf_side src);
 void perf_counter_setup(struct perf_run *r);
 bool perf_counter_check(struct perf_run *r);
 
 /* ---- host mode (perf_verbs.c) ---------------------------------------------------------------- */
-struct perf_ep *perf_verbs_open(const struct perf_args *a, enum perf_side side, size_t len);
-void perf_verbs_info(const struct perf_ep *ep, struct perf_ep_info *info);
-void perf_verbs_connect(struct perf_ep *ep, const struct perf_ep_info *peer);
-void perf_verbs_close(struct perf_ep *ep);
-void perf_verbs_env(struct perf_session *s);
 void perf_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, struct perf_ep *ep, enum ibv_wr_opcode op,
              uint64_t loff, uint32_t len, uint64_t roff);
 void perf_sq_post(struct perf_ep *ep, int q, struct ibv_send_wr *wr, bool last);
 void perf_sq_post_wait(struct perf_ep *ep, int q, struct ibv_send_wr *wr);
-void perf_sq_drain(struct perf_ep *ep);
 void perf_rq_post(struct perf_ep *ep, uint64_t off, uint32_t len, uint64_t wr_id);
 void perf_rq_wait(struct perf_ep *ep, uint64_t wr_id, struct ibv_wc *wc);
 void perf_wait_byte(const uint8_t *p, uint8_t value, const char *what);
 /* Posts the chunk round-robin over the QPs of side A (and B with -b), at
  * most tx-depth outstanding per QP, and waits for all: r->ns. */
 void perf_host_stream(struct perf_run *r, perf_wr_fn *wr);
-/* Ping-pongs: message i of ep's side out, its arrival, its slot given back. */
-struct perf_pp_host {
-	void (*send)(struct perf_run *r, struct perf_ep *ep, long i);
-	void (*await)(struct perf_run *r, struct perf_ep *ep, long i);
-	void (*done)(struct perf_run *r, struct perf_ep *ep, long i); /* may be NULL */
-};
+/* Ping-pongs: each message out, its arrival, its slot given back. */
 void perf_host_pingpong(struct perf_run *r, const struct perf_pp_host *h);
 void perf_pingpong_setup(struct perf_run *r);
 /* Ping-pong slot and source of message i. */
@@ -336,12 +350,6 @@ void perf_gnic_resolve(struct perf_args *a);
 bool perf_gnic_row_ok(const struct perf_args *a);
 uint32_t perf_writers(const struct perf_args *a); /* a row's writers: QPs, or device threads */
 long perf_granule(const struct perf_args *a);     /* chunks are multiples of it */
-struct perf_ep *perf_gnic_open(const struct perf_args *a, enum perf_side side, size_t len);
-void perf_gnic_info(const struct perf_ep *ep, struct perf_ep_info *info);
-void perf_gnic_connect(struct perf_ep *ep, const struct perf_args *a,
-                       const struct perf_ep_info *peer);
-void perf_gnic_close(struct perf_ep *ep);
-void perf_gnic_env(struct perf_session *s);
 /* The CPU's view of [off, off + len) to the device's, or back (GPU memory). */
 void perf_ep_push(struct perf_ep *ep, size_t off, size_t len);
 void perf_ep_pull(struct perf_ep *ep, size_t off, size_t len);
@@ -350,11 +358,6 @@ void perf_ep_pull(struct perf_ep *ep, size_t off, size_t len);
 #define PERF_RUN_A 1u
 #define PERF_RUN_B 2u
 void perf_dev_run(struct perf_run *r, unsigned mask, uint32_t phase);
-/* Device-accessible memory: GPU memory, or host memory on CPU threads. */
-void *perf_devmem_alloc(bool on_gpu, size_t len);
-void perf_devmem_free(bool on_gpu, void *p, size_t len);
-void perf_devmem_put(bool on_gpu, void *dev, const void *host, size_t len);
-void perf_devmem_get(bool on_gpu, void *host, const void *dev, size_t len);
 
 /* The CUDA side (perf_dev_gpu.cu; without CUDA, stubs in perf_dev_cpu.c). */
 #ifdef __cplusplus

@@ -18,17 +18,17 @@ const struct perf_test *const perf_tests[PERF_NTESTS] = {PERF_TESTS(PERF_TEST_PT
 
 const struct perf_mode perf_modes[PERF_NMODES] = {
     {"host", "the CPU posts verbs work requests (ibv_post_send chains, ibv_poll_cq batches)",
-     PERF_HOST, 0, false},
+     PERF_HOST, 0, false, &perf_verbs_ops},
     {"gpu", "device threads write WQEs and ring the doorbell themselves (GNIC_DB_SM)", PERF_GPU,
-     GNIC_DB_SM, true},
+     GNIC_DB_SM, true, &perf_gnic_ops},
     {"gpu-bf", "device threads write WQEs and ring with BlueFlame copies (GNIC_DB_BF)", PERF_GPU_BF,
-     GNIC_DB_BF, true},
+     GNIC_DB_BF, true, &perf_gnic_ops},
     {"cpu-assisted", "device threads write WQEs, libgnic's progress thread rings (GNIC_DB_CPU)",
-     PERF_CPU_ASSISTED, GNIC_DB_CPU, true},
+     PERF_CPU_ASSISTED, GNIC_DB_CPU, true, &perf_gnic_ops},
     {"cpu-proxy",
      "device threads hand descriptors to libgnic's proxy thread, which builds and posts the "
      "WQEs (GNIC_DB_PROXY)",
-     PERF_CPU_PROXY, GNIC_DB_PROXY, true},
+     PERF_CPU_PROXY, GNIC_DB_PROXY, true, &perf_gnic_ops},
 };
 
 static const char usage_text[] =
@@ -242,21 +242,21 @@ static const struct opt opts[] = {
     {"ib-dev", 'd', O_STR, F(device), 0, 0, LEN(device)},
     {"device", 'd', O_STR, F(device), 0, 0, LEN(device)},
     {"plot", 0, O_STR, F(plot), 0, 0, LEN(plot)},
-    {"size", 's', O_OTHER, 0, 0, 0, 0},
-    {"all", 'a', O_FLAG, 0, 0, 0, 0},
-    {"duration", 'D', O_OTHER, 0, 0, 0, 0},
-    {"qp", 'q', O_OTHER, 0, 0, 0, 0},
-    {"qps", 'q', O_OTHER, 0, 0, 0, 0},
+    {"size", 's', O_OTHER, 0, PERF_SET_SIZES, 0, 0},
+    {"all", 'a', O_FLAG, 0, PERF_SET_SIZES, 0, 0},
+    {"duration", 'D', O_OTHER, 0, PERF_SET_DURATION, 0, 0},
+    {"qp", 'q', O_OTHER, 0, PERF_SET_QPS, 0, 0},
+    {"qps", 'q', O_OTHER, 0, PERF_SET_QPS, 0, 0},
     {"CPU-freq", 'F', O_FLAG, 0, 0, 0, 0},
     {"help", 'h', O_FLAG, 0, 0, 0, 0},
-    {"mode", 0, O_OTHER, 0, 0, 0, 0},
-    {"sizes", 0, O_OTHER, 0, 0, 0, 0},
+    {"mode", 0, O_OTHER, 0, PERF_SET_MODE, 0, 0},
+    {"sizes", 0, O_OTHER, 0, PERF_SET_SIZES, 0, 0},
     {"connect", 0, O_OTHER, 0, 0, 0, 0},
     {"csv", 0, O_FLAG, 0, 0, 0, 0},
     {"json", 0, O_FLAG, 0, 0, 0, 0},
     {"list", 0, O_FLAG, 0, 0, 0, 0},
-    {"ctas", 0, O_OTHER, 0, 0, 0, 0},
-    {"scope", 0, O_OTHER, 0, 0, 0, 0},
+    {"ctas", 0, O_OTHER, 0, PERF_SET_CTAS, 0, 0},
+    {"scope", 0, O_OTHER, 0, PERF_SET_SCOPE, 0, 0},
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 static bool is_flag(const struct opt *o)
@@ -264,31 +264,30 @@ static bool is_flag(const struct opt *o)
 	return o->kind == O_TRUE || o->kind == O_FALSE || o->kind == O_FLAG;
 }
 
+const struct perf_mode *perf_mode_find(const char *name)
+{
+	for (int i = 0; i < PERF_NMODES; i++)
+		if (!strcmp(perf_modes[i].name, name))
+			return &perf_modes[i];
+	return NULL;
+}
+
 static void parse_other(struct perf_args *a, const char *name, const char *arg)
 {
 	if (!strcmp(name, "size") || !strcmp(name, "all") || !strcmp(name, "sizes")) {
 		parse_sizes(a, name[0] == 'a' ? "2-8M" : arg,
 		            name[0] == 's' ? "--size" : "--sizes");
-		a->set |= PERF_SET_SIZES;
 	} else if (!strcmp(name, "duration")) {
 		a->duration = (double)parse_long("--duration", arg, 1, 86400);
-		a->set |= PERF_SET_DURATION;
 	} else if (!strncmp(name, "qp", 2)) {
 		a->nqps = parse_list("--qp", arg, 1, PERF_MAX_QPS, a->qps_list, false);
-		a->set |= PERF_SET_QPS;
 	} else if (!strcmp(name, "ctas")) {
 		a->nctas = parse_list("--ctas", arg, 1, 1 << 20, a->ctas_list, false);
-		a->set |= PERF_SET_CTAS;
 	} else if (!strcmp(name, "scope")) {
 		a->nscopes = parse_list("--scope", arg, 0, 2, a->scopes, true);
-		a->set |= PERF_SET_SCOPE;
 	} else if (!strcmp(name, "mode")) {
-		for (a->mode = perf_modes; a->mode < perf_modes + PERF_NMODES; a->mode++)
-			if (!strcmp(a->mode->name, arg))
-				break;
-		if (a->mode == perf_modes + PERF_NMODES)
+		if (!(a->mode = perf_mode_find(arg)))
 			perf_usage_error("unknown mode '%s' (see --list)", arg);
-		a->set |= PERF_SET_MODE;
 	} else if (!strcmp(name, "connect")) {
 		parse_host(a, arg);
 	} else if (!strcmp(name, "csv") || !strcmp(name, "json")) {

@@ -288,8 +288,7 @@ GNIC_DEVFN void pd_pingpong(const struct pd_side *s, pd_pp_fn *send, pd_pp_fn *a
 		pd_fail(s, rc, PD_OP_QUIET, 0, end, -1, 0, 0);
 }
 
-/* ---- the tests' device bodies, and the dispatch ------------------------------------------------
- */
+/* ---- the tests' device bodies, and the dispatch ---------------------------------------------- */
 #include "atomic_lat.c"
 #include "atomic_rate.c"
 #include "get_bw.c"

@@ -124,12 +124,13 @@ long perf_granule(const struct perf_args *a)
 
 /* ---- memory ------------------------------------------------------------------------------- */
 
-void *perf_devmem_alloc(bool on_gpu, size_t len)
+/* Device-accessible memory: GPU memory, or host memory on CPU threads. */
+static void *devmem_alloc(bool on_gpu, size_t len)
 {
 	return on_gpu ? perf_gpu_alloc(len, 0) : perf_alloc(len);
 }
 
-void perf_devmem_free(bool on_gpu, void *p, size_t len)
+static void devmem_free(bool on_gpu, void *p, size_t len)
 {
 	if (on_gpu)
 		perf_gpu_free(p, 0);
@@ -137,20 +138,12 @@ void perf_devmem_free(bool on_gpu, void *p, size_t len)
 		perf_free(p, len);
 }
 
-void perf_devmem_put(bool on_gpu, void *dev, const void *host, size_t len)
+static void devmem_copy(bool on_gpu, void *dst, const void *src, size_t len, int to_dev)
 {
 	if (on_gpu)
-		perf_gpu_copy(dev, host, len, 1);
-	else if (dev != host)
-		memcpy(dev, host, len);
-}
-
-void perf_devmem_get(bool on_gpu, void *host, const void *dev, size_t len)
-{
-	if (on_gpu)
-		perf_gpu_copy(host, dev, len, 0);
-	else if (dev != host)
-		memcpy(host, dev, len);
+		perf_gpu_copy(dst, src, len, to_dev);
+	else if (dst != src)
+		memcpy(dst, src, len);
 }
 
 void perf_ep_push(struct perf_ep *ep, size_t off, size_t len)
@@ -167,7 +160,7 @@ void perf_ep_pull(struct perf_ep *ep, size_t off, size_t len)
 
 /* ---- one side ------------------------------------------------------------------------------- */
 
-struct perf_ep *perf_gnic_open(const struct perf_args *a, enum perf_side side, size_t len)
+static struct perf_ep *perf_gnic_open(const struct perf_args *a, enum perf_side side, size_t len)
 {
 	struct perf_ep *ep = calloc(1, sizeof(*ep));
 	struct gnic_ctx_attr ca;
@@ -200,11 +193,11 @@ struct perf_ep *perf_gnic_open(const struct perf_args *a, enum perf_side side, s
 	ep->dev = a->on_gpu ? perf_gpu_alloc(len, ep->mapped) : perf_alloc(len);
 	ep->buf = ep->gpu_mem ? perf_alloc(len) : ep->dev; /* mapped: one address (UVA) */
 	check(gnic_mr_reg(ep->gctx, ep->dev, len, GNIC_ACCESS_ALL, &ep->gmr), "gnic_mr_reg");
-	ep->st = perf_devmem_alloc(a->on_gpu, sizeof(*ep->st));
+	ep->st = devmem_alloc(a->on_gpu, sizeof(*ep->st));
 	return ep;
 }
 
-void perf_gnic_info(const struct perf_ep *ep, struct perf_ep_info *info)
+static void perf_gnic_info(const struct perf_ep *ep, struct perf_ep_info *info)
 {
 	struct gnic_rmem m;
 
@@ -220,8 +213,8 @@ void perf_gnic_info(const struct perf_ep *ep, struct perf_ep_info *info)
 /* peer NULL: "the peer" is our own buffer, and the QPs stay in RESET, but
  * for GNIC_DB_PROXY QPs, which loop back to themselves: the proxy needs
  * completions to free ring and SQ space. */
-void perf_gnic_connect(struct perf_ep *ep, const struct perf_args *a,
-                       const struct perf_ep_info *peer)
+static void perf_gnic_connect(struct perf_ep *ep, const struct perf_args *a,
+                              const struct perf_ep_info *peer)
 {
 	struct perf_ep_info own;
 
@@ -234,19 +227,18 @@ void perf_gnic_connect(struct perf_ep *ep, const struct perf_args *a,
 		      "gnic_qp_connect");
 	peer = peer ? peer : &own;
 	ep->raddr = peer->addr;
-	ep->rlen = peer->len;
 	ep->rkey = peer->rkey;
 }
 
-void perf_gnic_close(struct perf_ep *ep)
+static void perf_gnic_close(struct perf_ep *ep)
 {
 	gnic_mr_dereg(ep->gmr);
 	for (int q = 0; q < ep->nqps; q++)
 		gnic_qp_destroy(ep->gqp[q]);
 	gnic_ctx_destroy(ep->gctx);
-	perf_devmem_free(ep->on_gpu, ep->st, sizeof(*ep->st));
+	devmem_free(ep->on_gpu, ep->st, sizeof(*ep->st));
 	if (ep->lat)
-		perf_devmem_free(ep->on_gpu, ep->lat, ep->lat_cap * sizeof(*ep->lat));
+		devmem_free(ep->on_gpu, ep->lat, ep->lat_cap * sizeof(*ep->lat));
 	if (ep->on_gpu)
 		perf_gpu_free(ep->dev, ep->mapped);
 	else
@@ -256,7 +248,7 @@ void perf_gnic_close(struct perf_ep *ep)
 	free(ep);
 }
 
-void perf_gnic_env(struct perf_session *s)
+static void perf_gnic_env(struct perf_session *s)
 {
 	struct perf_ep *ep = s->ep[PERF_A] ? s->ep[PERF_A] : s->ep[PERF_B];
 	struct gnic_ctx_info info;
@@ -268,9 +260,11 @@ void perf_gnic_env(struct perf_session *s)
 	s->emu = info.provider == GNIC_PROVIDER_EMU;
 }
 
+const struct perf_backend perf_gnic_ops = {perf_gnic_open, perf_gnic_info, perf_gnic_connect,
+                                           perf_gnic_close, perf_gnic_env};
+
 /* ---- a device thread's failure as one line --------------------------------------------------- */
 
-/* A device thread's failure as one line. */
 static void describe(const struct pd_status *st, int side, char *buf, size_t cap)
 {
 	static const char *const ops[] = {
@@ -310,7 +304,7 @@ static void check_side(const struct perf_run *r, struct perf_ep *ep, struct pd_s
 	struct gnic_qp_error e;
 	char what[320];
 
-	perf_devmem_get(ep->on_gpu, st, ep->st, sizeof(*st));
+	devmem_copy(ep->on_gpu, st, ep->st, sizeof(*st), 0);
 	if (!st->rc)
 		return;
 	describe(st, ep->side, what, sizeof(what));
@@ -351,10 +345,9 @@ static void side_init(struct perf_run *r, struct perf_ep *ep, struct pd_side *ps
 	if (ep->side == PERF_A && r->t->kind == PERF_LAT && !phase) {
 		if (ep->lat_cap < (size_t)r->count) {
 			if (ep->lat)
-				perf_devmem_free(ep->on_gpu, ep->lat,
-				                 ep->lat_cap * sizeof(*ep->lat));
+				devmem_free(ep->on_gpu, ep->lat, ep->lat_cap * sizeof(*ep->lat));
 			ep->lat_cap = (size_t)r->count;
-			ep->lat = perf_devmem_alloc(ep->on_gpu, ep->lat_cap * sizeof(*ep->lat));
+			ep->lat = devmem_alloc(ep->on_gpu, ep->lat_cap * sizeof(*ep->lat));
 		}
 		ps->lat = ep->lat;
 	}
@@ -367,7 +360,7 @@ static void samples(struct perf_run *r, struct perf_ep *ep, const struct pd_stat
 	uint64_t *raw = perf_alloc((size_t)r->count * sizeof(*raw));
 	double scale = 1.0, half = r->t->flags & PERF_F_HALF_RTT ? 2 : 1;
 
-	perf_devmem_get(ep->on_gpu, raw, ep->lat, (size_t)r->count * sizeof(*raw));
+	devmem_copy(ep->on_gpu, raw, ep->lat, (size_t)r->count * sizeof(*raw), 0);
 	if (st->c_end > st->c_start && st->t_end > st->t_start)
 		scale = (double)(st->t_end - st->t_start) / (double)(st->c_end - st->c_start);
 	for (long i = 0; i < r->count; i++)
@@ -390,7 +383,7 @@ void perf_dev_run(struct perf_run *r, unsigned mask, uint32_t phase)
 	for (int side = PERF_A; side <= PERF_B; side++)
 		if (r->ep[side] && mask & (1u << side)) {
 			side_init(r, r->ep[side], &L.side[L.nsides], phase);
-			perf_devmem_put(a->on_gpu, r->ep[side]->st, &zero, sizeof(zero));
+			devmem_copy(a->on_gpu, r->ep[side]->st, &zero, sizeof(zero), 1);
 			eps[L.nsides++] = r->ep[side];
 		}
 	if (L.nsides == 2) { /* a side that fails ends the other's waits */

@@ -23,6 +23,9 @@
 	"---------------------------------------------------------------------------------------"  \
 	"---------------------------------------"
 
+static const char emu_banner[] =
+    "NIC: gnic-emu (software emulator) — figures are emulator figures, not hardware";
+
 struct row {
 	char series[96];
 	int scope, ctas, threads, qps, reps;
@@ -33,7 +36,8 @@ struct row {
 
 static struct {
 	const struct perf_session *s;
-	char connection[320], code[200], memory[200], title[600];
+	const char *code, *memory;
+	char connection[320], title[600];
 	struct row *rows;
 	int n, cap;
 } rep;
@@ -151,8 +155,7 @@ static void table_begin(const struct perf_session *s)
 
 	printf("%s\n", RULE);
 	if (s->emu)
-		printf(" NIC: gnic-emu (software emulator) — figures are emulator figures, not "
-		       "hardware\n");
+		printf(" %s\n", emu_banner);
 	printf(" gnic-perf %s: %s\n Mode         : %s: %s\n", a->test->name, a->test->help,
 	       a->mode->name, a->mode->help);
 	if (!(a->test->flags & PERF_F_LOCAL))
@@ -203,8 +206,7 @@ static void table_begin(const struct perf_session *s)
 		table_line(a, NULL);
 }
 
-/* ---- CSV and JSON: one list of fields ---------------------------------------------------------
- */
+/* ---- CSV and JSON: one list of fields -------------------------------------------------------- */
 
 enum { NUM, STR, QSTR }; /* QSTR: quoted in CSV */
 struct field {
@@ -305,8 +307,7 @@ static void json_row(const struct perf_args *a, const struct row *w)
 	printf("}");
 }
 
-/* ---- rows -------------------------------------------------------------------------------------
- */
+/* ---- rows ------------------------------------------------------------------------------------ */
 
 void perf_report_begin(const struct perf_session *s)
 {
@@ -324,19 +325,15 @@ void perf_report_begin(const struct perf_session *s)
 		         a->test->flags & PERF_F_LOCAL         ? "local (no NIC)"
 		         : a->test->flags & PERF_F_UNCONNECTED ? "none (QPs left unconnected)"
 		                                               : "in-process (sides A and B)");
-	snprintf(rep.code, sizeof(rep.code), "%s",
-	         a->mode->gnic ? a->dev_name : "host CPU thread (verbs)");
-	snprintf(rep.memory, sizeof(rep.memory), "%s",
-	         !a->mode->gnic || !a->on_gpu ? "host memory"
-	         : a->host_mem                ? "pinned host memory (--host-mem)"
-	                       : "GPU memory (gnic-emu moves each message with a CUDA copy; "
-	                         "--host-mem shows the posting path better)");
+	rep.code = a->mode->gnic ? a->dev_name : "host CPU thread (verbs)";
+	rep.memory = !a->mode->gnic || !a->on_gpu ? "host memory"
+	             : a->host_mem                ? "pinned host memory (--host-mem)"
+	                           : "GPU memory (gnic-emu moves each message with a CUDA copy; "
+	                             "--host-mem shows the posting path better)";
 	snprintf(rep.title, sizeof(rep.title), "gnic-perf %s (%s, %s)", a->test->name,
 	         a->mode->gnic ? a->dev_name : "host mode", rep.connection);
 	if (s->emu && a->format != PERF_FMT_TABLE)
-		fprintf(stderr,
-		        "gnic-perf: NIC: gnic-emu (software emulator) — figures are emulator "
-		        "figures, not hardware\n");
+		fprintf(stderr, "gnic-perf: %s\n", emu_banner);
 	if (a->format == PERF_FMT_TABLE)
 		table_begin(s);
 	else if (a->format == PERF_FMT_JSON && !a->server)
@@ -414,8 +411,7 @@ void perf_report_end(const struct perf_args *a)
 	fflush(stdout);
 }
 
-/* ---- --plot: the rows as CSV, drawn by perf_plot.sh ---------------------------------------------
- */
+/* ---- --plot: the rows as CSV, drawn by perf_plot.sh ------------------------------------------ */
 
 /* Installed next to gnic-perf as gnic-perf-plot; else the source tree's. */
 static const char *plot_script(void)

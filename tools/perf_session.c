@@ -218,10 +218,7 @@ static bool adopt(struct perf_args *a, const struct wire_params *w, char *why, s
 		REFUSE("the client's --qp, --ctas, --scope or --tx-depth are not this server's");
 	*a = *c; /* then what is this process's own */
 	a->test = own.test;
-	for (a->mode = perf_modes; a->mode < perf_modes + PERF_NMODES; a->mode++)
-		if (!strcmp(a->mode->name, w->mode))
-			break;
-	if (a->mode == perf_modes + PERF_NMODES)
+	if (!(a->mode = perf_mode_find(w->mode)))
 		REFUSE("the client asks for --mode %s, which this server does not know", w->mode);
 	a->server = true;
 	a->host[0] = 0;
@@ -253,8 +250,7 @@ static void negotiate(struct perf_session *s)
 		perf_gnic_resolve(s->a);
 }
 
-/* ---- the sides --------------------------------------------------------------------------------
- */
+/* ---- the sides ------------------------------------------------------------------------------- */
 
 /* The largest ring any row needs. */
 static size_t buffer_len(const struct perf_args *a)
@@ -278,29 +274,17 @@ static size_t buffer_len(const struct perf_args *a)
 static struct perf_ep *open_side(struct perf_session *s, enum perf_side side, size_t len,
                                  struct perf_ep_info *info)
 {
-	struct perf_ep *ep =
-	    s->a->mode->gnic ? perf_gnic_open(s->a, side, len) : perf_verbs_open(s->a, side, len);
+	struct perf_ep *ep = s->a->mode->ops->open(s->a, side, len);
 
 	memset(info, 0, sizeof(*info));
-	if (s->a->mode->gnic)
-		perf_gnic_info(ep, info);
-	else
-		perf_verbs_info(ep, info);
+	s->a->mode->ops->info(ep, info);
 	return s->ep[side] = ep;
-}
-
-static void connect_side(struct perf_session *s, struct perf_ep *ep,
-                         const struct perf_ep_info *peer)
-{
-	if (s->a->mode->gnic)
-		perf_gnic_connect(ep, s->a, peer);
-	else
-		perf_verbs_connect(ep, peer);
 }
 
 void perf_session_open(struct perf_session *s, struct perf_args *a)
 {
 	static struct perf_ep_info ia, ib;
+	const struct perf_backend *ops;
 	size_t len;
 
 	memset(s, 0, sizeof(*s));
@@ -316,34 +300,29 @@ void perf_session_open(struct perf_session *s, struct perf_args *a)
 		perf_wait_setup(a->timeout_s, s->peer_fd);
 		negotiate(s);
 	}
+	ops = a->mode->ops; /* a server's: its client's mode */
 	len = buffer_len(a);
 	if (perf_two_process(a)) {
 		struct perf_ep *ep = open_side(s, a->server ? PERF_B : PERF_A, len, &ia);
 
 		perf_exchange(s, &ia, &ib, sizeof(ia));
-		connect_side(s, ep, &ib);
+		ops->connect(ep, a, &ib);
 	} else if (a->test->flags & PERF_F_UNCONNECTED) {
-		connect_side(s, open_side(s, PERF_A, len, &ia), NULL);
+		ops->connect(open_side(s, PERF_A, len, &ia), a, NULL);
 	} else {
 		open_side(s, PERF_A, len, &ia);
 		open_side(s, PERF_B, len, &ib);
-		connect_side(s, s->ep[PERF_A], &ib);
-		connect_side(s, s->ep[PERF_B], &ia);
+		ops->connect(s->ep[PERF_A], a, &ib);
+		ops->connect(s->ep[PERF_B], a, &ia);
 	}
-	if (a->mode->gnic)
-		perf_gnic_env(s);
-	else
-		perf_verbs_env(s);
+	ops->env(s);
 }
 
 void perf_session_close(struct perf_session *s)
 {
-	for (int side = PERF_A; side <= PERF_B; side++) {
-		if (s->ep[side] && s->a->mode->gnic)
-			perf_gnic_close(s->ep[side]);
-		else if (s->ep[side])
-			perf_verbs_close(s->ep[side]);
-	}
+	for (int side = PERF_A; side <= PERF_B; side++)
+		if (s->ep[side])
+			s->a->mode->ops->close(s->ep[side]);
 	perf_wait_setup(s->a->timeout_s, -1);
 	gnic_boot_fini(s->boot);
 }

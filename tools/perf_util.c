@@ -23,41 +23,34 @@
 static int wait_timeout_s = PERF_DEFAULT_TIMEOUT_S;
 static int wait_peer_fd = -1;
 
-static void vsay(const char *prefix, const char *fmt, va_list ap)
-{
-	fflush(stdout);
-	fprintf(stderr, "gnic-perf: %s", prefix);
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n");
-}
+/* The body of each of them: "gnic-perf: PREFIX" and the message on stderr. */
+#define SAY(prefix)                                                                                \
+	do {                                                                                       \
+		va_list ap;                                                                        \
+                                                                                                   \
+		va_start(ap, fmt);                                                                 \
+		fflush(stdout);                                                                    \
+		fprintf(stderr, "gnic-perf: %s", prefix);                                          \
+		vfprintf(stderr, fmt, ap);                                                         \
+		fprintf(stderr, "\n");                                                             \
+		va_end(ap);                                                                        \
+	} while (0)
 
 void perf_fatal(const char *fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsay("FAIL: ", fmt, ap);
-	va_end(ap);
+	SAY("FAIL: ");
 	exit(PERF_EXIT_FAIL);
 }
 
 void perf_usage_error(const char *fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsay("FAIL: usage: ", fmt, ap);
-	va_end(ap);
+	SAY("FAIL: usage: ");
 	exit(PERF_EXIT_USAGE);
 }
 
 void perf_note(const char *fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsay("note: ", fmt, ap);
-	va_end(ap);
+	SAY("note: ");
 }
 
 uint64_t perf_now_ns(void)
@@ -139,18 +132,13 @@ void perf_free(void *p, size_t len)
 
 /* ---- patterns ------------------------------------------------------------------------- */
 
-void perf_pattern_fill(uint8_t *p, size_t len, enum perf_side side, uint32_t region)
-{
-	perf_pat_fill(p, len, (uint32_t)side, region, 0);
-}
-
 void perf_pattern_poison(uint8_t *p, size_t len, enum perf_side side)
 {
 	perf_pat_fill(p, len, (uint32_t)side, 0, ~0ull);
 }
 
-static bool check(const uint8_t *p, size_t len, enum perf_side side, uint32_t region, uint64_t flip,
-                  const char *what, long iter)
+bool perf_pattern_check(const uint8_t *p, size_t len, enum perf_side side, uint32_t region,
+                        uint64_t flip, const char *what, long iter)
 {
 	uint8_t seen = 0, want = 0;
 	int64_t off = perf_pat_find(p, len, (uint32_t)side, region, flip, &seen, &want);
@@ -168,12 +156,6 @@ static bool check(const uint8_t *p, size_t len, enum perf_side side, uint32_t re
 	            ? "; a second look finds it right: it landed after the byte that signalled it"
 	            : "");
 	return false;
-}
-
-bool perf_pattern_check(const uint8_t *p, size_t len, enum perf_side side, uint32_t region,
-                        const char *what, long iter)
-{
-	return check(p, len, side, region, 0, what, iter);
 }
 
 /* ---- the ring ------------------------------------------------------------------------- */
@@ -199,19 +181,22 @@ static uint32_t clamp32(uint64_t v, uint32_t lo, uint32_t hi)
 	return v < lo ? lo : v > hi ? hi : (uint32_t)v;
 }
 
+static uint32_t ndst(const struct perf_ring *r)
+{
+	return r->shared ? r->nslots : r->nw * r->nslots;
+}
+
 static void ring_place(struct perf_ring *r)
 {
-	uint64_t ndst = r->shared ? r->nslots : (uint64_t)r->nw * r->nslots;
-
 	r->src_off = 0;
 	r->dst_off = round_up((uint64_t)r->nsrc * r->stride, 4096);
-	r->sig_off = round_up(r->dst_off + ndst * r->stride, 64);
+	r->sig_off = round_up(r->dst_off + (uint64_t)ndst(r) * r->stride, 64);
 	r->total = round_up(r->sig_off + 64, 4096);
 }
 
 /* At most PERF_RING_BUDGET of sources and of slots (one of each at least),
  * at most depth slots per writer: more could never be in flight. */
-void perf_ring_stream(struct perf_ring *r, size_t size, uint32_t nw, uint32_t depth)
+static void ring_stream(struct perf_ring *r, size_t size, uint32_t nw, uint32_t depth)
 {
 	uint64_t stride = round_up(size, 64), fit = PERF_RING_BUDGET / stride;
 
@@ -233,7 +218,7 @@ void perf_ring_stream(struct perf_ring *r, size_t size, uint32_t nw, uint32_t de
 }
 
 /* Two slots: one is checked while the next message lands in the other. */
-void perf_ring_pingpong(struct perf_ring *r, size_t size)
+static void ring_pingpong(struct perf_ring *r, size_t size)
 {
 	memset(r, 0, sizeof(*r));
 	r->size = size;
@@ -247,12 +232,13 @@ void perf_ring_pingpong(struct perf_ring *r, size_t size)
 void perf_ring_for(struct perf_ring *r, const struct perf_args *a, size_t size)
 {
 	if (a->test->flags & PERF_F_PINGPONG)
-		perf_ring_pingpong(r, size);
+		ring_pingpong(r, size);
 	else
-		perf_ring_stream(r, size, perf_writers(a), (uint32_t)a->tx_depth);
+		ring_stream(r, size, perf_writers(a), (uint32_t)a->tx_depth);
 }
 
-long perf_ring_last(const struct perf_ring *r, uint32_t slot, long total)
+/* The last of total iterations that wrote slot, or -1. */
+static long ring_last(const struct perf_ring *r, uint32_t slot, long total)
 {
 	uint32_t w = r->shared ? slot : slot / r->nslots, j = r->shared ? 0 : slot % r->nslots;
 	long count = total > (long)w ? (total - (long)w - 1) / (long)r->nw + 1 : 0;
@@ -264,15 +250,10 @@ long perf_ring_last(const struct perf_ring *r, uint32_t slot, long total)
 	return ((long)j + (long)r->nslots * ((count - 1 - (long)j) / (long)r->nslots)) * r->nw + w;
 }
 
-static uint32_t ndst(const struct perf_ring *r)
-{
-	return r->shared ? r->nslots : r->nw * r->nslots;
-}
-
 void perf_ring_fill(uint8_t *buf, const struct perf_ring *r, enum perf_side side)
 {
 	for (uint32_t k = 0; k < r->nsrc; k++)
-		perf_pattern_fill(buf + perf_ring_src(r, k), r->size, side, k);
+		perf_pat_fill(buf + perf_ring_src(r, k), r->size, (uint32_t)side, k, 0);
 }
 
 void perf_ring_poison(uint8_t *buf, const struct perf_ring *r, enum perf_side src)
@@ -287,12 +268,12 @@ bool perf_ring_check(const uint8_t *buf, const struct perf_ring *r, enum perf_si
 	char what[64];
 
 	for (uint32_t s = 0; s < ndst(r); s++) {
-		long last = perf_ring_last(r, s, total);
+		long last = ring_last(r, s, total);
 
 		snprintf(what, sizeof(what), "slot %u of side %c", s, holder == PERF_A ? 'A' : 'B');
-		if (!check(buf + perf_ring_dst(r, s), r->size, src,
-		           last < 0 ? 0 : perf_ring_region(r, last), last < 0 ? ~0ull : 0, what,
-		           last))
+		if (!perf_pattern_check(buf + perf_ring_dst(r, s), r->size, src,
+		                        last < 0 ? 0 : perf_ring_region(r, last),
+		                        last < 0 ? ~0ull : 0, what, last))
 			return false;
 	}
 	return true;
@@ -342,14 +323,6 @@ bool perf_stream_validate(struct perf_run *r, enum perf_side src)
 		                     (enum perf_side)side);
 	}
 	return ok;
-}
-
-void perf_stream_run(struct perf_run *r, perf_wr_fn *wr)
-{
-	if (perf_gnic(r))
-		perf_dev_run(r, PERF_RUN_A | (r->a->bidir ? PERF_RUN_B : 0), 0);
-	else
-		perf_host_stream(r, wr);
 }
 
 void perf_counter_setup(struct perf_run *r)

@@ -99,7 +99,7 @@ static struct ibv_qp *make_qp(struct perf_ep *ep, uint32_t inline_len)
 	return qp;
 }
 
-struct perf_ep *perf_verbs_open(const struct perf_args *a, enum perf_side side, size_t len)
+static struct perf_ep *perf_verbs_open(const struct perf_args *a, enum perf_side side, size_t len)
 {
 	struct perf_ep *ep = calloc(1, sizeof(*ep));
 	struct ibv_device_attr d;
@@ -134,7 +134,7 @@ struct perf_ep *perf_verbs_open(const struct perf_args *a, enum perf_side side, 
 	return ep;
 }
 
-void perf_verbs_info(const struct perf_ep *ep, struct perf_ep_info *info)
+static void perf_verbs_info(const struct perf_ep *ep, struct perf_ep_info *info)
 {
 	struct ibv_port_attr port;
 	union ibv_gid gid;
@@ -194,18 +194,19 @@ static void connect_qp(struct perf_ep *ep, int q, const struct perf_ep_info *pee
 		           strerror(ret));
 }
 
-void perf_verbs_connect(struct perf_ep *ep, const struct perf_ep_info *peer)
+static void perf_verbs_connect(struct perf_ep *ep, const struct perf_args *a,
+                               const struct perf_ep_info *peer)
 {
+	(void)a;
 	if (peer->nqps != (uint32_t)ep->nqps)
 		perf_fatal("the peer has %u QPs, this side %d", peer->nqps, ep->nqps);
 	for (int q = 0; q < ep->nqps; q++)
 		connect_qp(ep, q, peer);
 	ep->raddr = peer->addr;
 	ep->rkey = peer->rkey;
-	ep->rlen = peer->len;
 }
 
-void perf_verbs_close(struct perf_ep *ep)
+static void perf_verbs_close(struct perf_ep *ep)
 {
 	int ret = 0;
 
@@ -221,7 +222,7 @@ void perf_verbs_close(struct perf_ep *ep)
 
 /* The device and library in use; gnic-emu is known by its library (it
  * names devices like rdma-core does). */
-void perf_verbs_env(struct perf_session *s)
+static void perf_verbs_env(struct perf_session *s)
 {
 	void *sym = dlsym(RTLD_DEFAULT, "ibv_get_device_list");
 	struct perf_ep *ep = s->ep[PERF_A] ? s->ep[PERF_A] : s->ep[PERF_B];
@@ -232,6 +233,9 @@ void perf_verbs_env(struct perf_session *s)
 	snprintf(s->nic, sizeof(s->nic), "%s", ibv_get_device_name(ep->ctx->device));
 	s->emu = dlsym(RTLD_DEFAULT, "gemu_get_device_list") != NULL;
 }
+
+const struct perf_backend perf_verbs_ops = {perf_verbs_open, perf_verbs_info, perf_verbs_connect,
+                                            perf_verbs_close, perf_verbs_env};
 
 /* ---- posting and polling ----------------------------------------------------------------- */
 
@@ -337,7 +341,7 @@ void perf_sq_post_wait(struct perf_ep *ep, int q, struct ibv_send_wr *wr)
 	sq_wait(ep, q, 0, "a send completion");
 }
 
-void perf_sq_drain(struct perf_ep *ep)
+static void sq_drain(struct perf_ep *ep)
 {
 	sq_wait(ep, -1, 0, "the last send completions");
 }
@@ -444,7 +448,7 @@ void perf_host_stream(struct perf_run *r, perf_wr_fn *fn)
 			perf_wait_tick(&w);
 	}
 	for (int k = 0; k < n; k++)
-		perf_sq_drain(st[k].ep);
+		sq_drain(st[k].ep);
 	r->ns = (double)(perf_now_ns() - t0);
 }
 
@@ -464,9 +468,12 @@ uint64_t perf_pp_src(const struct perf_run *r, long i)
 	return perf_ring_src(&r->ring, (uint64_t)i % r->ring.nsrc);
 }
 
-/* Sources, both receive slots poisoned, the signal word zero. */
+/* Sources, both receive slots poisoned, the signal word zero; in host mode
+ * the receives of the first two messages (done() of messages -2 and -1). */
 void perf_pingpong_setup(struct perf_run *r)
 {
+	const struct perf_pp_host *h = perf_gnic(r) ? NULL : r->t->pp;
+
 	for (int side = PERF_A; side <= PERF_B; side++) {
 		struct perf_ep *ep = r->ep[side];
 
@@ -476,7 +483,19 @@ void perf_pingpong_setup(struct perf_run *r)
 		perf_ring_poison(ep->buf, &r->ring, perf_peer((enum perf_side)side));
 		memset(ep->buf + r->ring.sig_off, 0, 8);
 		perf_ep_push(ep, 0, r->ring.sig_off + 8);
+		for (long i = -2; h && h->done && i < 0; i++)
+			h->done(r, ep, i);
 	}
+}
+
+static void pp_send(struct perf_run *r, struct perf_ep *ep, long i, enum ibv_wr_opcode op)
+{
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+
+	perf_wr(&wr, &sge, ep, op, perf_pp_src(r, i), (uint32_t)r->size, perf_pp_slot(r, i));
+	wr.imm_data = htonl((uint32_t)i);
+	perf_sq_post(ep, 0, &wr, i == r->first + r->count - 1);
 }
 
 /* Check message i; zero its marker so that the next message in the slot is
@@ -488,7 +507,7 @@ static void consume(struct perf_run *r, struct perf_ep *ep, long i, const struct
 
 	snprintf(what, sizeof(what), "the receive slot of side %c", ep->side == PERF_A ? 'A' : 'B');
 	if (r->a->validate && !perf_pattern_check(slot, r->size, perf_peer(ep->side),
-	                                          (uint32_t)(i % r->ring.nsrc), what, i))
+	                                          (uint32_t)(i % r->ring.nsrc), 0, what, i))
 		perf_fatal("%s: message %ld arrived wrong (see above)", r->t->name, i);
 	slot[r->size - 1] = 0;
 	if (h->done)
@@ -503,11 +522,11 @@ void perf_host_pingpong(struct perf_run *r, const struct perf_pp_host *h)
 	for (long i = r->first; i < r->first + r->count; i++) {
 		if (a) {
 			t0 = perf_now_ns();
-			h->send(r, a, i);
+			pp_send(r, a, i, h->op);
 		}
 		if (b) {
 			h->await(r, b, i);
-			h->send(r, b, i);
+			pp_send(r, b, i, h->op);
 			consume(r, b, i, h);
 		}
 		if (a) {
@@ -519,5 +538,5 @@ void perf_host_pingpong(struct perf_run *r, const struct perf_pp_host *h)
 	r->ns = (double)(perf_now_ns() - start);
 	for (int side = PERF_A; side <= PERF_B; side++)
 		if (r->ep[side])
-			perf_sq_drain(r->ep[side]);
+			sq_drain(r->ep[side]);
 }

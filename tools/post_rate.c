@@ -144,7 +144,8 @@ static bool validate(struct perf_run *r)
 }
 
 PERF_TEST_DEF(post_rate, PERF_RATE, PERF_MODES_GNIC, PERF_F_SCOPES | PERF_F_UNCONNECTED, "8",
-              200000, 20000, setup, run, validate,
+              200000, 20000,
               "WQEs device threads post per second with no consumer (unconnected QPs, retired "
-              "by the benchmark), per scope");
+              "by the benchmark), per scope",
+              .setup = setup, .run = run, .validate = validate);
 #endif

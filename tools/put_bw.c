@@ -29,22 +29,7 @@ static void host_wr(struct perf_run *r, struct perf_ep *ep, long i, struct ibv_s
 	        perf_ring_dst(&r->ring, perf_ring_slot(&r->ring, i)));
 }
 
-static void setup(struct perf_run *r)
-{
-	perf_stream_setup(r, PERF_A);
-}
-
-static void run(struct perf_run *r)
-{
-	perf_stream_run(r, host_wr);
-}
-
-static bool validate(struct perf_run *r)
-{
-	return perf_stream_validate(r, PERF_A);
-}
-
 PERF_TEST_DEF(put_bw, PERF_BW, PERF_MODES_ALL, PERF_F_SCOPES | PERF_F_BIDIR, "1-1M", 5000, 1000,
-              setup, run, validate,
-              "RDMA WRITE bandwidth and message rate, many outstanding, every Nth signaled");
+              "RDMA WRITE bandwidth and message rate, many outstanding, every Nth signaled",
+              .wr = host_wr, .src = PERF_A);
 #endif

@@ -27,16 +27,6 @@ GNIC_DEVFN void put_lat_dev(const struct pd_side *s, const struct pd_thread *t)
 #else
 #include "perf.h"
 
-static void host_send(struct perf_run *r, struct perf_ep *ep, long i)
-{
-	struct ibv_send_wr wr;
-	struct ibv_sge sge;
-
-	perf_wr(&wr, &sge, ep, IBV_WR_RDMA_WRITE, perf_pp_src(r, i), (uint32_t)r->size,
-	        perf_pp_slot(r, i));
-	perf_sq_post(ep, 0, &wr, i == r->first + r->count - 1);
-}
-
 static void host_await(struct perf_run *r, struct perf_ep *ep, long i)
 {
 	perf_wait_byte(ep->buf + perf_pp_slot(r, i) + r->size - 1,
@@ -44,17 +34,9 @@ static void host_await(struct perf_run *r, struct perf_ep *ep, long i)
 	               "the peer's write");
 }
 
-static const struct perf_pp_host hooks = {host_send, host_await, NULL};
-
-static void run(struct perf_run *r)
-{
-	if (perf_gnic(r))
-		perf_dev_run(r, PERF_RUN_A | PERF_RUN_B, 0);
-	else
-		perf_host_pingpong(r, &hooks);
-}
+static const struct perf_pp_host hooks = {IBV_WR_RDMA_WRITE, host_await, NULL};
 
 PERF_TEST_DEF(put_lat, PERF_LAT, PERF_MODES_ALL, PERF_F_HALF_RTT | PERF_F_PINGPONG, "8,64,4096",
-              1000, 200, perf_pingpong_setup, run, NULL,
-              "RDMA WRITE ping-pong; each side polls the last byte of its slot");
+              1000, 200, "RDMA WRITE ping-pong; each side polls the last byte of its slot",
+              .pp = &hooks);
 #endif

@@ -54,15 +54,6 @@ GNIC_DEVFN void send_lat_dev(const struct pd_side *s, const struct pd_thread *t)
 #else
 #include "perf.h"
 
-static void host_send(struct perf_run *r, struct perf_ep *ep, long i)
-{
-	struct ibv_send_wr wr;
-	struct ibv_sge sge;
-
-	perf_wr(&wr, &sge, ep, IBV_WR_SEND, perf_pp_src(r, i), (uint32_t)r->size, 0);
-	perf_sq_post(ep, 0, &wr, i == r->first + r->count - 1);
-}
-
 static void host_await(struct perf_run *r, struct perf_ep *ep, long i)
 {
 	struct ibv_wc wc;
@@ -79,26 +70,16 @@ static void host_done(struct perf_run *r, struct perf_ep *ep, long i)
 		perf_rq_post(ep, perf_pp_slot(r, i), (uint32_t)r->size, (uint64_t)i + 2);
 }
 
-static const struct perf_pp_host hooks = {host_send, host_await, host_done};
+static const struct perf_pp_host hooks = {IBV_WR_SEND, host_await, host_done};
 
+/* The device threads post their first receives in a launch of their own. */
 static void setup(struct perf_run *r)
 {
 	perf_pingpong_setup(r);
 	if (perf_gnic(r))
 		perf_dev_run(r, PERF_RUN_A | PERF_RUN_B, 1);
-	for (int side = PERF_A; side <= PERF_B && !perf_gnic(r); side++)
-		for (long i = -2; r->ep[side] && i < 0; i++)
-			host_done(r, r->ep[side], i);
-}
-
-static void run(struct perf_run *r)
-{
-	if (perf_gnic(r))
-		perf_dev_run(r, PERF_RUN_A | PERF_RUN_B, 0);
-	else
-		perf_host_pingpong(r, &hooks);
 }
 
 PERF_TEST_DEF(send_lat, PERF_LAT, PERF_MODES_ALL, PERF_F_HALF_RTT | PERF_F_PINGPONG | PERF_F_RECV,
-              "8,64,4096", 1000, 200, setup, run, NULL, "SEND/RECV ping-pong");
+              "8,64,4096", 1000, 200, "SEND/RECV ping-pong", .pp = &hooks, .setup = setup);
 #endif

@@ -40,17 +40,6 @@ GNIC_DEVFN void signal_lat_dev(const struct pd_side *s, const struct pd_thread *
 
 #include "perf.h"
 
-static void host_send(struct perf_run *r, struct perf_ep *ep, long i)
-{
-	struct ibv_send_wr wr;
-	struct ibv_sge sge;
-
-	perf_wr(&wr, &sge, ep, IBV_WR_RDMA_WRITE_WITH_IMM, perf_pp_src(r, i), (uint32_t)r->size,
-	        perf_pp_slot(r, i));
-	wr.imm_data = htonl((uint32_t)i);
-	perf_sq_post(ep, 0, &wr, i == r->first + r->count - 1);
-}
-
 static void host_await(struct perf_run *r, struct perf_ep *ep, long i)
 {
 	struct ibv_wc wc;
@@ -70,26 +59,11 @@ static void host_done(struct perf_run *r, struct perf_ep *ep, long i)
 		perf_rq_post(ep, 0, 0, (uint64_t)i + 2);
 }
 
-static const struct perf_pp_host hooks = {host_send, host_await, host_done};
-
-static void setup(struct perf_run *r)
-{
-	perf_pingpong_setup(r);
-	for (int side = PERF_A; side <= PERF_B && !perf_gnic(r); side++)
-		for (long i = -2; r->ep[side] && i < 0; i++)
-			host_done(r, r->ep[side], i);
-}
-
-static void run(struct perf_run *r)
-{
-	if (perf_gnic(r))
-		perf_dev_run(r, PERF_RUN_A | PERF_RUN_B, 0);
-	else
-		perf_host_pingpong(r, &hooks);
-}
+static const struct perf_pp_host hooks = {IBV_WR_RDMA_WRITE_WITH_IMM, host_await, host_done};
 
 PERF_TEST_DEF(signal_lat, PERF_LAT, PERF_MODES_ALL, PERF_F_HALF_RTT | PERF_F_PINGPONG, "8,64,4096",
-              1000, 200, setup, run, NULL,
+              1000, 200,
               "ping-pong on a signal: host mode WRITE with immediate + receive completion, "
-              "libgnic modes put_signal + the signal word");
+              "libgnic modes put_signal + the signal word",
+              .pp = &hooks);
 #endif
