@@ -625,6 +625,9 @@ struct mlx5dv_qp_init_attr;
 EMU_EXPORT struct ibv_qp *gemu_mlx5dv_create_qp(struct ibv_context *context,
                                                 struct ibv_qp_init_attr_ex *attr,
                                                 struct mlx5dv_qp_init_attr *mlx5_attr);
+/* worker.c: the engine worker serving qp (0 .. GNIC_EMU_THREADS-1), or -1
+ * for a QP that is not gnic-emu's; for tests and diagnostics. */
+EMU_EXPORT int gemu_qp_engine_worker(struct ibv_qp *qp);
 /* Is this ibv_context one of gnic-emu's? (libgnic asks before using gemu_*) */
 EMU_EXPORT bool gemu_is_emu_context(struct ibv_context *context);
 

@@ -125,20 +125,27 @@ void emu_workers_sync(void)
 
 /* ---- QPs ------------------------------------------------------------------ */
 
+/* Deterministic: the same sequence of creations gives the same placement
+ * (QPs made in turn go round the workers), which tests rely on. */
 void emu_worker_assign(struct emu_qp *qp)
 {
-	static _Atomic unsigned int rr; /* breaks ties */
-	unsigned int start = atomic_fetch_add(&rr, 1);
-	struct emu_worker *best = NULL;
+	static pthread_mutex_t assign_lock = PTHREAD_MUTEX_INITIALIZER;
+	struct emu_worker *best = &workers[0];
 
-	for (int k = 0; k < nworkers; k++) {
-		struct emu_worker *w = &workers[(start + (unsigned int)k) % (unsigned int)nworkers];
-
-		if (!best || atomic_load(&w->nqps) < atomic_load(&best->nqps))
-			best = w;
-	}
+	pthread_mutex_lock(&assign_lock);
+	for (int k = 1; k < nworkers; k++)
+		if (atomic_load(&workers[k].nqps) < atomic_load(&best->nqps))
+			best = &workers[k];
 	qp->worker = best;
 	atomic_fetch_add(&best->nqps, 1);
+	pthread_mutex_unlock(&assign_lock);
+}
+
+EMU_EXPORT int gemu_qp_engine_worker(struct ibv_qp *ibqp)
+{
+	if (!ibqp || !gemu_is_emu_context(ibqp->context))
+		return -1;
+	return to_eqp(ibqp)->worker->index;
 }
 
 void emu_worker_unassign(struct emu_qp *qp)

@@ -97,8 +97,8 @@ void emu_worker_unlock(struct emu_worker *w); /* ... and back to the previous cu
  * without any worker lock held. */
 void emu_workers_sync(void);
 
-/* Placement at QP creation: the worker with the fewest QPs (round robin on
- * ties). qp->worker is set; the QP joins its active list in
+/* Placement at QP creation: the worker with the fewest QPs (the lowest
+ * index on ties). qp->worker is set; the QP joins its active list in
  * emu_worker_qp_add (with the worker's lock held). */
 void emu_worker_assign(struct emu_qp *qp);
 void emu_worker_unassign(struct emu_qp *qp); /* creation failed after assign */
