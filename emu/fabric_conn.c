@@ -423,6 +423,24 @@ static bool deliver_response(struct emu_conn *c, const struct emu_msg *m, const 
 	return !qp || qp->conn != c || qp->ops->on_response(qp, m, payload);
 }
 
+/* Must request m wait (c->in_blocked)? While c's output is over the mark
+ * (the replies would grow it without bound), or while the inbox of the
+ * worker m's QP is on is (forwarded requests are copies: without this a
+ * peer could queue any amount there, and the answers to what it sent
+ * would wait behind all of it). */
+static bool hold_request(const struct emu_conn *c, const struct emu_msg *m)
+{
+	int owner;
+
+	if (fab_buf_used(&c->out) >= FAB_OUT_HIGH_WATER)
+		return true;
+	owner = emu_qpn_worker(m->dst_qpn);
+	if (!owner || owner == emu_worker_cur()->index + 1)
+		return false;
+	return atomic_load_explicit(&emu_worker_at(owner - 1)->inbox_bytes, memory_order_relaxed) >=
+	       EMU_INBOX_HIGH_WATER;
+}
+
 static void dispatch(struct emu_conn *c, const struct emu_msg *m, const void *payload)
 {
 	struct emu_reply_path path = {.conn = c, .peer_gid = &c->peer_gid};
@@ -513,9 +531,8 @@ static int conn_parse(struct emu_conn *c)
 		case EMU_WIRE_EV_MSG:
 			break;
 		}
-		if (emu_wire_is_request(st.msg.type) &&
-		    fab_buf_used(&c->out) >= FAB_OUT_HIGH_WATER) {
-			emu_dbg("fabric: connection %s: output full, holding requests",
+		if (emu_wire_is_request(st.msg.type) && hold_request(c, &st.msg)) {
+			emu_dbg("fabric: connection %s: output or inbox full, holding requests",
 			        fab_conn_name(c, name, sizeof(name)));
 			c->in_blocked = true;
 			break;
@@ -627,7 +644,8 @@ int fab_conn_event(struct emu_conn *c, uint32_t events)
 	return 0;
 }
 
-/* Connections whose output fell below the mark take requests again. */
+/* Connections whose output fell below the mark take requests again (and
+ * hold them again at once if an inbox they go to is still full). */
 int fab_resume_blocked(void)
 {
 	int work = 0;

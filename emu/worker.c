@@ -337,7 +337,12 @@ int emu_inbox_drain(struct emu_worker *w)
 		free(it);
 		n++;
 	}
-	atomic_fetch_sub_explicit(&w->inbox_bytes, bytes, memory_order_relaxed);
+	/* below the mark again: worker 0 may hold a connection's requests for
+	 * us (fabric_conn.c's hold_request) */
+	if (atomic_fetch_sub_explicit(&w->inbox_bytes, bytes, memory_order_relaxed) >=
+	        EMU_INBOX_HIGH_WATER &&
+	    w->index)
+		emu_worker_kick(&workers[0]);
 	atomic_store(&w->drained_ns, t0);
 	atomic_store(&w->draining, false);
 	return n;

@@ -27,8 +27,10 @@
 
 #define EMU_MAX_WORKERS 64
 /* Bytes a worker's inbox may hold before in-process senders are told to try
- * later (-EAGAIN, like a full connection). */
-#define EMU_INBOX_HIGH_WATER ((size_t)64 << 20)
+ * later (-EAGAIN, like a full connection) and worker 0 stops reading
+ * requests for it from a connection (fabric_conn.c). Small: what waits here
+ * delays every answer behind it, and requesters' timers run meanwhile. */
+#define EMU_INBOX_HIGH_WATER ((size_t)16 << 20)
 
 struct emu_conn;
 struct emu_inbox_item;
