@@ -170,6 +170,7 @@ static void workers_stop(int n)
 		pthread_join(w->thread, NULL);
 		w->running = false;
 		atomic_store(&w->sleeping, 0);
+		emu_inbox_discard(w);
 	}
 }
 

@@ -9,13 +9,12 @@
  * travels over TCP: each device listens on one socket (served by worker 0),
  * and each worker opens one connection per (local device, remote listener)
  * pair, shared by every QP of that worker and device whose destination GID
- * names that listener. The hello that opens a
- * connection names the local device's GID, which is why connections are not
- * shared across local devices.
+ * names that listener. The hello that opens a connection names the local
+ * device's GID, which is why connections are not shared across local devices.
  *
  * Every socket is non-blocking and sits in its worker's epoll set
- * (level-triggered) next to the worker's kick eventfd. Output is appended to a per-connection
- * buffer and written once per engine pass (emu_fabric_flush); input is read in
+ * (level-triggered) next to the worker's kick eventfd. Output is appended to
+ * a per-connection buffer and written once per engine pass (emu_fabric_flush); input is read in
  * big chunks into a compacting buffer and dispatched in place, so a message
  * costs a memcpy, not a syscall or a malloc. A message larger than
  * FAB_IN_FREE is buffered whole only once its QP said it takes it (its

@@ -30,7 +30,7 @@ struct emu_inbox_item {
 
 static struct emu_worker workers[EMU_MAX_WORKERS];
 static int nworkers;
-static __thread struct emu_worker *cur;
+static __thread struct emu_worker *cur, *self; /* self: a worker's own thread */
 /* qpn - EMU_QPN_BASE -> index + 1 of its worker, 0: none. Written under the
  * worker's lock (and nic.lock), read by anyone. */
 static _Atomic uint8_t qp_owner[EMU_MAX_QP];
@@ -96,7 +96,7 @@ struct emu_worker *emu_worker_cur(void)
 /* A worker's own thread marks itself current (engine.c). */
 void emu_worker_enter(struct emu_worker *w)
 {
-	cur = w;
+	cur = self = w;
 }
 
 void emu_worker_lock(struct emu_worker *w)
@@ -111,7 +111,7 @@ void emu_worker_lock(struct emu_worker *w)
 
 void emu_worker_unlock(struct emu_worker *w)
 {
-	cur = NULL;
+	cur = self;
 	pthread_mutex_unlock(&w->lock);
 }
 
@@ -311,6 +311,24 @@ static void run_item(struct emu_worker *w, struct emu_inbox_item *it)
 	}
 }
 
+void emu_inbox_discard(struct emu_worker *w)
+{
+	struct emu_inbox_item *it, *next;
+
+	pthread_mutex_lock(&w->inbox_lock);
+	it = w->in_head;
+	w->in_head = w->in_tail = NULL;
+	atomic_store(&w->inbox_nonempty, false);
+	pthread_mutex_unlock(&w->inbox_lock);
+	for (; it; it = next) {
+		next = it->next;
+		atomic_fetch_sub(&w->inbox_bytes, it->size);
+		if (it->ref)
+			atomic_fetch_sub(&it->ref->inbox_refs, 1);
+		free(it);
+	}
+}
+
 int emu_inbox_drain(struct emu_worker *w)
 {
 	struct emu_inbox_item *it, *next;
@@ -337,12 +355,13 @@ int emu_inbox_drain(struct emu_worker *w)
 		free(it);
 		n++;
 	}
-	/* below the mark again: worker 0 may hold a connection's requests for
-	 * us (fabric_conn.c's hold_request) */
+	/* below the mark again: in-process senders got -EAGAIN, and worker 0
+	 * may hold a connection's requests for us (fabric_conn.c) */
 	if (atomic_fetch_sub_explicit(&w->inbox_bytes, bytes, memory_order_relaxed) >=
-	        EMU_INBOX_HIGH_WATER &&
-	    w->index)
-		emu_worker_kick(&workers[0]);
+	    EMU_INBOX_HIGH_WATER)
+		for (int i = 0; i < nworkers; i++)
+			if (&workers[i] != w)
+				emu_worker_kick(&workers[i]);
 	atomic_store(&w->drained_ns, t0);
 	atomic_store(&w->draining, false);
 	return n;

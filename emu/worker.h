@@ -140,6 +140,8 @@ int emu_inbox_push(struct emu_worker *w, enum emu_inbox_kind kind,
 #define EMU_INBOX_REF_MIN (64u * 1024)
 /* Worker w (its thread, lock held) runs what its inbox holds. Returns items. */
 int emu_inbox_drain(struct emu_worker *w);
+/* The engine stopped: drop what w's inbox holds (lost on the wire). */
+void emu_inbox_discard(struct emu_worker *w);
 /* The time up to which w has run everything queued for it: now when
  * nothing waits (what emu_fabric_heard_ns gives a requester whose peer QP is
  * on w: its timer must not fire while w is still at the request). */
