@@ -126,19 +126,24 @@ void emu_workers_sync(void)
 /* ---- QPs ------------------------------------------------------------------ */
 
 /* Deterministic: the same sequence of creations gives the same placement
- * (QPs made in turn go round the workers), which tests rely on. */
+ * (QPs made in turn go round the workers), which tests rely on. The QPs of
+ * one SRQ share a worker: it is the SRQ's single consumer (peek and take of
+ * its next WQE, the limit), as a NIC has one. Under nic.lock. */
 void emu_worker_assign(struct emu_qp *qp)
 {
-	static pthread_mutex_t assign_lock = PTHREAD_MUTEX_INITIALIZER;
 	struct emu_worker *best = &workers[0];
 
-	pthread_mutex_lock(&assign_lock);
-	for (int k = 1; k < nworkers; k++)
-		if (atomic_load(&workers[k].nqps) < atomic_load(&best->nqps))
-			best = &workers[k];
+	if (qp->srq && atomic_load(&qp->srq->worker)) {
+		best = atomic_load(&qp->srq->worker);
+	} else {
+		for (int k = 1; k < nworkers; k++)
+			if (atomic_load(&workers[k].nqps) < atomic_load(&best->nqps))
+				best = &workers[k];
+		if (qp->srq)
+			atomic_store(&qp->srq->worker, best);
+	}
 	qp->worker = best;
 	atomic_fetch_add(&best->nqps, 1);
-	pthread_mutex_unlock(&assign_lock);
 }
 
 EMU_EXPORT int gemu_qp_engine_worker(struct ibv_qp *ibqp)

@@ -99,9 +99,9 @@ void emu_worker_unlock(struct emu_worker *w); /* ... and back to the previous cu
  * without any worker lock held. */
 void emu_workers_sync(void);
 
-/* Placement at QP creation: the worker with the fewest QPs (the lowest
- * index on ties). qp->worker is set; the QP joins its active list in
- * emu_worker_qp_add (with the worker's lock held). */
+/* Placement at QP creation (under nic.lock): the worker with the fewest QPs
+ * (the lowest index on ties), or the worker of the QP's SRQ. qp->worker is set; the QP joins its
+ * active list in emu_worker_qp_add (with the worker's lock held). */
 void emu_worker_assign(struct emu_qp *qp);
 void emu_worker_unassign(struct emu_qp *qp); /* creation failed after assign */
 int emu_worker_qp_add(struct emu_qp *qp);    /* 0 or ENOMEM */
