@@ -16,6 +16,8 @@
  *          from two workers): every completion arrives once, in order per
  *          QP, with its wr_id.
  *
+ *   srq:   the QPs of one SRQ are placed on one worker.
+ *
  * The placement is checked first (gemu_qp_engine_worker): the responders of
  * the two pairs must be on different workers, or the test proves nothing.
  * GNIC_TEST_ATOMICS (default 100000) sets N, for slow sanitizer builds.
@@ -288,12 +290,46 @@ static void case_cswap(void)
 	teardown();
 }
 
+/* The QPs of one SRQ are on one worker (its single consumer), though
+ * placement in turn would put the second elsewhere; the next QP without an
+ * SRQ goes to another worker. */
+static void case_srq(void)
+{
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 16, .max_sge = 1}};
+	struct ibv_pd *pd = CHECK_PTR(ibv_alloc_pd(ctx));
+	struct ibv_cq *cq = t_cq(ctx, 64);
+	struct ibv_srq *srq = CHECK_PTR(ibv_create_srq(pd, &sa));
+	struct ibv_qp *qp[4];
+
+	t_case("srq: the QPs of one SRQ share a worker");
+	for (int i = 0; i < 4; i++) {
+		struct ibv_qp_init_attr a = {.send_cq = cq,
+		                             .recv_cq = cq,
+		                             .srq = i < 2 ? srq : NULL,
+		                             .cap = {.max_send_wr = 4, .max_send_sge = 1},
+		                             .qp_type = IBV_QPT_RC};
+
+		qp[i] = CHECK_PTR(ibv_create_qp(pd, &a));
+	}
+	printf("srq: workers %d %d (SRQ), %d %d (none)\n", gemu_qp_engine_worker(qp[0]),
+	       gemu_qp_engine_worker(qp[1]), gemu_qp_engine_worker(qp[2]),
+	       gemu_qp_engine_worker(qp[3]));
+	CHECK_EQ(gemu_qp_engine_worker(qp[0]), gemu_qp_engine_worker(qp[1]));
+	CHECK_NE(gemu_qp_engine_worker(qp[0]), gemu_qp_engine_worker(qp[2]));
+	for (int i = 0; i < 4; i++)
+		CHECK_OK(ibv_destroy_qp(qp[i]));
+	CHECK_OK(ibv_destroy_srq(srq));
+	CHECK_OK(ibv_destroy_cq(cq));
+	CHECK_OK(ibv_dealloc_pd(pd));
+}
+
 int main(int argc, char **argv)
 {
 	static const struct t_named_case cases[] = {
 	    {"fadd", case_fadd},
 	    {"cswap", case_cswap},
 	    {"share", case_share},
+	    {"srq", case_srq},
 	};
 
 	/* before the first verbs call: the emulator reads its knobs then */
