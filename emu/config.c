@@ -57,6 +57,9 @@ static const struct knob knobs[] = {
     {"GNIC_EMU_POLL_US", KNOB_INT, CFG(poll_us), "50", 1, 1000000,
      "while spinning on a core another thread wants, the engine polls by epoll waits "
      "this long (us) instead; software doorbells and sockets wake it sooner"},
+    {"GNIC_EMU_THREADS", KNOB_INT, CFG(threads), "auto", 1, 64,
+     "engine worker threads; QPs are spread over them at creation. auto = 1 with fewer "
+     "than 4 CPUs, else half the CPUs, at most 8"},
     {"GNIC_EMU_SLEEP_US", KNOB_INT, CFG(sleep_us), "1000", 1, 1000000,
      "longest engine sleep (us) when idle; software doorbells wake it sooner"},
     {"GNIC_EMU_TIMEOUT_MS", KNOB_INT, CFG(default_timeout_ms), "4000", 1, 3600000,
@@ -109,6 +112,21 @@ static long auto_spin_us(void)
 	return sysconf(_SC_NPROCESSORS_ONLN) >= 4 ? 200 : 0;
 }
 
+/* "auto" for GNIC_EMU_THREADS: each worker busy-polls its QPs for spin_us
+ * after its last work, so a worker wants a core. Half the CPUs leaves the
+ * other half to the application's threads (and a peer process on the same
+ * host); beyond 8 a process rarely has enough busy QPs to keep more busy,
+ * and every idle worker still costs wake-ups. Below 4 CPUs (CI has 2) one
+ * worker, as the spin default also assumes. */
+static long auto_threads(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (n < 4)
+		return 1;
+	return n / 2 < 8 ? n / 2 : 8;
+}
+
 static int parse_int(const struct knob *k, const char *s, int *out)
 {
 	char *end;
@@ -116,6 +134,10 @@ static int parse_int(const struct knob *k, const char *s, int *out)
 
 	if (strcmp(s, "auto") == 0 && k->offset == CFG(spin_us)) {
 		*out = (int)auto_spin_us();
+		return 0;
+	}
+	if (strcmp(s, "auto") == 0 && k->offset == CFG(threads)) {
+		*out = (int)auto_threads();
 		return 0;
 	}
 	errno = 0;

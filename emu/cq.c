@@ -510,8 +510,8 @@ static bool is_responder(const struct gnic_mlx5_cqe64 *cqe)
 /* Remove QP qpn's unpolled CQEs by sliding the later CQEs of other QPs over
  * them (each keeps the owner bit of the slot it lands in), then advancing the
  * consumer index past the freed slots; the SRQ WQEs of the receive CQEs
- * removed go back to the SRQ, as mlx5's cq clean does. The engine is stopped
- * (nic.lock). */
+ * removed go back to the SRQ, as mlx5's cq clean does. No worker writes
+ * meanwhile (the CQ's write lock, emu_cq_clean). */
 static uint32_t compact(struct emu_cq *cq, uint32_t qpn, struct emu_srq *srq, uint32_t pi)
 {
 	uint32_t mask = cq->cqe_cnt - 1, freed = 0;
@@ -545,6 +545,7 @@ void emu_cq_clean(struct emu_cq *cq, uint32_t qpn, struct emu_srq *srq)
 	/* with mlx5dv the user owns ci: the ring is not ours to rewrite */
 	if (!cq || cq->dv_owned)
 		return;
+	emu_cqe_lock(cq); /* QPs of other workers may write to it meanwhile */
 	pthread_spin_lock(&cq->poll_lock);
 	for (pi = cq->ci; pi - cq->ci < cq->cqe_cnt && emu_cq_next(cq, pi); pi++)
 		;
@@ -554,4 +555,5 @@ void emu_cq_clean(struct emu_cq *cq, uint32_t qpn, struct emu_srq *srq)
 		emu_cq_publish_ci(cq);
 	}
 	pthread_spin_unlock(&cq->poll_lock);
+	emu_cqe_unlock(cq);
 }

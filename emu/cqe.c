@@ -6,9 +6,31 @@
  * opcode and the owner bit of the current pass over the ring, so the body is
  * written first and op_own last, with release ordering.
  */
+#include <sched.h>
 #include <string.h>
 
 #include "emu.h"
+
+/* QPs of different workers may share a CQ; hardware has one CQE writer per
+ * CQ, so CQE writes (and emu_cq_clean's compaction) take turns here. Held
+ * for one CQE: a spin, yielding if the holder was descheduled. */
+void emu_cqe_lock(struct emu_cq *cq)
+{
+	for (unsigned int spins = 0;; spins++) {
+		int expected = 0;
+
+		if (atomic_compare_exchange_weak_explicit(
+		        &cq->write_lock, &expected, 1, memory_order_acquire, memory_order_relaxed))
+			return;
+		if (spins >= 64)
+			sched_yield();
+	}
+}
+
+void emu_cqe_unlock(struct emu_cq *cq)
+{
+	atomic_store_explicit(&cq->write_lock, 0, memory_order_release);
+}
 
 static bool cq_has_room(struct emu_cq *cq)
 {
@@ -66,7 +88,7 @@ static void maybe_notify(struct emu_cq *cq, const struct emu_cqe_info *in)
 		emu_channel_notify(cq);
 }
 
-bool emu_cqe_write(struct emu_cq *cq, const struct emu_cqe_info *in)
+static bool cqe_write(struct emu_cq *cq, const struct emu_cqe_info *in)
 {
 	struct gnic_mlx5_cqe64 *cqe;
 	uint8_t op_own;
@@ -95,4 +117,14 @@ bool emu_cqe_write(struct emu_cq *cq, const struct emu_cqe_info *in)
 	cq->pi++;
 	maybe_notify(cq, in);
 	return true;
+}
+
+bool emu_cqe_write(struct emu_cq *cq, const struct emu_cqe_info *in)
+{
+	bool ok;
+
+	emu_cqe_lock(cq);
+	ok = cqe_write(cq, in);
+	emu_cqe_unlock(cq);
+	return ok;
 }

@@ -53,6 +53,9 @@ struct cuda_api {
 };
 
 static pthread_mutex_t cuda_lock = PTHREAD_MUTEX_INITIALIZER;
+/* One copy at a time: engine workers share a context's stream and pinned
+ * stage, and a copy is the stage's from the first piece to the last. */
+static pthread_mutex_t copy_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cuda_api cu;
 static bool cu_loaded, cu_broken;
 static struct {
@@ -196,10 +199,12 @@ static int cuda_copy(CUcontext ctx, CUdeviceptr dev, void *host, uint64_t len, b
 		return -EIO;
 	if (prev != ctx && cu.ctx_set_current(ctx))
 		return -EIO;
+	pthread_mutex_lock(&copy_lock);
 	if (stream_for(ctx, &s, &stage))
 		r = staged_copy(s, stage, dev, host, len, to_dev);
 	else
 		r = -1;
+	pthread_mutex_unlock(&copy_lock);
 	if (prev != ctx)
 		cu.ctx_set_current(prev);
 	if (r) {

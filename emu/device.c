@@ -43,7 +43,8 @@
 #define EMU_PORT_MAX_VL       4 /* VL0-7 */
 
 /* Serialises open/close so the engine starts with the first context and
- * stops with the last. Separate from nic.lock: the engine takes nic.lock. */
+ * stops with the last. Separate from nic.lock, which is not held while the
+ * workers are joined. */
 static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
 static int open_contexts;
 

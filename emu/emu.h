@@ -17,12 +17,32 @@
  *       requests and responses between QPs: a direct call when both QPs
  *       live in this process, TCP otherwise.
  *
- * Threading: one engine thread per process serves every emulated device.
- * Everything the engine touches is protected by nic.lock, which the engine
- * holds for one pass at a time; control-path calls that change engine-visible
- * state (create/modify/destroy, reg/dereg) take it with emu_nic_lock().
- * Data-path calls (post_send/recv, poll_cq) never take it: they talk to the
- * engine only through the hardware-format queues, like real software does.
+ * Threading: GNIC_EMU_THREADS engine workers per process (worker.h), each a
+ * thread serving its own share of the QPs, under its own lock, which it holds
+ * for one pass at a time. A QP is placed on a worker at creation and never
+ * moves; its requester, responder, fabric connection and timers are that
+ * worker's. QPs of different workers talk through the workers' inboxes
+ * (copies, in order), never by one worker touching another's QP.
+ *
+ * nic.lock is only the control path's: it guards the object tables and
+ * reference counts (create/destroy/reg/dereg, pd, cq). A control-path call
+ * that changes what a worker sees also takes that worker's lock, after
+ * nic.lock (never the other way round; workers never take nic.lock):
+ *   - QP create (publication on its worker), modify (state, attributes,
+ *     fabric attach), destroy (unpublication): nic.lock + the QP's worker
+ *     lock, so a worker never sees a QP half made or half gone, and a QP is
+ *     freed only when its worker is between passes.
+ *   - MR reg publishes with a release store; dereg unpublishes, then waits
+ *     for every worker to end the pass it is in (emu_workers_sync) before
+ *     freeing: a worker looks MRs up without locks and uses them only within
+ *     one pass (an RCU-like grace period).
+ *   - CQs may be shared by QPs of different workers: CQE writes to one CQ are
+ *     serialised by its write lock (cqe.c); destroy needs no QP to use it.
+ * RDMA atomics on host memory are __atomic operations, exact across workers
+ * (and against the CPU); on GPU memory a read-modify-write under one lock.
+ * Data-path calls (post_send/recv, poll_cq) never take these locks: they
+ * talk to the engine only through the hardware-format queues, like real
+ * software does, and kick the QP's worker.
  */
 #ifndef GNIC_EMU_H
 #define GNIC_EMU_H
@@ -68,6 +88,7 @@ struct emu_config {
 	int log_level;          /* GNIC_EMU_LOG: 0 error,1 warn,2 info,3 debug */
 	int spin_us;            /* GNIC_EMU_SPIN_US: busy-poll after last work */
 	int poll_us;            /* GNIC_EMU_POLL_US: epoll period on a shared core */
+	int threads;            /* GNIC_EMU_THREADS: engine workers */
 	int sleep_us;           /* GNIC_EMU_SLEEP_US: longest idle sleep */
 	int default_timeout_ms; /* GNIC_EMU_TIMEOUT_MS: used when qp timeout=0 */
 	int handshake_ms;       /* GNIC_EMU_HANDSHAKE_MS: connect + authentication */
@@ -107,7 +128,8 @@ const char *emu_syndrome_str(uint8_t syndrome);
 /* Warnings that garbage input can trigger once per WQE or message (a bad
  * WQE, a stray request) are rate-limited per call site: EMU_LOG_BURST lines
  * per EMU_LOG_PERIOD_NS, the rest counted and the count given with the next
- * line let through. One static per call site; the engine thread owns it. */
+ * line let through. One static per call site, shared by the workers (log.c
+ * serialises them). */
 #define EMU_LOG_BURST     10
 #define EMU_LOG_PERIOD_NS 5000000000ull
 struct emu_log_limit {
@@ -148,6 +170,7 @@ struct emu_send_req {
 /* ---- objects ------------------------------------------------------------- */
 struct emu_listener; /* fabric_int.h */
 struct emu_conn;     /* fabric_int.h */
+struct emu_worker;   /* worker.h */
 
 struct emu_device {
 	struct ibv_device ibdev; /* first: ibv_device * casts back */
@@ -180,11 +203,12 @@ struct emu_mr {
 	struct emu_pd *pd;
 	uint64_t iova; /* address remote peers use */
 	uint64_t length;
-	int access;        /* IBV_ACCESS_* */
-	int mem_type;      /* enum emu_mem_type */
-	void *host_base;   /* host VA of byte 0 (EMU_MEM_HOST) */
-	uint64_t dev_base; /* CUdeviceptr of byte 0 (EMU_MEM_CUDA) */
-	void *cu_ctx;      /* CUcontext owning dev_base */
+	int access;             /* IBV_ACCESS_* */
+	int mem_type;           /* enum emu_mem_type */
+	void *host_base;        /* host VA of byte 0 (EMU_MEM_HOST) */
+	uint64_t dev_base;      /* CUdeviceptr of byte 0 (EMU_MEM_CUDA) */
+	void *cu_ctx;           /* CUcontext owning dev_base */
+	_Atomic int inbox_refs; /* inbox items reading its memory (worker.c) */
 };
 
 struct emu_cq {
@@ -198,7 +222,8 @@ struct emu_cq {
 	uint32_t cqe_cnt; /* power of two */
 	__be32 *dbrec;    /* [0] consumer index & 0xffffff, [1] arm */
 	bool ignore_overrun;
-	/* engine side */
+	/* engine side: any worker, under write_lock (cqe.c) */
+	_Atomic int write_lock;
 	uint32_t pi;  /* next CQE the engine writes */
 	bool overrun; /* CQ error: engine writes no more CQEs */
 	/* verbs side */
@@ -243,6 +268,9 @@ struct emu_srq {
 	uint16_t eng_next;  /* the WQE it takes next */
 	uint32_t limit;     /* armed SRQ limit, 0: none (IBV_EVENT_SRQ_LIMIT_REACHED) */
 	int refcnt;         /* QPs using it (under nic.lock): destroy -> EBUSY */
+	/* the engine worker of all its QPs, set with the first (under nic.lock):
+	 * eng_* and limit are that worker's (worker.c) */
+	struct emu_worker *_Atomic worker;
 };
 
 /* One receive WQE as the responder sees it: in the QP's RQ or its SRQ. */
@@ -267,7 +295,7 @@ struct emu_outstanding {
 	uint8_t inl[GNIC_MLX5_SCATTER_32_MAX];
 };
 
-/* The requester's state (RC: requester.c), the engine's own. */
+/* The requester's state (RC: requester.c), its worker's own. */
 struct emu_req_state {
 	uint16_t sq_ci;              /* next basic block to fetch */
 	uint16_t db_pi;              /* newest producer index rung */
@@ -283,7 +311,7 @@ struct emu_req_state {
 	bool sq_stalled;        /* a local error waits in ost: fetch nothing more */
 };
 
-/* The responder's state (RC: responder.c), the engine's own. */
+/* The responder's state (RC: responder.c), its worker's own. */
 struct emu_resp_state {
 	uint16_t rq_ci; /* next RQ WQE to consume */
 	uint32_t psn_expected;
@@ -293,9 +321,6 @@ struct emu_resp_state {
 	} atomic_cache[EMU_MAX_RD_ATOMIC];
 };
 
-/* One QP, by concern; each group says who writes it and under what. The
- * engine runs with nic.lock held; the data path (post_*, poll_cq) never
- * takes it and meets the engine only in the hardware layout. */
 /* The ibv_wr_* builder's state between ibv_wr_start and ibv_wr_complete /
  * ibv_wr_abort (qp_ex.c), under sq.lock, which is held in between, as
  * rdma-core's mlx5 holds its SQ lock. */
@@ -310,6 +335,9 @@ struct emu_wr_batch {
 	struct ibv_data_buf buf; /* wr_set_inline_data's one buffer */
 };
 
+/* One QP, by concern; each group says who writes it and under what. Its
+ * worker runs with the worker's lock held; the data path (post_*, poll_cq)
+ * never takes it and meets the engine only in the hardware layout. */
 struct emu_qp {
 	/* identity: set at creation, read by everyone; the references it holds
 	 * (pd, CQs) are counted under nic.lock */
@@ -322,7 +350,8 @@ struct emu_qp {
 	struct emu_context *ctx;
 	struct emu_pd *pd;
 	struct emu_cq *scq, *rcq;
-	struct emu_srq *srq; /* receives come from it (no RQ then), or NULL */
+	struct emu_srq *srq;       /* receives come from it (no RQ then), or NULL */
+	struct emu_worker *worker; /* the engine worker serving it (worker.h) */
 
 	/* hardware layout (page-aligned host memory), allocated at creation:
 	 * written by the verbs side or a GPU thread through mlx5dv, read by the
@@ -355,7 +384,7 @@ struct emu_qp {
 	 * in memory; the provider's poll_cq copies it out */
 	bool scat_recv, scat_req;
 
-	/* attributes: written under nic.lock by modify_qp; state also by the
+	/* attributes: written under nic.lock + worker lock by modify_qp; state also by the
 	 * engine (to ERR) and read by the data path, hence atomic */
 	_Atomic int state;       /* enum ibv_qp_state; engine may set ERR */
 	struct ibv_qp_attr attr; /* last values set through modify_qp */
@@ -365,8 +394,8 @@ struct emu_qp {
 	uint32_t dest_qpn;
 	uint8_t gid_type; /* enum ibv_gid_type of the sgid entry: its requests' framing */
 
-	/* engine state: the engine thread's under nic.lock, set up by the
-	 * type's add() and state_change() (control path, nic.lock) */
+	/* engine state: its worker's under the worker's lock, set up by the
+	 * type's add() and state_change() (control path, worker lock too) */
 	struct emu_req_state req;
 	struct emu_resp_state resp;
 	/* diagnostics: last error seen by the engine, for libgnic's error query */
@@ -375,8 +404,8 @@ struct emu_qp {
 		uint16_t wqe_counter;
 	} last_err;
 
-	/* fabric: the engine's, under nic.lock; set at RTR (emu_fabric_attach) */
-	struct emu_conn *conn; /* requests leave here (NULL: local peer) */
+	/* fabric: its worker's; set at RTR (emu_fabric_attach) */
+	struct emu_conn *conn; /* a connection of its worker (NULL: local peer) */
 };
 
 struct emu_channel {
@@ -384,10 +413,9 @@ struct emu_channel {
 	int wfd;                      /* write end: one struct emu_cq * per event */
 };
 
-/* Process-wide NIC: devices, object tables, engine thread. */
+/* Process-wide NIC: devices and object tables (the workers are worker.c's). */
 struct emu_nic {
-	pthread_mutex_t lock;     /* see the threading note at the top */
-	_Atomic int lock_waiters; /* control path waiting: engine yields */
+	pthread_mutex_t lock; /* control path only: see the threading note at the top */
 	int num_devices;
 	struct emu_device devices[EMU_MAX_DEVICES];
 	struct ibv_device *dev_list[EMU_MAX_DEVICES + 1];
@@ -395,23 +423,13 @@ struct emu_nic {
 	struct emu_srq *srqs[EMU_MAX_SRQ];      /* by srqn */
 	struct emu_mr *_Atomic mrs[EMU_MAX_MR]; /* by key >> 8 */
 	struct emu_cq *cqs[EMU_MAX_CQ];         /* by cqn */
-	struct emu_qp *active[EMU_MAX_QP];      /* dense: QPs the engine visits */
-	uint32_t nactive;
 	uint32_t next_pdn;
-	/* engine thread */
-	pthread_t engine;
-	bool engine_running;
-	_Atomic bool engine_stop;
-	_Atomic int engine_sleeping;
-	int kick_fd;            /* eventfd: wakes the sleeping engine */
-	int epoll_fd;           /* fabric sockets + kick_fd */
-	uint64_t engine_passes; /* statistics */
 };
 extern struct emu_nic emu_nic;
 
 /* nic.c */
 int emu_nic_init(void);  /* idempotent; devices + config */
-void emu_nic_lock(void); /* control path: fair w.r.t. the engine */
+void emu_nic_lock(void); /* control path only */
 void emu_nic_unlock(void);
 struct emu_qp *emu_qp_lookup(uint32_t qpn); /* NULL if none */
 struct emu_mr *emu_mr_lookup(uint32_t key); /* NULL if none */
@@ -419,10 +437,11 @@ uint64_t emu_now_ns(void);
 void *emu_alloc_pages(size_t size); /* zeroed, whole pages of its own; NULL on failure */
 
 /* engine.c */
-int emu_engine_start(void); /* with the first open context */
-void emu_engine_stop(void); /* with the last close */
-void emu_engine_kick(void); /* software rang a doorbell: wake the engine */
-/* Called by qp.c with nic.lock held; each goes to the QP type's table
+int emu_engine_start(void);              /* with the first open context: every worker */
+void emu_engine_stop(void);              /* with the last close */
+void emu_engine_kick(struct emu_qp *qp); /* software rang qp's doorbell: wake its worker */
+/* Called by qp.c with nic.lock and the QP's worker lock held (emu_qp_ctl_lock);
+ * each goes to the QP type's table
  * (qp_ops.h). qp_add allocates the engine's per-QP state (0 or -errno);
  * qp_state runs after the verbs side committed a state change (for RC:
  * RESET clears engine state, RTR attaches the fabric, RTS arms the
@@ -447,14 +466,18 @@ struct emu_cqe_info {
 };
 bool emu_cqe_write(struct emu_cq *cq, const struct emu_cqe_info *info);
 
+void emu_cqe_lock(struct emu_cq *cq); /* the CQ's write lock (cqe.c) */
+void emu_cqe_unlock(struct emu_cq *cq);
+
 /* cq.c: drop the CQEs of QP qpn that software has not polled yet (destroy
- * and reset of that QP, like mlx5's cq clean). Called with nic.lock held. */
+ * and reset of that QP, like mlx5's cq clean). Called with the QP's worker
+ * lock held; takes the CQ's write lock. */
 void emu_cq_clean(struct emu_cq *cq, uint32_t qpn, struct emu_srq *srq);
 
-/* recv.c: the responder's receive queue, the QP's RQ or its SRQ (engine,
- * nic.lock). emu_recv_peek: the WQE the next receive takes (false: none
- * posted). emu_recv_take: take it (it was peeked), returning its index for
- * the CQE; an SRQ's armed limit may raise IBV_EVENT_SRQ_LIMIT_REACHED. */
+/* recv.c: the responder's receive queue, the QP's RQ or its SRQ (the QP's
+ * worker; an SRQ's QPs all share one worker, worker.c). emu_recv_peek: the WQE the next receive
+ * takes (false: none posted). emu_recv_take: take it (it was peeked), returning its index for the
+ * CQE; an SRQ's armed limit may raise IBV_EVENT_SRQ_LIMIT_REACHED. */
 bool emu_recv_peek(struct emu_qp *qp, struct emu_recv_wqe *w);
 uint16_t emu_recv_take(struct emu_qp *qp);
 
@@ -464,6 +487,10 @@ void emu_srq_free_wqe(struct emu_srq *srq, uint16_t idx);
 uint16_t emu_srq_next_index(const struct emu_srq *srq, uint32_t idx);
 struct gnic_mlx5_data_seg *emu_srq_wqe(const struct emu_srq *srq, uint16_t idx, unsigned *nseg);
 
+/* qp.c: the control path's lock for a change to qp: nic.lock, then qp's
+ * worker lock. */
+void emu_qp_ctl_lock(struct emu_qp *qp);
+void emu_qp_ctl_unlock(struct emu_qp *qp);
 /* qp.c: the engine's own state change (any QP type): to ERR, logging why
  * the first time. */
 void emu_qp_enter_error(struct emu_qp *qp, const char *why);
@@ -629,6 +656,9 @@ struct mlx5dv_qp_init_attr;
 EMU_EXPORT struct ibv_qp *gemu_mlx5dv_create_qp(struct ibv_context *context,
                                                 struct ibv_qp_init_attr_ex *attr,
                                                 struct mlx5dv_qp_init_attr *mlx5_attr);
+/* worker.c: the engine worker serving qp (0 .. GNIC_EMU_THREADS-1), or -1
+ * for a QP that is not gnic-emu's; for tests and diagnostics. */
+EMU_EXPORT int gemu_qp_engine_worker(struct ibv_qp *qp);
 /* Is this ibv_context one of gnic-emu's? (libgnic asks before using gemu_*) */
 EMU_EXPORT bool gemu_is_emu_context(struct ibv_context *context);
 

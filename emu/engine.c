@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The engine: the emulated NIC's processor, one thread per process.
+ * The engine: the emulated NIC's processors, GNIC_EMU_THREADS worker threads
+ * per process (worker.h), each running the loop below over its own QPs,
+ * inbox and sockets.
  *
  * Hardware notices doorbells by bus writes; we cannot trap a GPU's store into
- * host memory, so the engine polls every active QP's doorbell record and
+ * host memory, so a worker polls each of its QPs' doorbell record and
  * register. To keep CI's two cores usable it polls only for emu_cfg.spin_us
  * after the last work (busy while its core is free, by short epoll waits
  * while other threads want the core: engine_idle()), then sleeps with a
@@ -19,56 +21,59 @@
 
 #include "emu.h"
 #include "fabric.h"
+#include "worker.h"
 
 static pthread_mutex_t engine_ctl = PTHREAD_MUTEX_INITIALIZER;
 static int engine_users;
 
-/* One sweep over every socket and QP. Runs with nic.lock held. Input comes
- * first: answers that arrived while the engine did not run must be seen
- * before any retransmission timer is judged. */
-static int engine_pass(void)
+/* One sweep over the worker's inbox, sockets and QPs. Runs with w->lock
+ * held. Input comes first: answers that arrived while the worker did not run
+ * must be seen before any retransmission timer is judged. */
+static int engine_pass(struct emu_worker *w)
 {
-	int work = emu_fabric_poll();
-	uint64_t now = emu_now_ns();
+	int work = emu_inbox_drain(w);
+	uint64_t now;
 
-	for (uint32_t i = 0; i < emu_nic.nactive; i++) {
-		struct emu_qp *qp = emu_nic.active[i];
+	work += emu_fabric_poll();
+	now = emu_now_ns();
+	for (uint32_t i = 0; i < w->nactive; i++) {
+		struct emu_qp *qp = w->active[i];
 
 		work += qp->ops->progress(qp, now);
 	}
 	if (emu_fabric_flush() > 0)
 		work++;
-	emu_nic.engine_passes++;
+	w->passes++;
 	return work;
 }
 
 /* One pass under the lock. *pending: fabric output still queued (read under
  * the lock too: a control-path call may free connections between passes). */
-static int locked_pass(bool *pending)
+static int locked_pass(struct emu_worker *w, bool *pending)
 {
 	int work;
 
-	pthread_mutex_lock(&emu_nic.lock);
-	work = engine_pass();
+	pthread_mutex_lock(&w->lock);
+	work = engine_pass(w);
 	if (pending)
 		*pending = emu_fabric_pending();
-	pthread_mutex_unlock(&emu_nic.lock);
+	pthread_mutex_unlock(&w->lock);
 	/* the control path is waiting for the lock: let it in */
-	if (atomic_load_explicit(&emu_nic.lock_waiters, memory_order_relaxed))
+	if (atomic_load_explicit(&w->lock_waiters, memory_order_relaxed))
 		sched_yield();
 	return work;
 }
 
-/* Sleep unless a doorbell rang between our last pass and now. Pairs with the
- * read-modify-write in emu_engine_kick() (RMWs rather than fences: TSan
- * does not model fences): either the poster sees sleeping == 1 and kicks, or
- * our re-check pass sees its doorbell. */
-static void idle_sleep(uint64_t timeout_ns)
+/* Sleep unless a doorbell rang or the inbox got something between our last
+ * pass and now. Pairs with the read-modify-write in emu_worker_kick() (RMWs
+ * rather than fences: TSan does not model fences): either the poster sees
+ * sleeping == 1 and kicks, or our re-check pass sees its doorbell. */
+static void idle_sleep(struct emu_worker *w, uint64_t timeout_ns)
 {
-	atomic_exchange(&emu_nic.engine_sleeping, 1); /* a full barrier */
-	if (!locked_pass(NULL))
+	atomic_exchange(&w->sleeping, 1); /* a full barrier */
+	if (!locked_pass(w, NULL))
 		emu_fabric_wait(timeout_ns);
-	atomic_store(&emu_nic.engine_sleeping, 0);
+	atomic_store(&w->sleeping, 0);
 }
 
 /* What the engine does after a pass that found no work. For emu_cfg.spin_us
@@ -114,18 +119,18 @@ static void spin_yield(struct engine_idle *s, uint64_t now)
 	        (unsigned long long)(s->backoff_ns / 1000000));
 }
 
-static void engine_idle(struct engine_idle *s, bool pending)
+static void engine_idle(struct emu_worker *w, struct engine_idle *s, bool pending)
 {
 	uint64_t now = emu_now_ns(), max_sleep = (uint64_t)emu_cfg.sleep_us * 1000;
 
 	if (now - s->last_work < (uint64_t)emu_cfg.spin_us * 1000 || pending) {
 		if (now < s->shared_until)
-			idle_sleep((uint64_t)emu_cfg.poll_us * 1000);
+			idle_sleep(w, (uint64_t)emu_cfg.poll_us * 1000);
 		else
 			spin_yield(s, now);
 		return;
 	}
-	idle_sleep(s->sleep_ns);
+	idle_sleep(w, s->sleep_ns);
 	s->sleep_ns = s->sleep_ns * 2 < max_sleep ? s->sleep_ns * 2 : max_sleep;
 	if (s->sleep_ns < EMU_MIN_SLEEP_NS)
 		s->sleep_ns = EMU_MIN_SLEEP_NS;
@@ -133,22 +138,40 @@ static void engine_idle(struct engine_idle *s, bool pending)
 
 static void *engine_main(void *arg)
 {
+	struct emu_worker *w = arg;
 	struct engine_idle s = {.last_work = emu_now_ns(),
 	                        .sleep_ns = EMU_MIN_SLEEP_NS,
 	                        .backoff_ns = EMU_MIN_BACKOFF_NS};
 
-	(void)arg;
-	while (!atomic_load(&emu_nic.engine_stop)) {
+	emu_worker_enter(w);
+	while (!atomic_load(&w->stop)) {
 		bool pending = false;
 
-		if (locked_pass(&pending)) {
+		if (locked_pass(w, &pending)) {
 			s.last_work = emu_now_ns();
 			s.sleep_ns = EMU_MIN_SLEEP_NS;
 			continue;
 		}
-		engine_idle(&s, pending);
+		engine_idle(w, &s, pending);
 	}
 	return NULL;
+}
+
+static void workers_stop(int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct emu_worker *w = emu_worker_at(i);
+
+		if (!w->running)
+			continue;
+		atomic_store(&w->stop, true);
+		atomic_store(&w->sleeping, 1); /* kick it whether it sleeps or not */
+		emu_worker_kick(w);
+		pthread_join(w->thread, NULL);
+		w->running = false;
+		atomic_store(&w->sleeping, 0);
+		emu_inbox_discard(w);
+	}
 }
 
 int emu_engine_start(void)
@@ -157,13 +180,19 @@ int emu_engine_start(void)
 
 	pthread_mutex_lock(&engine_ctl);
 	if (engine_users++ == 0) {
-		atomic_store(&emu_nic.engine_stop, false);
-		ret = pthread_create(&emu_nic.engine, NULL, engine_main, NULL);
+		for (int i = 0; i < emu_workers_count() && !ret; i++) {
+			struct emu_worker *w = emu_worker_at(i);
+
+			atomic_store(&w->stop, false);
+			ret = pthread_create(&w->thread, NULL, engine_main, w);
+			if (ret)
+				emu_err("cannot start engine worker %d: %s", i, strerror(ret));
+			else
+				w->running = true;
+		}
 		if (ret) {
+			workers_stop(emu_workers_count());
 			engine_users--;
-			emu_err("cannot start the engine thread: %s", strerror(ret));
-		} else {
-			emu_nic.engine_running = true;
 		}
 	}
 	pthread_mutex_unlock(&engine_ctl);
@@ -173,22 +202,14 @@ int emu_engine_start(void)
 void emu_engine_stop(void)
 {
 	pthread_mutex_lock(&engine_ctl);
-	if (engine_users > 0 && --engine_users == 0 && emu_nic.engine_running) {
-		atomic_store(&emu_nic.engine_stop, true);
-		emu_engine_kick();
-		pthread_join(emu_nic.engine, NULL);
-		emu_nic.engine_running = false;
-	}
+	if (engine_users > 0 && --engine_users == 0)
+		workers_stop(emu_workers_count());
 	pthread_mutex_unlock(&engine_ctl);
 }
 
-void emu_engine_kick(void)
+void emu_engine_kick(struct emu_qp *qp)
 {
-	uint64_t one = 1;
-
-	if (atomic_fetch_add(&emu_nic.engine_sleeping, 0) &&
-	    write(emu_nic.kick_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		emu_dbg("engine kick failed: %s", strerror(errno));
+	emu_worker_kick(qp->worker);
 }
 
 int emu_engine_qp_add(struct emu_qp *qp)

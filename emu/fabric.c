@@ -4,16 +4,17 @@
  * its entry points (fabric.h) and its event loop; fabric_int.h says where
  * the rest is.
  *
- * In-process peers get a direct call. Everything else travels over TCP: each
- * device listens on one socket, and this process opens one connection per
- * (local device, remote listener) pair, shared by every QP of that device
- * whose destination GID names that listener. The hello that opens a
- * connection names the local device's GID, which is why connections are not
- * shared across local devices.
+ * In-process peers get a direct call when both QPs are on one engine worker,
+ * else a copy through the peer's worker's inbox (worker.h). Everything else
+ * travels over TCP: each device listens on one socket (served by worker 0),
+ * and each worker opens one connection per (local device, remote listener)
+ * pair, shared by every QP of that worker and device whose destination GID
+ * names that listener. The hello that opens a connection names the local
+ * device's GID, which is why connections are not shared across local devices.
  *
- * Every socket is non-blocking and sits in emu_nic.epoll_fd (level-triggered)
- * next to the engine's kick eventfd. Output is appended to a per-connection
- * buffer and written once per engine pass (emu_fabric_flush); input is read in
+ * Every socket is non-blocking and sits in its worker's epoll set
+ * (level-triggered) next to the worker's kick eventfd. Output is appended to
+ * a per-connection buffer and written once per engine pass (emu_fabric_flush); input is read in
  * big chunks into a compacting buffer and dispatched in place, so a message
  * costs a memcpy, not a syscall or a malloc. A message larger than
  * FAB_IN_FREE is buffered whole only once its QP said it takes it (its
@@ -35,9 +36,7 @@
 
 #include "fabric_int.h"
 
-struct fab_state fab;
 static struct fab_handle kick_handle = {FAB_KICK};
-static int kick_registered = -1;
 static _Atomic bool no_pwait2;
 
 /* ---- helpers -------------------------------------------------------------- */
@@ -56,12 +55,12 @@ int fab_epoll_set(int op, int fd, struct fab_handle *h, uint32_t events)
 {
 	struct epoll_event ev = {.events = events, .data.ptr = h};
 
-	return epoll_ctl(emu_nic.epoll_fd, op, fd, &ev) ? -errno : 0;
+	return epoll_ctl(emu_worker_cur()->epoll_fd, op, fd, &ev) ? -errno : 0;
 }
 
 void fab_epoll_forget(int fd)
 {
-	epoll_ctl(emu_nic.epoll_fd, EPOLL_CTL_DEL, fd, NULL);
+	epoll_ctl(emu_worker_cur()->epoll_fd, EPOLL_CTL_DEL, fd, NULL);
 }
 
 /* The engine sleeps in emu_fabric_wait(); the kick eventfd must be in the set
@@ -69,14 +68,14 @@ void fab_epoll_forget(int fd)
  * with other event data. */
 void fab_register_kick(void)
 {
-	int fd = emu_nic.kick_fd;
+	int fd = emu_worker_cur()->kick_fd;
 
-	if (fd <= 0 || fd == kick_registered)
+	if (fd <= 0 || fd == fab.kick_registered)
 		return;
 	if (fab_epoll_set(EPOLL_CTL_ADD, fd, &kick_handle, EPOLLIN) == -EEXIST &&
 	    fab_epoll_set(EPOLL_CTL_MOD, fd, &kick_handle, EPOLLIN))
 		return;
-	kick_registered = fd;
+	fab.kick_registered = fd;
 }
 
 static void drain_kick(void)
@@ -84,7 +83,7 @@ static void drain_kick(void)
 	uint64_t v;
 
 	/* Level-triggered and we are the only reader: this never blocks. */
-	if (read(emu_nic.kick_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+	if (read(emu_worker_cur()->kick_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		emu_dbg("fabric: kick eventfd read: %s", strerror(errno));
 }
 
@@ -140,23 +139,41 @@ void emu_fabric_detach(struct emu_qp *qp)
 		fab_conn_retire(c);
 }
 
-static int send_local(struct emu_qp *qp, const struct emu_msg *m, const void *payload)
+/* A peer QP of this worker runs its responder inside this call; one of
+ * another worker gets a copy through that worker's inbox (-EAGAIN while the
+ * inbox is over its mark, as a full connection would say). */
+static int send_local(struct emu_qp *qp, const struct emu_msg *m, const void *payload,
+                      struct emu_mr *src)
 {
 	struct emu_reply_path path = {.local = qp, .peer_gid = &qp->ctx->dev->gid};
 	struct emu_device *dev = emu_device_by_gid(&qp->dgid);
+	int owner = emu_qpn_worker(qp->dest_qpn);
 	struct emu_qp *peer;
 
 	if (!dev)
 		return -ENOTCONN; /* attach found no emulator at that GID */
 	/* No such QP on that device: lost on the wire, the timer decides. */
-	peer = emu_qp_lookup(qp->dest_qpn);
+	if (!owner)
+		return 0;
+	if (owner != qp->worker->index + 1) {
+		struct emu_inbox_from from = {.reply_w = qp->worker->index,
+		                              .reply_qpn = qp->ibqp.qp_num,
+		                              .peer_gid = &qp->ctx->dev->gid,
+		                              .dst_dev = dev};
+		int ret = emu_inbox_push(emu_worker_at(owner - 1), EMU_INBOX_REQUEST, &from, m,
+		                         payload, src, true);
+
+		return ret == -ENOMEM ? 0 : ret; /* out of memory: lost, the timer decides */
+	}
+	peer = emu_worker_qp(qp->worker, qp->dest_qpn);
 	if (!peer || !peer->ctx || peer->ctx->dev != dev)
 		return 0;
 	peer->ops->on_request(peer, &path, m, payload);
 	return 0;
 }
 
-int emu_fabric_send(struct emu_qp *qp, const struct emu_msg *m, const void *payload)
+int emu_fabric_send(struct emu_qp *qp, const struct emu_msg *m, const void *payload,
+                    struct emu_mr *src)
 {
 	struct emu_conn *c;
 
@@ -165,7 +182,7 @@ int emu_fabric_send(struct emu_qp *qp, const struct emu_msg *m, const void *payl
 		return -EINVAL;
 	c = qp->conn;
 	if (!c)
-		return send_local(qp, m, payload);
+		return send_local(qp, m, payload, src);
 	if (!fab_conn_revive(c))
 		return -ENOTCONN;
 	if (fab_buf_used(&c->out) + fab_buf_used(&c->hold) >= FAB_OUT_HIGH_WATER)
@@ -173,7 +190,8 @@ int emu_fabric_send(struct emu_qp *qp, const struct emu_msg *m, const void *payl
 	return fab_conn_post(c, m, payload);
 }
 
-int emu_fabric_reply(struct emu_reply_path *path, const struct emu_msg *m, const void *payload)
+int emu_fabric_reply(struct emu_reply_path *path, const struct emu_msg *m, const void *payload,
+                     struct emu_mr *src)
 {
 	if (!path || !m || !emu_wire_msg_valid(m) || emu_wire_is_request(m->type) ||
 	    (emu_wire_payload_len(m) && !payload))
@@ -182,12 +200,32 @@ int emu_fabric_reply(struct emu_reply_path *path, const struct emu_msg *m, const
 		path->local->ops->on_response(path->local, m, payload);
 		return 0;
 	}
-	if (!path->conn)
-		return -EINVAL;
+	if (!path->conn) {
+		struct emu_worker *w = emu_worker_at(path->fwd_w);
+		struct emu_inbox_from from = {.conn_id = path->fwd_conn};
+
+		if (!w || (!path->fwd_qpn && !path->fwd_conn))
+			return -EINVAL;
+		/* no high-water check, as below: requests are what is held back */
+		return emu_inbox_push(w, path->fwd_qpn ? EMU_INBOX_RESPONSE : EMU_INBOX_CONN, &from,
+		                      m, payload, path->fwd_qpn ? src : NULL, false);
+	}
 	if (path->conn->state != CONN_UP)
 		return -ENOTCONN; /* dropped: the requester retransmits */
 	/* No high-water check: requests stop being parsed above the mark. */
 	return fab_conn_post(path->conn, m, payload);
+}
+
+void emu_fabric_conn_reply(uint64_t conn_id, const struct emu_msg *m, const void *payload)
+{
+	for (struct emu_conn *c = fab.conns; c; c = c->next) {
+		if (c->id != conn_id)
+			continue;
+		if (c->state == CONN_UP && !c->doomed)
+			fab_conn_post(c, m, payload);
+		return;
+	}
+	/* gone: the reply is lost, the requester retransmits */
 }
 
 /* ---- engine entry points -------------------------------------------------- */
@@ -212,15 +250,14 @@ static int handle_event(const struct epoll_event *ev)
  * epoll_wait() per pass would double the cost of an in-process engine pass. */
 static bool idle_skip(void)
 {
-	static uint64_t next_ns;
 	uint64_t now;
 
 	if (fab.conns)
 		return false;
 	now = emu_now_ns();
-	if (now < next_ns)
+	if (now < fab.idle_next_ns)
 		return true;
-	next_ns = now + FAB_IDLE_POLL_NS;
+	fab.idle_next_ns = now + FAB_IDLE_POLL_NS;
 	return false;
 }
 
@@ -269,7 +306,8 @@ int emu_fabric_poll(void)
 	uint64_t t0;
 	int n, work;
 
-	fab_listeners_resume();
+	if (emu_worker_cur()->index == 0)
+		fab_listeners_resume(); /* worker 0 has the listeners */
 	if (idle_skip())
 		return 0;
 	fab_register_kick();
@@ -277,7 +315,7 @@ int emu_fabric_poll(void)
 	fab.poll_seq++;
 	work = fab_resume_blocked();
 	t0 = emu_now_ns();
-	n = epoll_wait(emu_nic.epoll_fd, ev, FAB_POLL_EVENTS, 0);
+	n = epoll_wait(emu_worker_cur()->epoll_fd, ev, FAB_POLL_EVENTS, 0);
 	for (int i = 0; i < n; i++) {
 		first[i] = event_first(&ev[i]);
 		if (first[i])
@@ -295,8 +333,18 @@ int emu_fabric_poll(void)
 
 uint64_t emu_fabric_heard_ns(const struct emu_qp *qp, uint64_t now)
 {
-	/* in-process peers answer inside emu_fabric_send(): nothing waits */
-	if (!qp->conn || qp->conn->heard_ns > now)
+	int owner;
+
+	/* in-process: a peer of this worker answers inside emu_fabric_send();
+	 * one of another worker as soon as that worker ran our request (and
+	 * its answer is drained from our inbox before any timer is judged) */
+	if (!qp->conn) {
+		owner = emu_qpn_worker(qp->dest_qpn);
+		if (!owner || owner == qp->worker->index + 1)
+			return now;
+		return emu_worker_heard_ns(emu_worker_at(owner - 1), now);
+	}
+	if (qp->conn->heard_ns > now)
 		return now;
 	return qp->conn->heard_ns;
 }
@@ -333,8 +381,11 @@ void emu_fabric_wait(uint64_t timeout_ns)
 {
 	struct timespec ts = {.tv_sec = (time_t)(timeout_ns / 1000000000u),
 	                      .tv_nsec = (long)(timeout_ns % 1000000000u)};
+	struct emu_worker *w = emu_worker_cur();
 	struct epoll_event ev;
-	uint64_t ms, resume = atomic_load_explicit(&fab_accept_resume_ns, memory_order_relaxed);
+	uint64_t ms,
+	    resume =
+	        w->index ? 0 : atomic_load_explicit(&fab_accept_resume_ns, memory_order_relaxed);
 
 	/* a paused listener returns on time, however long the engine sleeps */
 	if (resume) {
@@ -348,10 +399,10 @@ void emu_fabric_wait(uint64_t timeout_ns)
 	}
 	/* Level-triggered readiness only: whatever is ready stays for poll. */
 	if (!atomic_load_explicit(&no_pwait2, memory_order_relaxed)) {
-		if (epoll_pwait2(emu_nic.epoll_fd, &ev, 1, &ts, NULL) >= 0 || errno != ENOSYS)
+		if (epoll_pwait2(w->epoll_fd, &ev, 1, &ts, NULL) >= 0 || errno != ENOSYS)
 			return;
 		atomic_store_explicit(&no_pwait2, true, memory_order_relaxed);
 	}
 	ms = (timeout_ns + 999999) / 1000000;
-	epoll_wait(emu_nic.epoll_fd, &ev, 1, ms > INT_MAX ? INT_MAX : (int)ms);
+	epoll_wait(w->epoll_fd, &ev, 1, ms > INT_MAX ? INT_MAX : (int)ms);
 }

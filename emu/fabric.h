@@ -12,7 +12,8 @@
  * Wire format (fabric_wire.h): an authenticated handshake (hello, challenge,
  * proof), then struct emu_msg headers each followed by its payload. No
  * request is parsed before the peer proved it holds the job's secret.
- * All functions run on the engine thread with nic.lock held.
+ * All functions run on a worker (worker.h) with its lock held, and act on
+ * that worker's fabric state: its connections and epoll set.
  */
 #ifndef GNIC_EMU_FABRIC_H
 #define GNIC_EMU_FABRIC_H
@@ -24,11 +25,16 @@
 _Static_assert(EMU_WIRE_MAX_MSG == EMU_MAX_MSG_SIZE, "one message size limit");
 _Static_assert(EMU_HS_REFUSED_MAX >= EMU_MAX_DEVICES, "an acceptor refuses every local GID");
 
-/* Where a responder's reply goes: a local requester QP or a connection. */
+/* Where a responder's reply goes: a local requester QP or a connection of
+ * this worker, or else (neither set) through worker fwd_w's inbox to its QP
+ * fwd_qpn (in-process) or its connection fwd_conn. */
 struct emu_reply_path {
-	struct emu_qp *local;          /* in-process requester, or NULL */
-	struct emu_conn *conn;         /* TCP connection it came on, or NULL */
+	struct emu_qp *local;          /* in-process requester of this worker, or NULL */
+	struct emu_conn *conn;         /* TCP connection of this worker it came on, or NULL */
 	const union ibv_gid *peer_gid; /* sender's GID (the local device's for in-process) */
+	int fwd_w;
+	uint32_t fwd_qpn;
+	uint64_t fwd_conn;
 };
 
 /* Bind device dev's listener (GNIC_EMU_ADDR + index, or a loopback address
@@ -43,14 +49,25 @@ int emu_fabric_attach(struct emu_qp *qp);
 void emu_fabric_detach(struct emu_qp *qp); /* at RESET / destroy */
 
 /* Send request m (+ m->len payload bytes) from qp to its peer. In-process:
- * the peer's responder runs before this returns (its reply may already have
- * reached qp's on_response, qp_ops.h). Returns 0 when delivered or queued,
+ * on the same worker, the peer's responder runs before this returns (its
+ * reply may already have reached qp's on_response, qp_ops.h); on another,
+ * it gets a copy (or reference) through that worker's inbox. Returns 0 when delivered or queued,
  * -EAGAIN when the connection's output is full (try later), -ENOTCONN when
  * the peer is unreachable now (the requester's timer decides what follows). */
-int emu_fabric_send(struct emu_qp *qp, const struct emu_msg *m, const void *payload);
+int emu_fabric_send(struct emu_qp *qp, const struct emu_msg *m, const void *payload,
+                    struct emu_mr *src);
 
 /* Send a responder's reply (+ m->len payload bytes) back along path. */
-int emu_fabric_reply(struct emu_reply_path *path, const struct emu_msg *m, const void *payload);
+int emu_fabric_reply(struct emu_reply_path *path, const struct emu_msg *m, const void *payload,
+                     struct emu_mr *src);
+/* src (send and reply): the registered host MR payload lies in, or NULL (a
+ * scratch buffer, inline data). A large payload in an MR goes to another
+ * worker's inbox by reference, the MR held until the item is done (mr.c's
+ * dereg waits for that), so an in-process 1 GiB WRITE is not copied twice. */
+
+/* An inbox item from another worker: send reply m (+ payload) on this
+ * worker's connection conn_id (dropped if it is gone or down). */
+void emu_fabric_conn_reply(uint64_t conn_id, const struct emu_msg *m, const void *payload);
 
 /* Accept, read and dispatch whatever sockets have ready (no waiting):
  * requests and responses go to the QP they name (m->dst_qpn), through its
@@ -65,7 +82,7 @@ uint64_t emu_fabric_heard_ns(const struct emu_qp *qp, uint64_t now);
 /* Push queued output. Returns bytes sent. */
 int emu_fabric_flush(void);
 /* Sleep until a socket or the kick eventfd is ready, at most timeout_ns.
- * Called WITHOUT nic.lock. */
+ * Called WITHOUT the worker's lock. */
 void emu_fabric_wait(uint64_t timeout_ns);
 /* Is any output still queued (the engine must not sleep long then)? */
 bool emu_fabric_pending(void);

@@ -184,10 +184,12 @@ static int conn_connected(struct emu_conn *c)
 struct emu_conn *fab_conn_alloc(struct emu_device *dev, const struct sockaddr_in *addr,
                                 bool outbound)
 {
+	static _Atomic uint64_t next_id = 1;
 	struct emu_conn *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		return NULL;
+	c->id = atomic_fetch_add(&next_id, 1);
 	c->h.kind = FAB_CONN;
 	c->fd = -1;
 	c->state = CONN_DEAD;
@@ -372,13 +374,37 @@ static size_t in_room(struct emu_conn *c)
 	return c->in.cap - c->in.tail;
 }
 
-/* Request m for a QP of this process goes to its type's responder. Like a
- * wire: a request for a QP that does not exist is dropped. */
-static bool deliver_request(struct emu_reply_path *from, const struct emu_msg *m,
+/* A request for a QP of another worker goes to that worker's inbox, whole
+ * (false for the header alone: then its data is buffered first), and its
+ * answer comes back through ours to connection c. */
+static bool forward_request(struct emu_conn *c, int owner, const struct emu_msg *m,
                             const void *payload)
 {
-	struct emu_qp *qp = emu_qp_lookup(m->dst_qpn);
+	struct emu_inbox_from from = {
+	    .reply_w = emu_worker_cur()->index, .conn_id = c->id, .peer_gid = &c->peer_gid};
 
+	if (m->len && !payload)
+		return false;
+	if (emu_inbox_push(emu_worker_at(owner - 1), EMU_INBOX_REQUEST, &from, m, payload, NULL,
+	                   false))
+		emu_dbg("request type %u psn %u for QP 0x%x dropped: worker %d's inbox: out of "
+		        "memory",
+		        m->type, m->psn, m->dst_qpn, owner - 1);
+	return true;
+}
+
+/* Request m for a QP of this process goes to its type's responder. Like a
+ * wire: a request for a QP that does not exist is dropped. */
+static bool deliver_request(struct emu_conn *c, struct emu_reply_path *from,
+                            const struct emu_msg *m, const void *payload)
+{
+	struct emu_worker *w = emu_worker_cur();
+	int owner = emu_qpn_worker(m->dst_qpn);
+	struct emu_qp *qp;
+
+	if (owner && owner != w->index + 1)
+		return forward_request(c, owner, m, payload);
+	qp = emu_worker_qp(w, m->dst_qpn);
 	if (!qp) {
 		emu_dbg("request type %u psn %u for QP 0x%x dropped: no such QP", m->type, m->psn,
 		        m->dst_qpn);
@@ -388,12 +414,31 @@ static bool deliver_request(struct emu_reply_path *from, const struct emu_msg *m
 }
 
 /* A response for a QP that is gone, or that talks to someone else now, is
- * dropped like a stray packet (true: nothing more to do with it). */
+ * dropped like a stray packet (true: nothing more to do with it). Only QPs
+ * of this worker use its connections. */
 static bool deliver_response(struct emu_conn *c, const struct emu_msg *m, const void *payload)
 {
-	struct emu_qp *qp = emu_qp_lookup(m->dst_qpn);
+	struct emu_qp *qp = emu_worker_qp(emu_worker_cur(), m->dst_qpn);
 
 	return !qp || qp->conn != c || qp->ops->on_response(qp, m, payload);
+}
+
+/* Must request m wait (c->in_blocked)? While c's output is over the mark
+ * (the replies would grow it without bound), or while the inbox of the
+ * worker m's QP is on is (forwarded requests are copies: without this a
+ * peer could queue any amount there, and the answers to what it sent
+ * would wait behind all of it). */
+static bool hold_request(const struct emu_conn *c, const struct emu_msg *m)
+{
+	int owner;
+
+	if (fab_buf_used(&c->out) >= FAB_OUT_HIGH_WATER)
+		return true;
+	owner = emu_qpn_worker(m->dst_qpn);
+	if (!owner || owner == emu_worker_cur()->index + 1)
+		return false;
+	return atomic_load_explicit(&emu_worker_at(owner - 1)->inbox_bytes, memory_order_relaxed) >=
+	       EMU_INBOX_HIGH_WATER;
 }
 
 static void dispatch(struct emu_conn *c, const struct emu_msg *m, const void *payload)
@@ -401,7 +446,7 @@ static void dispatch(struct emu_conn *c, const struct emu_msg *m, const void *pa
 	struct emu_reply_path path = {.conn = c, .peer_gid = &c->peer_gid};
 
 	if (emu_wire_is_request(m->type))
-		deliver_request(&path, m, payload);
+		deliver_request(c, &path, m, payload);
 	else
 		deliver_response(c, m, payload);
 }
@@ -414,7 +459,7 @@ static bool take_header(struct emu_conn *c, const struct emu_msg *m)
 	struct emu_reply_path path = {.conn = c, .peer_gid = &c->peer_gid};
 
 	if (emu_wire_is_request(m->type))
-		return deliver_request(&path, m, NULL);
+		return deliver_request(c, &path, m, NULL);
 	return deliver_response(c, m, NULL);
 }
 
@@ -486,9 +531,8 @@ static int conn_parse(struct emu_conn *c)
 		case EMU_WIRE_EV_MSG:
 			break;
 		}
-		if (emu_wire_is_request(st.msg.type) &&
-		    fab_buf_used(&c->out) >= FAB_OUT_HIGH_WATER) {
-			emu_dbg("fabric: connection %s: output full, holding requests",
+		if (emu_wire_is_request(st.msg.type) && hold_request(c, &st.msg)) {
+			emu_dbg("fabric: connection %s: output or inbox full, holding requests",
 			        fab_conn_name(c, name, sizeof(name)));
 			c->in_blocked = true;
 			break;
@@ -600,7 +644,8 @@ int fab_conn_event(struct emu_conn *c, uint32_t events)
 	return 0;
 }
 
-/* Connections whose output fell below the mark take requests again. */
+/* Connections whose output fell below the mark take requests again (and
+ * hold them again at once if an inbox they go to is still full). */
 int fab_resume_blocked(void)
 {
 	int work = 0;

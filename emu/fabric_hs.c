@@ -18,7 +18,6 @@
 
 #include "fabric_int.h"
 
-static uint64_t hs_next_ns; /* earliest handshake deadline; 0: none pending */
 /* Failed handshakes are logged once per peer and FAB_AUTH_LOG_NS: a
  * requester retries every few ms, every QP reconnect opens a new connection,
  * and an inbound peer comes from a new port each time. */
@@ -34,13 +33,15 @@ static struct {
 	uint64_t window_ns; /* this window of FAB_AUTH_LOG_NS began then */
 	unsigned int lines, quiet;
 } auth_log_all;
+/* the logs are the process's, the connections any worker's */
+static pthread_mutex_t auth_log_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The handshake must be over by then; emu_fabric_poll() checks. */
 void fab_hs_arm(struct emu_conn *c, uint64_t now)
 {
 	c->hs_deadline_ns = now + (uint64_t)emu_cfg.handshake_ms * 1000000u;
-	if (!hs_next_ns || c->hs_deadline_ns < hs_next_ns)
-		hs_next_ns = c->hs_deadline_ns;
+	if (!fab.hs_next_ns || c->hs_deadline_ns < fab.hs_next_ns)
+		fab.hs_next_ns = c->hs_deadline_ns;
 }
 
 /* Start the handshake: fresh nonce, and for the connector its hello as the
@@ -99,6 +100,7 @@ void fab_conn_auth_failed(struct emu_conn *c, const char *why)
 	if (c->state == CONN_DEAD)
 		return;
 	fab_conn_name(c, name, sizeof(name));
+	pthread_mutex_lock(&auth_log_lock);
 	l = auth_log_of(c);
 	now = emu_now_ns();
 	if (now >= auth_log_all.window_ns + FAB_AUTH_LOG_NS) {
@@ -123,6 +125,7 @@ void fab_conn_auth_failed(struct emu_conn *c, const char *why)
 		l->quiet++;
 		emu_dbg("fabric: connection %s: %s; closing", name, why);
 	}
+	pthread_mutex_unlock(&auth_log_lock);
 	fab_conn_down(c);
 }
 
@@ -159,7 +162,7 @@ void fab_hs_expire(void)
 {
 	uint64_t now, next = 0;
 
-	if (!hs_next_ns || (now = emu_now_ns()) < hs_next_ns)
+	if (!fab.hs_next_ns || (now = emu_now_ns()) < fab.hs_next_ns)
 		return;
 	for (struct emu_conn *c = fab.conns; c; c = c->next) {
 		if (c->state != CONN_CONNECTING && c->state != CONN_AUTH)
@@ -173,7 +176,7 @@ void fab_hs_expire(void)
 			fab_conn_auth_failed(c, "handshake timed out");
 		}
 	}
-	hs_next_ns = next;
+	fab.hs_next_ns = next;
 }
 
 /* A GID as the address it encodes, or in hex when it encodes none. */

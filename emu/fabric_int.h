@@ -15,8 +15,12 @@
  *   fabric_wire.c    the wire format and its parsers: no sockets, no engine
  *                    state (fuzzed by tests/fuzz/fuzz_fabric.c)
  *
- * All state here belongs to the engine and is guarded by nic.lock, except the
- * epoll set itself, which emu_fabric_wait() sleeps on without the lock.
+ * All state here belongs to one engine worker (worker.h) and is guarded by
+ * its lock, except the epoll set itself, which emu_fabric_wait() sleeps on
+ * without the lock. `fab` is the current worker's part (emu_worker_cur()):
+ * its connections; worker 0 also has the listeners and every inbound
+ * connection they accept, and hands requests for other workers' QPs on
+ * through their inboxes.
  * Connection memory is only freed between dispatches (fab_reap()), so
  * callbacks may fail or detach any connection without pulling memory from
  * under the parser.
@@ -30,6 +34,7 @@
 
 #include "emu.h"
 #include "fabric.h"
+#include "worker.h"
 
 enum {
 	FAB_READ_CHUNK = 256 * 1024,       /* one recv() */
@@ -89,6 +94,7 @@ struct fab_buf {
 
 struct emu_conn {
 	struct fab_handle h;
+	uint64_t id; /* unique in the process: inbox replies name it (worker.h) */
 	int fd;
 	enum conn_state state;
 	bool outbound;
@@ -116,14 +122,8 @@ struct emu_conn {
 	struct emu_conn *pend_prev, *pend_next;
 };
 
-/* What the fabric's files share. */
-struct fab_state {
-	struct emu_conn *conns; /* every connection, newest first */
-	bool dispatching;       /* inside emu_fabric_poll(): frees wait for fab_reap() */
-	uint64_t poll_seq;      /* emu_fabric_poll() calls */
-	bool reap_due;          /* some connection died or was retired */
-};
-extern struct fab_state fab;
+/* What the fabric's files share: the current worker's struct fab_state. */
+#define fab (emu_worker_cur()->fab)
 /* A paused listener's return; 0: none (emu_fabric_wait reads it unlocked). */
 extern _Atomic uint64_t fab_accept_resume_ns;
 

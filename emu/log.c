@@ -99,20 +99,28 @@ enum ibv_wc_status emu_syndrome_to_status(uint8_t syndrome)
 	return s ? s->status : IBV_WC_GENERAL_ERR;
 }
 
+/* One lock for every call site: limits are hit only on bad input, and any
+ * engine worker may hit the same one. */
+static pthread_mutex_t limit_lock = PTHREAD_MUTEX_INITIALIZER;
+
 bool emu_log_allow(struct emu_log_limit *l, unsigned int *quiet)
 {
 	uint64_t now = emu_now_ns();
+	bool ok = false;
 
+	pthread_mutex_lock(&limit_lock);
 	if (now >= l->window_end) {
 		l->window_end = now + EMU_LOG_PERIOD_NS;
 		l->lines = 0;
 	}
 	if (l->lines >= EMU_LOG_BURST) {
 		l->quiet++;
-		return false;
+	} else {
+		l->lines++;
+		*quiet = l->quiet;
+		l->quiet = 0;
+		ok = true;
 	}
-	l->lines++;
-	*quiet = l->quiet;
-	l->quiet = 0;
-	return true;
+	pthread_mutex_unlock(&limit_lock);
+	return ok;
 }

@@ -12,8 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include "emu.h"
+#include "worker.h"
+
+#define MR_REFS_WAIT_S 10
 
 #define MR_FIRST_INDEX 2
 #define MR_MAX_LENGTH  (1ull << 40) /* = max_mr_size in query_device */
@@ -187,6 +191,19 @@ EMU_EXPORT struct ibv_mr *gemu_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
 	                 EMU_MEM_CUDA, cu_ctx);
 }
 
+/* Wait (bounded) until no inbox item reads mr's memory (worker.c). */
+static bool inbox_refs_gone(struct emu_mr *mr)
+{
+	uint64_t end = emu_now_ns() + (uint64_t)MR_REFS_WAIT_S * 1000000000u;
+
+	while (atomic_load(&mr->inbox_refs)) {
+		if (emu_now_ns() > end)
+			return false;
+		usleep(50);
+	}
+	return true;
+}
+
 EMU_EXPORT int gemu_dereg_mr(struct ibv_mr *ibmr)
 {
 	struct emu_mr *mr;
@@ -204,7 +221,16 @@ EMU_EXPORT int gemu_dereg_mr(struct ibv_mr *ibmr)
 	atomic_store_explicit(&emu_nic.mrs[idx], NULL, memory_order_release);
 	mr->pd->refcnt--;
 	emu_nic_unlock();
-	/* the engine holds nic.lock for a whole pass: it is done with mr */
+	/* a worker uses an MR it looked up only within one pass: once each has
+	 * ended the pass it is in, none holds mr, except inbox items that read
+	 * its memory, which the next pass of their worker finishes */
+	emu_workers_sync();
+	if (!inbox_refs_gone(mr)) {
+		emu_err("dereg_mr: key 0x%x: a message still reads its memory after %d s; the "
+		        "MR's bookkeeping is leaked",
+		        ibmr->lkey, MR_REFS_WAIT_S);
+		return 0;
+	}
 	free(mr);
 	return 0;
 }

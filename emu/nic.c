@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The process-wide NIC: configuration, devices, the engine's lock and the
- * object tables the engine looks things up in.
+ * The process-wide NIC: configuration, devices, the control path's lock and
+ * the object tables the engine looks things up in.
  *
  * Initialisation runs once per process (first ibv_get_device_list): it
  * loads the fabric secret, creates GNIC_EMU_DEVICES devices and binds each
@@ -14,13 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "emu.h"
 #include "fabric.h"
+#include "worker.h"
 
 /* Node GUID: the first two bytes are a locally administered EUI-64 prefix
  * (0x02: the U/L bit, so no vendor's OUI and never a real adapter's GUID;
@@ -33,8 +32,6 @@
 
 struct emu_nic emu_nic = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
-    .kick_fd = -1,
-    .epoll_fd = -1,
     .next_pdn = 1,
 };
 
@@ -146,24 +143,6 @@ undo:
 	return ret;
 }
 
-/* The kick eventfd wakes the sleeping engine; fabric.c adds it to epoll_fd
- * with its own sockets, since the fabric owns the epoll event data format. */
-static int fds_create(void)
-{
-	emu_nic.kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (emu_nic.kick_fd < 0)
-		return -errno;
-	emu_nic.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-	if (emu_nic.epoll_fd < 0) {
-		int ret = -errno;
-
-		close(emu_nic.kick_fd);
-		emu_nic.kick_fd = -1;
-		return ret;
-	}
-	return 0;
-}
-
 static void nic_init_once(void)
 {
 	int ret;
@@ -171,21 +150,20 @@ static void nic_init_once(void)
 	emu_config_load();
 	/* before any listener exists, and outside nic.lock: file I/O */
 	emu_auth_load();
-	ret = fds_create();
+	/* the workers' eventfds and epoll sets: listeners join worker 0's */
+	ret = emu_workers_init();
 	if (ret) {
-		emu_err("cannot create the engine's eventfd/epoll: %s", strerror(-ret));
+		emu_err("cannot create the engine workers' eventfd/epoll: %s", strerror(-ret));
 		nic_init_err = ret;
 		return;
 	}
 	ret = devices_create();
 	if (ret) {
-		close(emu_nic.epoll_fd);
-		close(emu_nic.kick_fd);
-		emu_nic.epoll_fd = emu_nic.kick_fd = -1;
 		nic_init_err = ret;
 		return;
 	}
-	emu_info("%d device(s) ready", emu_nic.num_devices);
+	emu_info("%d device(s) ready, %d engine thread(s)", emu_nic.num_devices,
+	         emu_workers_count());
 }
 
 /* 0, or -errno of the first initialisation, which is final for the process
@@ -198,11 +176,7 @@ int emu_nic_init(void)
 
 void emu_nic_lock(void)
 {
-	/* announce ourselves first: the engine yields between passes while
-	 * anybody waits, so the control path cannot be starved */
-	atomic_fetch_add(&emu_nic.lock_waiters, 1);
 	pthread_mutex_lock(&emu_nic.lock);
-	atomic_fetch_sub(&emu_nic.lock_waiters, 1);
 }
 
 void emu_nic_unlock(void)
@@ -218,7 +192,8 @@ struct emu_qp *emu_qp_lookup(uint32_t qpn)
 }
 
 /* Lock-free: mr.c publishes with a release store under nic.lock, and frees
- * only after unpublishing under nic.lock, which the engine holds per pass. */
+ * only after unpublishing and waiting for every worker's pass to end
+ * (emu_workers_sync). */
 struct emu_mr *emu_mr_lookup(uint32_t key)
 {
 	struct emu_mr *mr;

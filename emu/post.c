@@ -360,7 +360,7 @@ EMU_EXPORT int gemu_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struc
 		emu_ring_send_doorbell(qp, ctrl8);
 	pthread_spin_unlock(&qp->sq.lock);
 	if (posted)
-		emu_engine_kick();
+		emu_engine_kick(qp);
 	if (err && bad)
 		*bad = wr;
 	return err;
@@ -424,7 +424,7 @@ EMU_EXPORT int gemu_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struc
 	}
 	pthread_spin_unlock(&qp->rq.lock);
 	if (rung)
-		emu_engine_kick();
+		emu_engine_kick(qp);
 	if (err && bad)
 		*bad = wr;
 	return err;

@@ -6,14 +6,16 @@
  * A QP's hardware view is what mlx5dv_init_obj hands out: one page-aligned
  * buffer with the RQ at offset 0 and the SQ on the next page boundary, a
  * doorbell record page and a UAR page whose doorbell register is at +0x800.
- * The engine sees a QP once it is in emu_nic.active; every change of what it
- * sees happens under nic.lock.
+ * A QP is placed on an engine worker at creation (worker.h); the worker sees
+ * it once it is in the worker's active list, and every change of what it
+ * sees happens under nic.lock and that worker's lock (emu_qp_ctl_lock).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "emu.h"
+#include "worker.h"
 
 #define QP_ACCESS_OK                                                                               \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |               \
@@ -315,19 +317,37 @@ static int qpn_alloc(struct emu_qp *qp)
 	return ENOMEM;
 }
 
-/* Make the QP visible to the engine. Called with nic.lock held. */
+void emu_qp_ctl_lock(struct emu_qp *qp)
+{
+	emu_nic_lock();
+	emu_worker_lock(qp->worker);
+}
+
+void emu_qp_ctl_unlock(struct emu_qp *qp)
+{
+	emu_worker_unlock(qp->worker);
+	emu_nic_unlock();
+}
+
+/* Make the QP visible to its worker. Called with nic.lock held. */
 static int publish(struct emu_qp *qp)
 {
 	int err = qpn_alloc(qp);
 
 	if (err)
 		return err;
+	emu_worker_lock(qp->worker);
 	err = -emu_engine_qp_add(qp);
+	if (!err) {
+		err = emu_worker_qp_add(qp);
+		if (err)
+			emu_engine_qp_remove(qp);
+	}
+	emu_worker_unlock(qp->worker);
 	if (err) {
 		emu_nic.qps[qp->ibqp.qp_num - EMU_QPN_BASE] = NULL;
 		return err;
 	}
-	emu_nic.active[emu_nic.nactive++] = qp;
 	hold_refs(qp, 1);
 	return 0;
 }
@@ -381,9 +401,11 @@ struct ibv_qp *emu_create_qp(struct ibv_context *context, struct ibv_qp_init_att
 	if (!err && (qp = qp_new(attr, &cap, &err))) {
 		set_scatter(qp, scatter);
 		emu_nic_lock();
+		emu_worker_assign(qp);
 		err = publish(qp);
 		emu_nic_unlock();
 		if (err) {
+			emu_worker_unassign(qp);
 			destroy_ibqp(qp);
 			free_queues(qp);
 			free(qp);
@@ -682,7 +704,7 @@ EMU_EXPORT int gemu_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int
 	if (!ibqp || !attr || !gemu_is_emu_context(ibqp->context))
 		return EINVAL;
 	qp = to_eqp(ibqp);
-	emu_nic_lock();
+	emu_qp_ctl_lock(qp);
 	cur = atomic_load(&qp->state); /* the engine may have moved it to ERR */
 	err = check_mask(cur, attr, attr_mask, &next);
 	if (!err)
@@ -691,7 +713,7 @@ EMU_EXPORT int gemu_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int
 		commit_attr(qp, attr, attr_mask);
 		commit_state(qp, cur, next);
 	}
-	emu_nic_unlock();
+	emu_qp_ctl_unlock(qp);
 	return err;
 }
 
@@ -726,17 +748,6 @@ EMU_EXPORT int gemu_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 
 /* ---- destroy --------------------------------------------------------------- */
 
-static void remove_active(struct emu_qp *qp)
-{
-	for (uint32_t i = 0; i < emu_nic.nactive; i++) {
-		if (emu_nic.active[i] != qp)
-			continue;
-		emu_nic.active[i] = emu_nic.active[--emu_nic.nactive];
-		emu_nic.active[emu_nic.nactive] = NULL;
-		return;
-	}
-}
-
 EMU_EXPORT int gemu_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct emu_qp *qp;
@@ -749,13 +760,15 @@ EMU_EXPORT int gemu_destroy_qp(struct ibv_qp *ibqp)
 		emu_nic_unlock();
 		return EINVAL;
 	}
+	emu_worker_lock(qp->worker);
 	emu_engine_qp_remove(qp);
-	remove_active(qp);
+	emu_worker_qp_del(qp);
 	emu_nic.qps[ibqp->qp_num - EMU_QPN_BASE] = NULL;
 	/* its unpolled CQEs would name a QPN that a new QP may get */
 	emu_cq_clean(qp->scq, ibqp->qp_num, qp->srq);
 	if (qp->rcq != qp->scq)
 		emu_cq_clean(qp->rcq, ibqp->qp_num, qp->srq);
+	emu_worker_unlock(qp->worker);
 	hold_refs(qp, -1);
 	emu_nic_unlock();
 	destroy_ibqp(qp);

@@ -89,7 +89,7 @@ static int wr_complete(struct ibv_qp_ex *qpx)
 	}
 	pthread_spin_unlock(&qp->sq.lock);
 	if (rung)
-		emu_engine_kick();
+		emu_engine_kick(qp);
 	return err;
 }
 

@@ -5,8 +5,9 @@
  * fabric reach a QP only through qp->ops, so a new type (UC, UD, raw
  * Ethernet) is a new file with its own table and no new branch in theirs.
  *
- * Every operation runs on the engine thread or on the control path, with
- * nic.lock held (emu.h's threading note), and every one is required.
+ * Every operation runs on the QP's engine worker or on the control path,
+ * with that worker's lock held (emu.h's threading note), and every one is
+ * required.
  */
 #ifndef GNIC_EMU_QP_OPS_H
 #define GNIC_EMU_QP_OPS_H

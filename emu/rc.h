@@ -2,8 +2,8 @@
 /*
  * RC, the reliable connected QP type: its requester (requester.c) and
  * responder (responder.c), which the engine and the fabric reach only
- * through emu_rc_qp_ops (rc.c, qp_ops.h). Everything here runs with
- * nic.lock held.
+ * through emu_rc_qp_ops (rc.c, qp_ops.h). Everything here runs with the
+ * QP's worker lock held (worker.h).
  */
 #ifndef GNIC_EMU_RC_H
 #define GNIC_EMU_RC_H

@@ -2,7 +2,8 @@
 /*
  * The responder's receive queue: where the next receive WQE of a QP comes
  * from, its own RQ or the SRQ it was created with. The responder reaches
- * receive WQEs only through these two calls (engine, nic.lock).
+ * receive WQEs only through these two calls (the QP's worker; an SRQ's QPs
+ * share one, worker.c).
  *
  * An RQ is a ring: the next WQE is at the engine's consumer index, the
  * doorbell record says how many were posted. An SRQ is mlx5's linked list

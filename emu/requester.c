@@ -20,12 +20,10 @@
 #include "fabric.h"
 #include "rc.h"
 #include "wqe.h"
+#include "worker.h"
 
 #define BURST     64 /* WQEs per QP per engine pass: passes stay short */
 #define ACK_EVERY 32 /* ask for an ACK at least this often */
-
-static uint8_t *gather_buf;
-static size_t gather_cap;
 
 static uint32_t mask(const struct emu_qp *qp)
 {
@@ -148,12 +146,15 @@ static uint8_t check_sgl(struct emu_qp *qp, const struct emu_sgl *s, int need)
 }
 
 /* The payload of a WRITE/SEND as one contiguous buffer: inline data, a single
- * host buffer as is, or everything gathered into gather_buf. */
-static const void *gather(struct emu_qp *qp, const struct emu_sgl *s)
+ * host buffer as is, or everything gathered into the worker's scratch (valid
+ * until its next gather: emu_fabric_send copies what it keeps). */
+static const void *gather(struct emu_qp *qp, const struct emu_sgl *s, struct emu_mr **src)
 {
 	static const uint8_t empty[1];
 	uint64_t off = 0;
+	uint8_t *buf;
 
+	*src = NULL;
 	if (s->inl)
 		return s->inl;
 	if (s->n == 0)
@@ -162,27 +163,23 @@ static const void *gather(struct emu_qp *qp, const struct emu_sgl *s)
 		struct emu_mr *mr = emu_mr_lookup(gnic_be32(s->seg[0]->lkey));
 		void *p = mr ? emu_mem_host_ptr(mr, gnic_be64(s->seg[0]->addr)) : NULL;
 
-		if (p)
+		if (p) {
+			*src = mr;
 			return p;
+		}
 	}
-	if (s->len > gather_cap) {
-		uint8_t *nb = realloc(gather_buf, s->len);
-
-		if (!nb)
-			return NULL;
-		gather_buf = nb;
-		gather_cap = s->len;
-	}
+	buf = emu_scratch_get(&qp->worker->gather, s->len);
+	if (!buf)
+		return NULL;
 	for (int i = 0; i < s->n; i++) {
 		struct emu_mr *mr = emu_mr_lookup(gnic_be32(s->seg[i]->lkey));
 		uint32_t len = emu_seg_len(s->seg[i]);
 
-		if (!mr || emu_mem_read(mr, gnic_be64(s->seg[i]->addr), gather_buf + off, len))
+		if (!mr || emu_mem_read(mr, gnic_be64(s->seg[i]->addr), buf + off, len))
 			return NULL;
 		off += len;
 	}
-	(void)qp;
-	return gather_buf;
+	return buf;
 }
 
 /* Write an answer (READ data, atomic old value) into the WQE's local buffers. */
@@ -361,6 +358,7 @@ static int issue(struct emu_qp *qp, struct emu_wqe *w, bool last_in_burst)
 	                    .gid_type = qp->gid_type};
 	struct emu_outstanding *e;
 	const void *payload = NULL;
+	struct emu_mr *src = NULL;
 	struct emu_sgl s;
 	uint8_t synd;
 	int ret;
@@ -398,7 +396,7 @@ static int issue(struct emu_qp *qp, struct emu_wqe *w, bool last_in_burst)
 		synd = check_sgl(qp, &s, 0);
 		if (synd)
 			return fail_local(qp, w, synd);
-		payload = gather(qp, &s);
+		payload = gather(qp, &s, &src);
 		if (!payload)
 			return fail_local(qp, w, GNIC_MLX5_SYND_LOCAL_PROT);
 		m.len = (uint32_t)s.len;
@@ -417,7 +415,7 @@ static int issue(struct emu_qp *qp, struct emu_wqe *w, bool last_in_burst)
 	qp->req.sq_ci = (uint16_t)(w->idx + w->nbb);
 	if (!qp->req.timer_deadline_ns)
 		arm_timer(qp, emu_now_ns());
-	ret = emu_fabric_send(qp, &m, payload);
+	ret = emu_fabric_send(qp, &m, payload, src);
 	emu_dbg("QP 0x%x: WQE %u psn %u type %u sent (%d)", qp->ibqp.qp_num, w->idx, m.psn, type,
 	        ret);
 	if (ret == -EAGAIN) { /* output full: take it back, retry later */

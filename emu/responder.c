@@ -16,12 +16,15 @@
 #include "fabric.h"
 #include "rc.h"
 #include "wqe.h"
+#include "worker.h"
 
 #define RQ_FLUSH_BURST 64
 #define NEED_DATA      0x100 /* not a syndrome: the request's data is not here */
 
-static uint8_t *stage_buf;
-static size_t stage_cap;
+/* Atomics on memory the CPU cannot address (GPU memory, copied through
+ * CUDA): a read-modify-write under this lock, so they are exact against
+ * each other, whatever worker runs them (not against the GPU's own). */
+static pthread_mutex_t staged_atomic_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- receive queue (the QP's RQ or its SRQ: recv.c) ------------------------- */
 
@@ -89,8 +92,10 @@ static void resp_cqe(struct emu_qp *qp, uint8_t opcode, uint8_t synd, const stru
 
 /* ---- answers ------------------------------------------------------------- */
 
-static void answer(struct emu_reply_path *to, struct emu_qp *qp, const struct emu_msg *req,
-                   uint8_t type, uint8_t synd, uint64_t operand, const void *payload, uint32_t len)
+/* src: the host MR payload lies in, or NULL (emu_fabric_reply) */
+static void answer_from(struct emu_reply_path *to, struct emu_qp *qp, const struct emu_msg *req,
+                        uint8_t type, uint8_t synd, uint64_t operand, const void *payload,
+                        uint32_t len, struct emu_mr *src)
 {
 	struct emu_msg m = {
 	    .type = type,
@@ -104,7 +109,13 @@ static void answer(struct emu_reply_path *to, struct emu_qp *qp, const struct em
 	    .operand = {operand, 0},
 	};
 
-	emu_fabric_reply(to, &m, payload);
+	emu_fabric_reply(to, &m, payload, src);
+}
+
+static void answer(struct emu_reply_path *to, struct emu_qp *qp, const struct emu_msg *req,
+                   uint8_t type, uint8_t synd, uint64_t operand, const void *payload, uint32_t len)
+{
+	answer_from(to, qp, req, type, synd, operand, payload, len, NULL);
 }
 
 static void ack(struct emu_reply_path *to, struct emu_qp *qp, const struct emu_msg *req,
@@ -178,7 +189,7 @@ static void do_read(struct emu_reply_path *to, struct emu_qp *qp, const struct e
 {
 	uint64_t len = m->operand[0];
 	const void *data = NULL;
-	struct emu_mr *mr = NULL;
+	struct emu_mr *mr = NULL, *src = NULL;
 
 	if (len > EMU_MAX_MSG_SIZE) {
 		fail(to, qp, m, GNIC_MLX5_SYND_REMOTE_INVAL_REQ, IBV_EVENT_QP_REQ_ERR);
@@ -191,33 +202,29 @@ static void do_read(struct emu_reply_path *to, struct emu_qp *qp, const struct e
 			return;
 		}
 		data = emu_mem_host_ptr(mr, m->raddr);
+		src = data ? mr : NULL;
 	}
-	if (len && !data) { /* device memory: stage it */
-		if (len > stage_cap) {
-			uint8_t *nb = realloc(stage_buf, len);
+	if (len && !data) { /* device memory: stage it in the worker's scratch */
+		uint8_t *stage = emu_scratch_get(&qp->worker->stage, len);
 
-			if (!nb) {
-				fail(to, qp, m, GNIC_MLX5_SYND_REMOTE_OP, IBV_EVENT_QP_FATAL);
-				return;
-			}
-			stage_buf = nb;
-			stage_cap = len;
-		}
-		if (emu_mem_read(mr, m->raddr, stage_buf, len)) {
+		if (!stage || emu_mem_read(mr, m->raddr, stage, len)) {
 			fail(to, qp, m, GNIC_MLX5_SYND_REMOTE_OP, IBV_EVENT_QP_FATAL);
 			return;
 		}
-		data = stage_buf;
+		data = stage;
 	}
-	answer(to, qp, m, EMU_MSG_READ_RESP, 0, 0, data, (uint32_t)len);
+	answer_from(to, qp, m, EMU_MSG_READ_RESP, 0, 0, data, (uint32_t)len, src);
 }
 
-/* Atomics are atomic against other atomics of this NIC (one engine thread),
- * like hardware's, and use host byte order in memory. */
+/* Atomics are atomic against other atomics of this NIC, whichever worker
+ * runs them, like hardware's, and use host byte order in memory: on host
+ * memory real atomic instructions (so also against the CPU), elsewhere a
+ * read-modify-write under staged_atomic_lock. */
 static bool atomic_op(struct emu_mr *mr, const struct emu_msg *m, uint64_t *old)
 {
 	uint64_t *p = emu_mem_host_ptr(mr, m->raddr);
 	uint64_t v;
+	bool ok;
 
 	if (p) {
 		if (m->type == EMU_MSG_ATOMIC_FA) {
@@ -229,14 +236,18 @@ static bool atomic_op(struct emu_mr *mr, const struct emu_msg *m, uint64_t *old)
 		}
 		return true;
 	}
-	if (emu_mem_read(mr, m->raddr, &v, 8))
-		return false;
-	*old = v;
-	if (m->type == EMU_MSG_ATOMIC_FA)
-		v += m->operand[0];
-	else if (v == m->operand[1])
-		v = m->operand[0];
-	return emu_mem_write(mr, m->raddr, &v, 8) == 0;
+	pthread_mutex_lock(&staged_atomic_lock);
+	ok = emu_mem_read(mr, m->raddr, &v, 8) == 0;
+	if (ok) {
+		*old = v;
+		if (m->type == EMU_MSG_ATOMIC_FA)
+			v += m->operand[0];
+		else if (v == m->operand[1])
+			v = m->operand[0];
+		ok = emu_mem_write(mr, m->raddr, &v, 8) == 0;
+	}
+	pthread_mutex_unlock(&staged_atomic_lock);
+	return ok;
 }
 
 static void do_atomic(struct emu_reply_path *to, struct emu_qp *qp, const struct emu_msg *m)

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "emu.h"
+#include "worker.h"
 
 #define SRQ_NEXT_SEG   16u /* struct mlx5_wqe_srq_next_seg */
 #define SRQ_NEXT_INDEX 2u  /* its next_wqe_index (be16) */
@@ -183,6 +184,22 @@ EMU_EXPORT struct ibv_srq *gemu_create_srq(struct ibv_pd *pd, struct ibv_srq_ini
 
 /* ---- modify, query, destroy --------------------------------------------------- */
 
+/* The limit is its worker's too (recv.c disarms it): nic.lock, then the
+ * worker's lock once a QP placed the SRQ. */
+static void srq_ctl_lock(struct emu_srq *srq)
+{
+	emu_nic_lock();
+	if (atomic_load(&srq->worker))
+		emu_worker_lock(atomic_load(&srq->worker));
+}
+
+static void srq_ctl_unlock(struct emu_srq *srq)
+{
+	if (atomic_load(&srq->worker))
+		emu_worker_unlock(atomic_load(&srq->worker));
+	emu_nic_unlock();
+}
+
 /* mlx5_ib: no resize (IBV_SRQ_MAX_WR); a limit below the WQEs allocated. */
 EMU_EXPORT int gemu_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int attr_mask)
 {
@@ -200,9 +217,9 @@ EMU_EXPORT int gemu_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 	if ((attr_mask & IBV_SRQ_LIMIT) && attr->srq_limit >= srq->wq.wqe_cnt)
 		return EINVAL;
 	if (attr_mask & IBV_SRQ_LIMIT) {
-		emu_nic_lock();
+		srq_ctl_lock(srq);
 		srq->limit = attr->srq_limit;
-		emu_nic_unlock();
+		srq_ctl_unlock(srq);
 	}
 	return 0;
 }
@@ -214,9 +231,9 @@ EMU_EXPORT int gemu_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 	if (!ibsrq || !attr || !gemu_is_emu_context(ibsrq->context))
 		return EINVAL;
 	srq = to_esrq(ibsrq);
-	emu_nic_lock();
+	srq_ctl_lock(srq);
 	attr->srq_limit = srq->limit;
-	emu_nic_unlock();
+	srq_ctl_unlock(srq);
 	attr->max_wr = srq->wq.wqe_cnt - 1;
 	attr->max_sge = (uint32_t)srq->max_sge;
 	return 0;
@@ -299,8 +316,8 @@ EMU_EXPORT int gemu_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 		                 __ATOMIC_RELEASE);
 	}
 	pthread_spin_unlock(&srq->wq.lock);
-	if (posted)
-		emu_engine_kick();
+	if (posted && atomic_load(&srq->worker))
+		emu_worker_kick(atomic_load(&srq->worker));
 	if (err && bad)
 		*bad = wr;
 	return err;

@@ -2,7 +2,8 @@
 /*
  * Two processes, one RC connection over the emulator's TCP fabric.
  *
- *   test_mp_ops [ops|kill]   forks and execs itself twice, as "server" and
+ *   test_mp_ops [ops|kill|atomics]
+ *                            forks and execs itself twice, as "server" and
  *                            "client", joined by a socketpair on which they
  *                            swap GID/QPN/rkey/address and synchronise.
  *   ops:  both sides WRITE, READ, SEND/RECV and run atomics on each other,
@@ -11,6 +12,11 @@
  *   kill: the client streams WRITEs and has the server SIGKILL itself
  *         mid-transfer; the client must see RETRY_EXC_ERR (then flushes)
  *         within a bound derived from its timeout and retry count.
+ *   atomics: with two engine workers per process (GNIC_EMU_THREADS=2 unless
+ *         set), the client's two QPs FETCH_ADD one word of the server's
+ *         GNIC_TEST_ATOMICS (default 100000) times each, 16 in flight per
+ *         QP; the server's two QPs are on different workers. The word ends
+ *         at exactly 2N * addend, the old values are exactly 0, addend, ...
  */
 #include <endian.h>
 #include <poll.h>
@@ -518,6 +524,122 @@ static int run_kill_client(struct side *s)
 	return T_EXIT_PASS;
 }
 
+/* ---- atomics: two QPs a side, the server's on different workers ---------- */
+
+#define MP_ADDEND 5ull
+
+int gemu_qp_engine_worker(struct ibv_qp *qp); /* libgnic_emu */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Client: FETCH_ADD n times on each of qp[0..1], window 16 each. */
+static void mp_fadd(struct side *s, struct ibv_qp **qp, struct ibv_cq **cq, int n)
+{
+	int posted[2] = {0, 0}, done[2] = {0, 0};
+	uint64_t *res = (uint64_t *)s->buf, deadline = t_now_ms() + T_WAIT_MS;
+
+	while (done[0] < n || done[1] < n) {
+		for (int k = 0; k < 2; k++) {
+			while (posted[k] < n && posted[k] - done[k] < 16) {
+				size_t slot = (size_t)k * (size_t)n + (size_t)posted[k];
+				struct ibv_sge sge = {.addr = (uintptr_t)&res[slot],
+				                      .length = 8,
+				                      .lkey = s->mr->lkey};
+				struct ibv_send_wr wr = {
+				    .wr_id = (uint64_t)posted[k],
+				    .sg_list = &sge,
+				    .num_sge = 1,
+				    .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+				    .send_flags = IBV_SEND_SIGNALED,
+				    .wr.atomic = {.remote_addr = s->peer_ep.addr,
+				                  .compare_add = MP_ADDEND,
+				                  .rkey = s->peer_ep.rkey}};
+
+				t_post_send(qp[k], &wr);
+				posted[k]++;
+			}
+			struct ibv_wc wc[16];
+			int got = ibv_poll_cq(cq[k], 16, wc);
+
+			CHECK_GE(got, 0);
+			for (int j = 0; j < got; j++) {
+				CHECK_WC(&wc[j], (uint64_t)done[k], IBV_WC_SUCCESS,
+				         IBV_WC_FETCH_ADD);
+				done[k]++;
+				deadline = t_now_ms() + T_WAIT_MS;
+			}
+		}
+		if (t_now_ms() > deadline)
+			T_FAIL("%s: FETCH_ADDs: %d + %d of %d each, then none for %d ms", s->role,
+			       done[0], done[1], n, T_WAIT_MS);
+	}
+	qsort(res, (size_t)n * 2, 8, cmp_u64);
+	for (int i = 0; i < 2 * n; i++)
+		if (res[i] != (uint64_t)i * MP_ADDEND)
+			T_FAIL("%s: sorted old value %d is %llu, not %llu (duplicate or lost add)",
+			       s->role, i, (unsigned long long)res[i],
+			       (unsigned long long)i * MP_ADDEND);
+}
+
+static int run_atomics(struct side *s, bool client)
+{
+	const char *env = getenv("GNIC_TEST_ATOMICS");
+	int n = env && *env ? atoi(env) : 100000;
+	struct t_qp_caps caps = {
+	    .send_wr = 64, .recv_wr = 16, .send_sge = 1, .recv_sge = 1, .inline_data = 0};
+	struct ibv_qp *qp[2];
+	struct ibv_cq *cq[2];
+	struct t_ep ep[2], peer[2];
+	size_t len = (size_t)n * 16 + T_PAGE;
+
+	CHECK_GE(n, 1);
+	t_case("%s: two QPs, %d FETCH_ADDs each on the server's word", s->role, n);
+	s->opts.max_rd_atomic = s->opts.max_dest_rd_atomic = 16;
+	s->ctx = t_open(T_DEVICE);
+	s->pd = CHECK_PTR(ibv_alloc_pd(s->ctx));
+	s->buf = t_alloc(len, 0);
+	s->mr = t_reg(s->pd, s->buf, len, T_ACCESS_ALL);
+	for (int k = 0; k < 2; k++) {
+		cq[k] = t_cq(s->ctx, 256);
+		qp[k] = t_qp(s->pd, cq[k], cq[k], &caps, NULL);
+		t_local_ep(qp[k], &ep[k]);
+		ep[k].rkey = s->mr->rkey;
+		ep[k].addr = (uintptr_t)s->buf; /* the server's word is its byte 0 */
+		ep[k].len = len;
+	}
+	printf("%s: QPs on workers %d and %d\n", s->role, gemu_qp_engine_worker(qp[0]),
+	       gemu_qp_engine_worker(qp[1]));
+	CHECK_NE(gemu_qp_engine_worker(qp[0]), gemu_qp_engine_worker(qp[1]));
+	sock_send(s, ep, sizeof(ep));
+	sock_recv(s, peer, sizeof(peer), "the peer's endpoints");
+	for (int k = 0; k < 2; k++)
+		t_connect(qp[k], &peer[k], &s->opts);
+	s->peer_ep = peer[0];
+	barrier(s, 'C');
+	if (client)
+		mp_fadd(s, qp, cq, n);
+	barrier(s, 'F');
+	if (!client)
+		CHECK_EQ(__atomic_load_n((uint64_t *)s->buf, __ATOMIC_SEQ_CST),
+		         2ull * (uint64_t)n * MP_ADDEND);
+	barrier(s, 'D');
+	for (int k = 0; k < 2; k++) {
+		CHECK_OK(ibv_destroy_qp(qp[k]));
+		CHECK_OK(ibv_destroy_cq(cq[k]));
+	}
+	CHECK_OK(ibv_dereg_mr(s->mr));
+	CHECK_OK(ibv_dealloc_pd(s->pd));
+	CHECK_OK(ibv_close_device(s->ctx));
+	free(s->buf);
+	printf("%s: PASS\n", s->role);
+	return T_EXIT_PASS;
+}
+
 /* ---- orchestration ------------------------------------------------------ */
 
 static pid_t spawn(const char *role, int fd, int other_fd, const char *scenario)
@@ -612,11 +734,16 @@ int main(int argc, char **argv)
 			s.opts.retry_cnt = 3;
 			return client ? run_kill_client(&s) : run_kill_server(&s);
 		}
+		if (!strcmp(argv[6], "atomics"))
+			return run_atomics(&s, client);
 		return run_ops(&s);
 	}
-	if (strcmp(scenario, "ops") && strcmp(scenario, "kill")) {
-		fprintf(stderr, "usage: %s [ops|kill]\n", argv[0]);
+	if (strcmp(scenario, "ops") && strcmp(scenario, "kill") && strcmp(scenario, "atomics")) {
+		fprintf(stderr, "usage: %s [ops|kill|atomics]\n", argv[0]);
 		return T_EXIT_FAIL;
 	}
+	/* both processes, before their first verbs call */
+	if (!strcmp(scenario, "atomics"))
+		setenv("GNIC_EMU_THREADS", "2", 0);
 	return orchestrate(scenario);
 }
