@@ -9,6 +9,7 @@
 #   test_run.sh user <gnic-emu-run> <test_run_sysfs>
 #                                                as an unprivileged user (setpriv)
 # Exit 0 pass, 1 fail, 77 skip.
+# shellcheck disable=SC2015,SC2016 # `a && b || fail`: fail exits; inner shells expand
 set -u
 mode=$1
 run=$2
