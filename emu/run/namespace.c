@@ -93,7 +93,8 @@ static void entry_restore(int orig, const char *dir, const char *name)
 
 	if (fstatat(orig, name, &st, AT_SYMLINK_NOFOLLOW))
 		return;
-	snprintf(dst, sizeof(dst), "%s/%s", dir, name);
+	if (snprintf(dst, sizeof(dst), "%s/%s", dir, name) >= (int)sizeof(dst))
+		return;
 	if (S_ISLNK(st.st_mode)) {
 		n = readlinkat(orig, name, link, sizeof(link) - 1);
 		if (n < 0)
@@ -112,8 +113,8 @@ static void entry_restore(int orig, const char *dir, const char *name)
 			return;
 		close(fd);
 	}
-	snprintf(src, sizeof(src), "/proc/self/fd/%d/%s", orig, name);
-	if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL)) {
+	if (snprintf(src, sizeof(src), "/proc/self/fd/%d/%s", orig, name) >= (int)sizeof(src) ||
+	    mount(src, dst, NULL, MS_BIND | MS_REC, NULL)) {
 		fprintf(stderr, "gnic-emu-run: warning: %s left out: bind: %s\n", dst,
 		        strerror(errno));
 		if (S_ISDIR(st.st_mode))

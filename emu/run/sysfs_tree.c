@@ -80,7 +80,8 @@ static int put(const char *dir, const char *name, const char *fmt, ...)
 	FILE *f;
 	int bad;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (PATH_FMT(path, "%s/%s", dir, name))
+		return tree_err("path", path, ENAMETOOLONG);
 	f = fopen(path, "we");
 	if (!f)
 		return tree_err("create", path, errno);
@@ -98,7 +99,8 @@ static int put_link(const char *target, const char *dir, const char *name)
 {
 	char path[PATH_MAX];
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (PATH_FMT(path, "%s/%s", dir, name))
+		return tree_err("path", path, ENAMETOOLONG);
 	if (symlink(target, path))
 		return tree_err("symlink", path, errno);
 	return 0;
@@ -288,7 +290,8 @@ static int put_device_link(const char *pci, const char *dir)
 {
 	char target[PATH_MAX];
 
-	snprintf(target, sizeof(target), "../../../%s", strrchr(pci, '/') + 1);
+	if (PATH_FMT(target, "../../../%s", strrchr(pci, '/') + 1))
+		return tree_err("path", target, ENAMETOOLONG);
 	return put_link(target, dir, "device");
 }
 
@@ -352,7 +355,8 @@ static int put_dev_node(const char *name)
 	char path[PATH_MAX];
 	FILE *f;
 
-	snprintf(path, sizeof(path), RUN_DEV "/infiniband/%s", name);
+	if (PATH_FMT(path, RUN_DEV "/infiniband/%s", name))
+		return tree_err("path", path, ENAMETOOLONG);
 	f = fopen(path, "we");
 	if (!f)
 		return tree_err("create", path, errno);
