@@ -9,7 +9,8 @@
 #   test_run.sh user <gnic-emu-run> <test_run_sysfs>
 #                                                as an unprivileged user (setpriv)
 # Exit 0 pass, 1 fail, 77 skip.
-# shellcheck disable=SC2015,SC2016 # `a && b || fail`: fail exits; inner shells expand
+# shellcheck disable=SC2015,SC2016,SC2086 # `a && b || fail`: fail exits; inner shells expand;
+# $launch is split into words on purpose
 set -u
 mode=$1
 run=$2
@@ -21,6 +22,15 @@ fail() {
 }
 no_ns_msg='gnic-emu-run: no private mount namespace'
 
+# A sanitizer build of the runner and our libraries needs its runtime loaded
+# first into the uninstrumented programs it runs (ibv_devinfo, sh).
+launch="env"
+preload=$(ldd "$(dirname "$run")/libibverbs.so.1" 2>/dev/null |
+	awk '/libasan\.so|libtsan\.so/ { first = first $3 ":" }
+	     /libubsan\.so/ { rest = rest $3 ":" }
+	     END { printf "%s%s", first, rest }')
+[ -z "$preload" ] || launch="env LD_PRELOAD=${preload%:} ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}"
+
 # The host's entries before and after: the runner must not change them.
 host_state() { ls -la /sys/class/infiniband /sys/class/infiniband_verbs /dev/infiniband 2>&1; }
 host_state >"$tmp/host.before"
@@ -31,7 +41,7 @@ check_host() {
 
 # A namespace must be possible here, else these modes skip.
 need_ns() {
-	"$run" true 2>"$tmp/ns.err" || fail "gnic-emu-run true: exit $?"
+	$launch "$run" true 2>"$tmp/ns.err" || fail "gnic-emu-run true: exit $?"
 	if grep -q "$no_ns_msg" "$tmp/ns.err"; then
 		echo "SKIP: $(cat "$tmp/ns.err")"
 		exit 77
@@ -44,7 +54,7 @@ devinfo)
 		echo "SKIP: no ibv_devinfo (ibverbs-utils)"
 		exit 77
 	}
-	"$run" /usr/bin/ibv_devinfo -v >"$tmp/out" 2>"$tmp/err" || fail "ibv_devinfo -v: exit $?"
+	$launch "$run" /usr/bin/ibv_devinfo -v >"$tmp/out" 2>"$tmp/err" || fail "ibv_devinfo -v: exit $?"
 	cat "$tmp/out" "$tmp/err"
 	grep -Eq '^hca_id:[[:space:]]+rocep1s0f0$' "$tmp/out" || fail "no hca_id rocep1s0f0"
 	grep -Eq '^[[:space:]]+vendor_id:[[:space:]]+0x02c9$' "$tmp/out" || fail "vendor_id not 0x02c9"
@@ -57,7 +67,7 @@ sysfs)
 	# ibv_devinfo's node_guid and the file, read in one run (the GUID names
 	# the emulator's listener port, which the runner pins for its program).
 	# shellcheck disable=SC2016 # expanded by the inner shell
-	"$run" sh -c '/usr/bin/ibv_devinfo | sed -n "s/^[[:space:]]*node_guid:[[:space:]]*//p";
+	$launch "$run" sh -c '/usr/bin/ibv_devinfo | sed -n "s/^[[:space:]]*node_guid:[[:space:]]*//p";
 		cat /sys/class/infiniband/rocep1s0f0/node_guid;
 		readlink -f /sys/class/infiniband/rocep1s0f0/device;
 		cat /sys/class/infiniband/rocep1s0f0/device/vendor' >"$tmp/out" ||
@@ -71,22 +81,22 @@ sysfs)
 	*) fail "device link resolves to '$(sed -n 3p "$tmp/out")', not a PCI function" ;;
 	esac
 	[ "$(sed -n 4p "$tmp/out")" = 0x15b3 ] || fail "device/vendor not 0x15b3"
-	"$run" "$sysfs_test" || fail "test_run_sysfs under gnic-emu-run"
-	GNIC_EMU_DEVICES=3 "$run" "$sysfs_test" || fail "test_run_sysfs, 3 devices"
+	$launch "$run" "$sysfs_test" || fail "test_run_sysfs under gnic-emu-run"
+	$launch GNIC_EMU_DEVICES=3 "$run" "$sysfs_test" || fail "test_run_sysfs, 3 devices"
 	# The program's exit status is the runner's.
-	"$run" sh -c 'exit 7'
+	$launch "$run" sh -c 'exit 7'
 	[ $? -eq 7 ] || fail "exit status not passed through"
-	"$run" /nonexistent/program 2>/dev/null
+	$launch "$run" /nonexistent/program 2>/dev/null
 	[ $? -eq 127 ] || fail "a missing program is not 127"
 	check_host
 	;;
 nons)
 	for how in env opt; do
 		if [ $how = env ]; then
-			GNIC_EMU_RUN_NAMESPACE=0 "$run" sh -c 'echo "$LD_LIBRARY_PATH"; exit 5' \
+			$launch GNIC_EMU_RUN_NAMESPACE=0 "$run" sh -c 'echo "$LD_LIBRARY_PATH"; exit 5' \
 				>"$tmp/out" 2>"$tmp/err"
 		else
-			"$run" --no-namespace sh -c 'echo "$LD_LIBRARY_PATH"; exit 5' >"$tmp/out" 2>"$tmp/err"
+			$launch "$run" --no-namespace sh -c 'echo "$LD_LIBRARY_PATH"; exit 5' >"$tmp/out" 2>"$tmp/err"
 		fi
 		rc=$?
 		cat "$tmp/out" "$tmp/err"
@@ -99,7 +109,7 @@ nons)
 	done
 	# Verbs still work through LD_LIBRARY_PATH alone.
 	if [ -x /usr/bin/ibv_devinfo ]; then
-		"$run" --no-namespace /usr/bin/ibv_devinfo -l 2>/dev/null | grep -q rocep1s0f0 ||
+		$launch "$run" --no-namespace /usr/bin/ibv_devinfo -l 2>/dev/null | grep -q rocep1s0f0 ||
 			fail "ibv_devinfo -l without the namespace"
 	fi
 	check_host
@@ -114,7 +124,8 @@ user)
 	chmod 755 "$tmp"
 	mkdir "$tmp/home" && chown 65534:65534 "$tmp/home" || fail "a home for nobody"
 	as_nobody() {
-		HOME=$tmp/home setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all -- "$@"
+		HOME=$tmp/home setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all -- \
+			$launch "$@"
 	}
 	as_nobody "$run" sh -c 'id -u; exit 9' >"$tmp/out" 2>"$tmp/err"
 	rc=$?
