@@ -22,8 +22,9 @@ fail() {
 }
 no_ns_msg='gnic-emu-run: no private mount namespace'
 
-# A sanitizer build of the runner and our libraries needs its runtime loaded
-# first into the uninstrumented programs it runs (ibv_devinfo, sh).
+# A sanitizer build of our libraries needs its runtime loaded first into the
+# uninstrumented program that loads them (ibv_devinfo; not into sh, which
+# does not load them and which TSan's runtime crashes).
 launch="env"
 preload=$(ldd "$(dirname "$run")/libibverbs.so.1" 2>/dev/null |
 	awk '/libasan\.so|libtsan\.so/ { first = first $3 ":" }
@@ -41,7 +42,7 @@ check_host() {
 
 # A namespace must be possible here, else these modes skip.
 need_ns() {
-	$launch "$run" true 2>"$tmp/ns.err" || fail "gnic-emu-run true: exit $?"
+	"$run" true 2>"$tmp/ns.err" || fail "gnic-emu-run true: exit $?"
 	if grep -q "$no_ns_msg" "$tmp/ns.err"; then
 		echo "SKIP: $(cat "$tmp/ns.err")"
 		exit 77
@@ -54,7 +55,7 @@ devinfo)
 		echo "SKIP: no ibv_devinfo (ibverbs-utils)"
 		exit 77
 	}
-	$launch "$run" /usr/bin/ibv_devinfo -v >"$tmp/out" 2>"$tmp/err" || fail "ibv_devinfo -v: exit $?"
+	"$run" $launch /usr/bin/ibv_devinfo -v >"$tmp/out" 2>"$tmp/err" || fail "ibv_devinfo -v: exit $?"
 	cat "$tmp/out" "$tmp/err"
 	grep -Eq '^hca_id:[[:space:]]+rocep1s0f0$' "$tmp/out" || fail "no hca_id rocep1s0f0"
 	grep -Eq '^[[:space:]]+vendor_id:[[:space:]]+0x02c9$' "$tmp/out" || fail "vendor_id not 0x02c9"
@@ -67,7 +68,7 @@ sysfs)
 	# ibv_devinfo's node_guid and the file, read in one run (the GUID names
 	# the emulator's listener port, which the runner pins for its program).
 	# shellcheck disable=SC2016 # expanded by the inner shell
-	$launch "$run" sh -c '/usr/bin/ibv_devinfo | sed -n "s/^[[:space:]]*node_guid:[[:space:]]*//p";
+	IBV_LAUNCH=$launch "$run" sh -c '$IBV_LAUNCH /usr/bin/ibv_devinfo | sed -n "s/^[[:space:]]*node_guid:[[:space:]]*//p";
 		cat /sys/class/infiniband/rocep1s0f0/node_guid;
 		readlink -f /sys/class/infiniband/rocep1s0f0/device;
 		cat /sys/class/infiniband/rocep1s0f0/device/vendor' >"$tmp/out" ||
@@ -81,22 +82,22 @@ sysfs)
 	*) fail "device link resolves to '$(sed -n 3p "$tmp/out")', not a PCI function" ;;
 	esac
 	[ "$(sed -n 4p "$tmp/out")" = 0x15b3 ] || fail "device/vendor not 0x15b3"
-	$launch "$run" "$sysfs_test" || fail "test_run_sysfs under gnic-emu-run"
-	$launch GNIC_EMU_DEVICES=3 "$run" "$sysfs_test" || fail "test_run_sysfs, 3 devices"
+	"$run" "$sysfs_test" || fail "test_run_sysfs under gnic-emu-run"
+	GNIC_EMU_DEVICES=3 "$run" "$sysfs_test" || fail "test_run_sysfs, 3 devices"
 	# The program's exit status is the runner's.
-	$launch "$run" sh -c 'exit 7'
+	"$run" sh -c 'exit 7'
 	[ $? -eq 7 ] || fail "exit status not passed through"
-	$launch "$run" /nonexistent/program 2>/dev/null
+	"$run" /nonexistent/program 2>/dev/null
 	[ $? -eq 127 ] || fail "a missing program is not 127"
 	check_host
 	;;
 nons)
 	for how in env opt; do
 		if [ $how = env ]; then
-			$launch GNIC_EMU_RUN_NAMESPACE=0 "$run" sh -c 'echo "$LD_LIBRARY_PATH"; exit 5' \
+			GNIC_EMU_RUN_NAMESPACE=0 "$run" sh -c 'echo "$LD_LIBRARY_PATH"; exit 5' \
 				>"$tmp/out" 2>"$tmp/err"
 		else
-			$launch "$run" --no-namespace sh -c 'echo "$LD_LIBRARY_PATH"; exit 5' >"$tmp/out" 2>"$tmp/err"
+			"$run" --no-namespace sh -c 'echo "$LD_LIBRARY_PATH"; exit 5' >"$tmp/out" 2>"$tmp/err"
 		fi
 		rc=$?
 		cat "$tmp/out" "$tmp/err"
@@ -109,7 +110,7 @@ nons)
 	done
 	# Verbs still work through LD_LIBRARY_PATH alone.
 	if [ -x /usr/bin/ibv_devinfo ]; then
-		$launch "$run" --no-namespace /usr/bin/ibv_devinfo -l 2>/dev/null | grep -q rocep1s0f0 ||
+		"$run" --no-namespace $launch /usr/bin/ibv_devinfo -l 2>/dev/null | grep -q rocep1s0f0 ||
 			fail "ibv_devinfo -l without the namespace"
 	fi
 	check_host
@@ -124,8 +125,7 @@ user)
 	chmod 755 "$tmp"
 	mkdir "$tmp/home" && chown 65534:65534 "$tmp/home" || fail "a home for nobody"
 	as_nobody() {
-		HOME=$tmp/home setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all -- \
-			$launch "$@"
+		HOME=$tmp/home setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all -- "$@"
 	}
 	as_nobody "$run" sh -c 'id -u; exit 9' >"$tmp/out" 2>"$tmp/err"
 	rc=$?
