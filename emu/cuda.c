@@ -9,6 +9,11 @@
  * its first GPU registration. The few types and constants we need are
  * defined here from the driver API's documented values.
  *
+ * Memory of the VMM API (cuMemCreate + cuMemMap) belongs to no context: its
+ * CU_POINTER_ATTRIBUTE_CONTEXT is NULL. Its copies run in the primary context
+ * of the device holding it (CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL), which each
+ * MR retains for as long as it lives.
+ *
  * Copies run on a private non-blocking stream per CUDA context. A plain
  * cuMemcpyDtoH uses the legacy default stream, which waits for every kernel
  * on blocking streams: a persistent kernel that waits for its RDMA to finish
@@ -26,12 +31,14 @@ typedef int CUresult;
 typedef void *CUcontext;
 typedef void *CUstream;
 typedef unsigned long long CUdeviceptr;
+typedef int CUdevice;
 
 enum {
 	CUDA_SUCCESS = 0,
 	CU_POINTER_ATTRIBUTE_CONTEXT = 1,
 	CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
 	CU_POINTER_ATTRIBUTE_IS_MANAGED = 8,
+	CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
 	CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11,
 	CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12,
 	CU_MEMORYTYPE_DEVICE = 2,
@@ -50,6 +57,12 @@ struct cuda_api {
 	CUresult (*memcpy_htod_async)(CUdeviceptr dst, const void *src, size_t n, CUstream s);
 	CUresult (*memcpy_dtoh_async)(void *dst, CUdeviceptr src, size_t n, CUstream s);
 	CUresult (*mem_host_alloc)(void **p, size_t n, unsigned int flags);
+	/* for memory without a context (VMM); optional: without them such
+	 * memory cannot be registered */
+	CUresult (*device_get)(CUdevice *dev, int ordinal);
+	CUresult (*primary_retain)(CUcontext *ctx, CUdevice dev);
+	CUresult (*primary_release)(CUdevice dev);
+	CUresult (*primary_state)(CUdevice dev, unsigned int *flags, int *active);
 };
 
 static pthread_mutex_t cuda_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -85,6 +98,14 @@ static bool cuda_resolve(void *lib)
 	       cuda_sym(lib, "cuMemHostAlloc", &cu.mem_host_alloc);
 }
 
+static void cuda_resolve_optional(void *lib)
+{
+	cuda_sym(lib, "cuDeviceGet", &cu.device_get);
+	cuda_sym(lib, "cuDevicePrimaryCtxRetain", &cu.primary_retain);
+	cuda_sym(lib, "cuDevicePrimaryCtxRelease_v2", &cu.primary_release);
+	cuda_sym(lib, "cuDevicePrimaryCtxGetState", &cu.primary_state);
+}
+
 /* Is the driver API usable? Loads nothing: only finds a loaded libcuda. */
 static bool cuda_available(void)
 {
@@ -95,6 +116,7 @@ static bool cuda_available(void)
 	if (!cu_loaded && !cu_broken) {
 		lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
 		if (lib && cuda_resolve(lib)) {
+			cuda_resolve_optional(lib);
 			cu_loaded = true; /* keep our reference: the library stays */
 		} else if (lib) {
 			emu_warn("libcuda.so.1 lacks a driver call we need; treating all memory "
@@ -108,7 +130,28 @@ static bool cuda_available(void)
 	return ok;
 }
 
-int emu_cuda_lookup(uint64_t va, uint64_t len, void **cu_ctx)
+/* Memory without a context of its own (VMM): the primary context of the
+ * device holding it, retained. 0, or -EFAULT when the driver cannot say. */
+static int primary_ctx_of(CUdeviceptr va, struct emu_cuda_ctx *c)
+{
+	int ordinal = -1;
+	CUdevice dev;
+	CUcontext ctx = NULL;
+
+	if (!cu.device_get || !cu.primary_retain || !cu.primary_release ||
+	    cu.pointer_get_attribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, va) ||
+	    ordinal < 0 || cu.device_get(&dev, ordinal) || cu.primary_retain(&ctx, dev) || !ctx) {
+		emu_warn("device address 0x%llx has no CUDA context and its device's primary "
+		         "context cannot be had (device ordinal %d)",
+		         va, ordinal);
+		return -EFAULT;
+	}
+	c->ctx = ctx;
+	c->primary_dev = dev;
+	return 0;
+}
+
+int emu_cuda_lookup(uint64_t va, uint64_t len, struct emu_cuda_ctx *c)
 {
 	unsigned int mem_type = 0;
 	uint64_t managed = 0; /* the driver writes a bool-sized flag */
@@ -116,6 +159,8 @@ int emu_cuda_lookup(uint64_t va, uint64_t len, void **cu_ctx)
 	size_t size = 0;
 	CUcontext ctx = NULL;
 
+	c->ctx = NULL;
+	c->primary_dev = -1;
 	if (!va || !cuda_available())
 		return 0;
 	/* any failure here (not a CUDA pointer, CUDA not initialised) means
@@ -126,15 +171,42 @@ int emu_cuda_lookup(uint64_t va, uint64_t len, void **cu_ctx)
 	/* managed memory is directly addressable by the CPU */
 	if (!cu.pointer_get_attribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, va) && managed)
 		return 0;
-	if (cu.pointer_get_attribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, va))
-		return -EFAULT;
 	/* like pinning on a real NIC: the range must lie in one allocation */
 	if (!cu.pointer_get_attribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, va) &&
 	    !cu.pointer_get_attribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, va) &&
 	    (va - start > size || len > size - (va - start)))
 		return -EFAULT;
-	*cu_ctx = ctx;
+	if (cu.pointer_get_attribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, va) || !ctx)
+		return primary_ctx_of(va, c) ? -EFAULT : 1;
+	c->ctx = ctx;
 	return 1;
+}
+
+/* Drops the cached stream and stage of a context that is gone: a later
+ * context may get the same handle. The driver freed both with it. */
+static void streams_forget(CUcontext ctx)
+{
+	pthread_mutex_lock(&cuda_lock);
+	for (int i = 0; i < nstreams; i++)
+		if (streams[i].ctx == ctx)
+			streams[i--] = streams[--nstreams];
+	pthread_mutex_unlock(&cuda_lock);
+}
+
+void emu_cuda_put(struct emu_cuda_ctx *c)
+{
+	unsigned int flags = 0;
+	int active = 1;
+
+	if (!c || c->primary_dev < 0)
+		return;
+	if (cu.primary_release(c->primary_dev))
+		emu_warn("cuDevicePrimaryCtxRelease(%d) failed", c->primary_dev);
+	/* the last reference: the context is destroyed, and its streams */
+	else if (cu.primary_state && !cu.primary_state(c->primary_dev, &flags, &active) && !active)
+		streams_forget(c->ctx);
+	c->primary_dev = -1;
+	c->ctx = NULL;
 }
 
 /* The private stream and pinned stage for ctx; ctx must be current. false if

@@ -198,6 +198,15 @@ struct emu_pd {
 
 enum emu_mem_type { EMU_MEM_HOST, EMU_MEM_CUDA };
 
+/* The context that copies of a device range run in. Memory of the VMM API
+ * (cuMemCreate + cuMemMap) belongs to no context: then it is the primary
+ * context of the device holding it, retained by the lookup (primary_dev >= 0)
+ * until emu_cuda_put(). */
+struct emu_cuda_ctx {
+	void *ctx;       /* CUcontext */
+	int primary_dev; /* CUdevice whose primary context ctx is (retained), else -1 */
+};
+
 struct emu_mr {
 	struct ibv_mr ibmr; /* addr = user VA, lkey == rkey */
 	struct emu_pd *pd;
@@ -207,7 +216,7 @@ struct emu_mr {
 	int mem_type;           /* enum emu_mem_type */
 	void *host_base;        /* host VA of byte 0 (EMU_MEM_HOST) */
 	uint64_t dev_base;      /* CUdeviceptr of byte 0 (EMU_MEM_CUDA) */
-	void *cu_ctx;           /* CUcontext owning dev_base */
+	struct emu_cuda_ctx cu; /* the context copies of dev_base run in */
 	_Atomic int inbox_refs; /* inbox items reading its memory (worker.c) */
 };
 
@@ -506,7 +515,9 @@ void *emu_mem_host_ptr(const struct emu_mr *mr, uint64_t addr); /* NULL if not h
 
 /* cuda.c: CUDA device memory, through the process's own libcuda.so.1 (never
  * required: without CUDA every address is host memory). */
-int emu_cuda_lookup(uint64_t va, uint64_t len, void **cu_ctx); /* 1 device, 0 host, -errno */
+int emu_cuda_lookup(uint64_t va, uint64_t len,
+                    struct emu_cuda_ctx *c); /* 1 device, 0 host, -errno */
+void emu_cuda_put(struct emu_cuda_ctx *c);   /* releases what the lookup retained */
 int emu_cuda_read(void *cu_ctx, uint64_t dev_va, void *dst, uint64_t len);        /* 0 or -EIO */
 int emu_cuda_write(void *cu_ctx, uint64_t dev_va, const void *src, uint64_t len); /* 0 or -EIO */
 

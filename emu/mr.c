@@ -99,12 +99,13 @@ static int mr_publish(struct emu_mr *mr)
 }
 
 static struct ibv_mr *mr_create(struct ibv_pd *ibpd, void *addr, uint64_t length, uint64_t iova,
-                                unsigned int access, int mem_type, void *cu_ctx)
+                                unsigned int access, int mem_type, struct emu_cuda_ctx *cu)
 {
 	struct emu_mr *mr = calloc(1, sizeof(*mr));
 	int ret;
 
 	if (!mr) {
+		emu_cuda_put(cu);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -119,12 +120,13 @@ static struct ibv_mr *mr_create(struct ibv_pd *ibpd, void *addr, uint64_t length
 	mr->mem_type = mem_type;
 	if (mem_type == EMU_MEM_CUDA) {
 		mr->dev_base = (uint64_t)(uintptr_t)addr;
-		mr->cu_ctx = cu_ctx;
+		mr->cu = *cu;
 	} else {
 		mr->host_base = addr;
 	}
 	ret = mr_publish(mr);
 	if (ret) {
+		emu_cuda_put(cu);
 		free(mr);
 		errno = ret;
 		return NULL;
@@ -143,7 +145,7 @@ static bool pd_valid(struct ibv_pd *pd)
 EMU_EXPORT struct ibv_mr *gemu_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
                                             uint64_t iova, unsigned int access)
 {
-	void *cu_ctx = NULL;
+	struct emu_cuda_ctx cu = {NULL, -1};
 	int ret, dev;
 
 	/* zero-length MRs are allowed: zero-byte operations still carry a key */
@@ -154,12 +156,12 @@ EMU_EXPORT struct ibv_mr *gemu_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_
 		errno = ret;
 		return NULL;
 	}
-	dev = length ? emu_cuda_lookup((uintptr_t)addr, length, &cu_ctx) : 0;
+	dev = length ? emu_cuda_lookup((uintptr_t)addr, length, &cu) : 0;
 	if (dev < 0) {
 		errno = -dev;
 		return NULL;
 	}
-	return mr_create(pd, addr, length, iova, access, dev ? EMU_MEM_CUDA : EMU_MEM_HOST, cu_ctx);
+	return mr_create(pd, addr, length, iova, access, dev ? EMU_MEM_CUDA : EMU_MEM_HOST, &cu);
 }
 
 /* The emulator cannot import a dmabuf; but GPU memory exported as a dmabuf is
@@ -167,7 +169,7 @@ EMU_EXPORT struct ibv_mr *gemu_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_
 EMU_EXPORT struct ibv_mr *gemu_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length,
                                              uint64_t iova, int fd, int access)
 {
-	void *cu_ctx = NULL;
+	struct emu_cuda_ctx cu = {NULL, -1};
 	int ret, dev;
 
 	(void)offset;
@@ -178,7 +180,7 @@ EMU_EXPORT struct ibv_mr *gemu_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
 		errno = ret;
 		return NULL;
 	}
-	dev = emu_cuda_lookup(iova, length, &cu_ctx);
+	dev = emu_cuda_lookup(iova, length, &cu);
 	if (dev <= 0) {
 		if (!dev)
 			emu_warn("reg_dmabuf_mr: iova 0x%llx is not CUDA device memory; only GPU "
@@ -188,7 +190,7 @@ EMU_EXPORT struct ibv_mr *gemu_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
 		return NULL;
 	}
 	return mr_create(pd, (void *)(uintptr_t)iova, length, iova, (unsigned int)access,
-	                 EMU_MEM_CUDA, cu_ctx);
+	                 EMU_MEM_CUDA, &cu);
 }
 
 /* Wait (bounded) until no inbox item reads mr's memory (worker.c). */
@@ -231,6 +233,8 @@ EMU_EXPORT int gemu_dereg_mr(struct ibv_mr *ibmr)
 		        ibmr->lkey, MR_REFS_WAIT_S);
 		return 0;
 	}
+	if (mr->mem_type == EMU_MEM_CUDA)
+		emu_cuda_put(&mr->cu);
 	free(mr);
 	return 0;
 }
@@ -276,7 +280,7 @@ int emu_mem_read(const struct emu_mr *mr, uint64_t addr, void *dst, uint64_t len
 	if (mem_range(mr, addr, len, &off))
 		return -EFAULT;
 	if (mr->mem_type == EMU_MEM_CUDA)
-		return emu_cuda_read(mr->cu_ctx, mr->dev_base + off, dst, len);
+		return emu_cuda_read(mr->cu.ctx, mr->dev_base + off, dst, len);
 	if (len)
 		memcpy(dst, (const char *)mr->host_base + off, len);
 	return 0;
@@ -301,7 +305,7 @@ int emu_mem_write(const struct emu_mr *mr, uint64_t addr, const void *src, uint6
 	if (mem_range(mr, addr, len, &off))
 		return -EFAULT;
 	if (mr->mem_type == EMU_MEM_CUDA)
-		return emu_cuda_write(mr->cu_ctx, mr->dev_base + off, src, len);
+		return emu_cuda_write(mr->cu.ctx, mr->dev_base + off, src, len);
 	if (len)
 		place(mr, off, src, len);
 	return 0;

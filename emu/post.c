@@ -266,6 +266,10 @@ int emu_post_one(struct emu_qp *qp, const struct emu_send_req *r, uint64_t *ctrl
 	uint32_t inline_len, ds, bb, used;
 	int err = wqe_kind(r->opcode, &k);
 
+	/* mlx5's order: the opcode, then a full SQ (always so without an SQ,
+	 * max_send_wr 0), then the request itself */
+	if (!err && emu_wq_used(&qp->sq) >= qp->sq.wqe_cnt)
+		err = ENOMEM;
 	if (!err)
 		err = check_send_req(qp, r, &k, &inline_len);
 	if (err)

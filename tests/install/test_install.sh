@@ -20,7 +20,7 @@ pkg-config --exists gnic || fail "pkg-config finds no gnic.pc under $prefix"
 libdir=$(pkg-config --variable=libdir gnic)
 for f in "$libdir/libgnic.so.0" "$libdir/libgnic_emu.so.0" "$libdir/gnic-emu/libibverbs.so.1" \
 	"$libdir/gnic-emu/libmlx5.so.1" "$prefix/include/gnic/gnic.h" \
-	"$prefix/include/gnic/gnic_dev.cuh" "$prefix/bin/gnic-perf" \
+	"$prefix/include/gnic/gnic_dev.cuh" "$prefix/bin/gnic-perf" "$prefix/bin/gnic-emu-run" \
 	"$libdir/cmake/gnic/gnicConfig.cmake" "$prefix/share/doc/gnic/LICENSE"; do
 	[ -e "$f" ] || fail "not installed: $f"
 done
@@ -54,5 +54,16 @@ LD_LIBRARY_PATH="$libdir/gnic-emu" "$prefix/bin/gnic-perf" put_lat --quick --ite
 grep -q "$libdir/gnic-emu/libibverbs.so.1" perf.log || {
 	cat perf.log
 	fail "installed gnic-perf did not use the installed gnic-emu"
+}
+echo "== gnic-emu-run, installed"
+# shellcheck disable=SC2016 # expanded by the inner shell
+run_ldpath=$("$prefix/bin/gnic-emu-run" --no-namespace sh -c 'echo "$LD_LIBRARY_PATH"' 2>/dev/null)
+[ "${run_ldpath%%:*}" = "$(cd "$libdir/gnic-emu" && pwd -P)" ] ||
+	fail "installed gnic-emu-run puts '$run_ldpath' on LD_LIBRARY_PATH, not $libdir/gnic-emu"
+"$prefix/bin/gnic-emu-run" sh -c 'cat /sys/class/infiniband/rocep1s0f0/node_guid' \
+	>run.log 2>&1 || { cat run.log; fail "installed gnic-emu-run"; }
+grep -Eq '^[0-9a-f]{4}(:[0-9a-f]{4}){3}$|no private mount namespace' run.log || {
+	cat run.log
+	fail "installed gnic-emu-run: no emulated sysfs tree and no message why"
 }
 echo "PASS: install, pkg-config and find_package consumers"
