@@ -58,8 +58,8 @@ static const struct knob knobs[] = {
      "while spinning on a core another thread wants, the engine polls by epoll waits "
      "this long (us) instead; software doorbells and sockets wake it sooner"},
     {"GNIC_EMU_THREADS", KNOB_INT, CFG(threads), "auto", 1, 64,
-     "engine worker threads; QPs are spread over them at creation. auto = 1 with fewer "
-     "than 4 CPUs, else half the CPUs, at most 8"},
+     "engine worker threads; QPs are spread over them at creation. auto = 1 (more pays "
+     "for bandwidth over many QPs in one process, and costs small-message rate)"},
     {"GNIC_EMU_SLEEP_US", KNOB_INT, CFG(sleep_us), "1000", 1, 1000000,
      "longest engine sleep (us) when idle; software doorbells wake it sooner"},
     {"GNIC_EMU_TIMEOUT_MS", KNOB_INT, CFG(default_timeout_ms), "4000", 1, 3600000,
@@ -112,19 +112,16 @@ static long auto_spin_us(void)
 	return sysconf(_SC_NPROCESSORS_ONLN) >= 4 ? 200 : 0;
 }
 
-/* "auto" for GNIC_EMU_THREADS: each worker busy-polls its QPs for spin_us
- * after its last work, so a worker wants a core. Half the CPUs leaves the
- * other half to the application's threads (and a peer process on the same
- * host); beyond 8 a process rarely has enough busy QPs to keep more busy,
- * and every idle worker still costs wake-ups. Below 4 CPUs (CI has 2) one
- * worker, as the spin default also assumes. */
+/* "auto" for GNIC_EMU_THREADS: one worker. Measured on a 16-core host
+ * (docs/data/perf-notes.md): more workers multiply 1-MiB bandwidth over 8+
+ * QPs in one process (8 workers: 5-7x) but cut the 64-B rate of one QP pair
+ * (its two ends land on different workers: 3.8 -> 1.2 M/s) and of two
+ * processes (all inbound socket I/O is worker 0's, the rest is forwarded:
+ * 7.1 -> 1.2 M/s at 8 QPs). Until placement follows the peer and sockets
+ * follow their QPs, more workers are asked for, not given. */
 static long auto_threads(void)
 {
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-	if (n < 4)
-		return 1;
-	return n / 2 < 8 ? n / 2 : 8;
+	return 1;
 }
 
 static int parse_int(const struct knob *k, const char *s, int *out)
