@@ -250,9 +250,11 @@ static void retire(struct emu_qp *qp)
 		qp->req.ost_tail++;
 		progressed = true;
 		if (e->syndrome) {
+			/* the QP is in ERR before its error CQE can be seen: a
+			 * poller that queries the QP then finds it so */
 			record_error(qp, e->syndrome, e->opcode, e->wqe_idx);
-			req_cqe(qp, e, e->syndrome);
 			emu_qp_enter_error(qp, emu_syndrome_str(e->syndrome));
+			req_cqe(qp, e, e->syndrome);
 			return;
 		}
 		if (e->fm_ce_se & GNIC_MLX5_CTRL_CQ_UPDATE)

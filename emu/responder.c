@@ -303,6 +303,8 @@ static int do_recv(struct emu_reply_path *to, struct emu_qp *qp, const struct em
 	if (synd == NEED_DATA)
 		return synd;
 	if (synd) {
+		/* in ERR before the error CQE can be seen (fail() then NAKs) */
+		emu_qp_enter_error(qp, emu_syndrome_str((uint8_t)synd));
 		resp_cqe(qp, 0, (uint8_t)synd, m);
 		fail(to, qp, m,
 		     synd == GNIC_MLX5_SYND_LOCAL_LENGTH ? GNIC_MLX5_SYND_REMOTE_INVAL_REQ
