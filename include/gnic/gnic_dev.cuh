@@ -632,15 +632,16 @@ GNIC_DEVFN uint64_t gnic_dev_sq_scan(const struct gnic_dev_qp *qp, uint64_t h)
 		n += one & 0xffff;
 		if ((one & 0xffff) != 1)
 			continue;
+		uint64_t base = n;
+
 		for (int k = 0; k < GNIC_SCAN_AHEAD; k++)
-			m[k] = gnic_load_mark64(&qp->sq_pub[(n + (uint64_t)k) & mask]);
-		for (int k = 0, base = 0; k < GNIC_SCAN_AHEAD; k++) {
-			if (k != base)
+			m[k] = gnic_load_mark64(&qp->sq_pub[(base + (uint64_t)k) & mask]);
+		for (int k = 0; k < GNIC_SCAN_AHEAD; k++) {
+			if (n != base + (uint64_t)k)
 				continue; /* inside the WQE before */
 			if (!gnic_dev_mark_ok(qp, m[k], n, h))
 				return n;
 			n += m[k] & 0xffff;
-			base += (int)(m[k] & 0xffff);
 		}
 	}
 }
