@@ -336,6 +336,9 @@ const struct gnic_dev_err *gnic_proxy_err(const struct gnic_qp *qp);
 /* A PCI address "[dddd:]bb:dd.f" (any case) as "dddd:bb:dd.f" lower case;
  * false if it is none. */
 bool gnic_pci_norm(const char *in, char out[GNIC_PCI_LEN]);
+/* A polling thread (progress, proxy) past its spin after the last work:
+ * sleep *sleep_ns (0: the first time), doubling from 1 us up to 100 us. */
+void gnic_poll_backoff(uint64_t *sleep_ns);
 uint64_t gnic_time_ns(void);
 uint32_t gnic_pow2_ceil(uint32_t v);
 void gnic_put_le16(uint8_t *p, uint16_t v);

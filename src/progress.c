@@ -16,9 +16,7 @@
 
 #include "gnic_int.h"
 
-#define SPIN_NS      50000u /* keep polling this long after the last doorbell */
-#define SLEEP_MIN_NS 1000u
-#define SLEEP_MAX_NS 100000u
+#define SPIN_NS 50000u /* keep polling this long after the last doorbell */
 
 /* Drains write-combining buffers, so a store to a (WC-mapped) doorbell
  * register is ordered after earlier stores and leaves the CPU now. Inline
@@ -70,13 +68,6 @@ static int scan(struct gnic_ctx *ctx)
 	return n;
 }
 
-static void idle_sleep(uint64_t ns)
-{
-	struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)ns};
-
-	nanosleep(&ts, NULL);
-}
-
 static void *progress_main(void *arg)
 {
 	struct gnic_ctx *ctx = arg;
@@ -90,10 +81,7 @@ static void *progress_main(void *arg)
 		}
 		if (gnic_time_ns() - last_work < SPIN_NS)
 			continue;
-		sleep_ns = sleep_ns ? 2 * sleep_ns : SLEEP_MIN_NS;
-		if (sleep_ns > SLEEP_MAX_NS)
-			sleep_ns = SLEEP_MAX_NS;
-		idle_sleep(sleep_ns);
+		gnic_poll_backoff(&sleep_ns);
 	}
 	return NULL;
 }

@@ -34,10 +34,8 @@
 #include "gnic_int.h"
 #include "gnic/gnic_dev.cuh"
 
-#define BATCH_SLOTS  64     /* ring slots taken per QP and pass */
-#define SPIN_NS      200000 /* keep polling this long after the last work */
-#define SLEEP_MIN_NS 1000u
-#define SLEEP_MAX_NS 100000u
+#define BATCH_SLOTS 64     /* ring slots taken per QP and pass */
+#define SPIN_NS     200000 /* keep polling this long after the last work */
 
 /* A posted descriptor whose completion is not reported yet. */
 struct pend {
@@ -234,13 +232,6 @@ static int serve(struct gnic_proxy *pq)
 
 /* ---- the thread ------------------------------------------------------------ */
 
-static void idle_sleep(uint64_t ns)
-{
-	struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)ns};
-
-	nanosleep(&ts, NULL);
-}
-
 static void *proxy_main(void *arg)
 {
 	struct gnic_ctx *ctx = arg;
@@ -267,10 +258,7 @@ static void *proxy_main(void *arg)
 				sched_yield();
 			continue;
 		}
-		sleep_ns = sleep_ns ? 2 * sleep_ns : SLEEP_MIN_NS;
-		if (sleep_ns > SLEEP_MAX_NS)
-			sleep_ns = SLEEP_MAX_NS;
-		idle_sleep(sleep_ns);
+		gnic_poll_backoff(&sleep_ns);
 	}
 	return NULL;
 }

@@ -71,3 +71,14 @@ bool gnic_pci_norm(const char *in, char out[GNIC_PCI_LEN])
 	snprintf(out, GNIC_PCI_LEN, "%04x:%02x:%02x.%x", dom, bus, dev, fn);
 	return true;
 }
+
+void gnic_poll_backoff(uint64_t *sleep_ns)
+{
+	struct timespec ts = {.tv_sec = 0};
+
+	*sleep_ns = *sleep_ns ? 2 * *sleep_ns : 1000;
+	if (*sleep_ns > 100000)
+		*sleep_ns = 100000;
+	ts.tv_nsec = (long)*sleep_ns;
+	nanosleep(&ts, NULL);
+}
