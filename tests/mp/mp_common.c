@@ -204,3 +204,47 @@ long mp_rx_queued(pid_t pid)
 	fclose(f);
 	return total;
 }
+
+void mp_side_open(struct mp_side *s, size_t len, uint8_t timeout, uint8_t retry_cnt)
+{
+	struct t_qp_caps caps;
+
+	t_case("%s: setup", s->role);
+	t_qp_caps_default(&caps);
+	t_conn_opts_default(&s->opts);
+	s->opts.timeout = timeout;
+	s->opts.retry_cnt = retry_cnt;
+	s->ctx = t_open(T_DEVICE);
+	s->pd = CHECK_PTR(ibv_alloc_pd(s->ctx));
+	s->scq = t_cq(s->ctx, 64);
+	s->rcq = t_cq(s->ctx, 64);
+	s->qp = t_qp(s->pd, s->scq, s->rcq, &caps, NULL);
+	s->buf = t_alloc(len, 0);
+	s->mr = t_reg(s->pd, s->buf, len, T_ACCESS_ALL);
+}
+
+void mp_side_connect(struct mp_side *s, size_t len)
+{
+	struct t_ep ep;
+
+	t_local_ep(s->qp, &ep);
+	ep.rkey = s->mr->rkey;
+	ep.addr = (uintptr_t)s->buf;
+	ep.len = len;
+	mp_blob_send(s->fd, &ep, sizeof(ep));
+	mp_blob_recv(s->fd, &s->peer, sizeof(s->peer), "the peer's endpoint");
+	t_connect(s->qp, &s->peer, &s->opts);
+	mp_send(s->fd, 'C');
+}
+
+void mp_side_close(struct mp_side *s)
+{
+	t_case("%s: teardown", s->role);
+	CHECK_OK(ibv_destroy_qp(s->qp));
+	CHECK_OK(ibv_dereg_mr(s->mr));
+	CHECK_OK(ibv_destroy_cq(s->scq));
+	CHECK_OK(ibv_destroy_cq(s->rcq));
+	CHECK_OK(ibv_dealloc_pd(s->pd));
+	CHECK_OK(ibv_close_device(s->ctx));
+	free(s->buf);
+}

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "common.h"
+
 #define MP_WAIT_MS 10000
 
 void mp_send(int fd, char c);
@@ -35,5 +37,27 @@ void mp_stop(pid_t pid);
 long mp_rx_queued(pid_t pid);
 /* SIGKILL pid and reap it. */
 void mp_kill(pid_t pid);
+
+/* One child's verbs objects: a QP on CQs of its own and one region
+ * registered with every access right. */
+struct mp_side {
+	const char *role;
+	int fd; /* to the parent */
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *scq, *rcq;
+	struct ibv_qp *qp;
+	uint8_t *buf;
+	struct ibv_mr *mr;
+	struct t_ep peer;
+	struct t_conn_opts opts;
+};
+
+/* Open T_DEVICE and make s's objects, a region of len bytes; the QP will
+ * connect with the default options but timeout and retry_cnt. */
+void mp_side_open(struct mp_side *s, size_t len, uint8_t timeout, uint8_t retry_cnt);
+/* Swap endpoints with the peer through the parent, connect, say 'C'. */
+void mp_side_connect(struct mp_side *s, size_t len);
+void mp_side_close(struct mp_side *s);
 
 #endif

@@ -55,61 +55,15 @@ static uint64_t timeout_ms(void)
 
 /* ---- the two children ----------------------------------------------------- */
 
-struct side {
-	const char *role;
-	int fd; /* to the parent */
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *scq, *rcq;
-	struct ibv_qp *qp;
-	uint8_t *buf;
-	struct ibv_mr *mr;
-	struct t_ep peer;
-	struct t_conn_opts opts;
-};
-
-static void side_setup(struct side *s, int retries)
+static void side_setup(struct mp_side *s, int retries)
 {
-	struct t_qp_caps caps;
-	struct t_ep ep;
-
-	t_case("%s: setup", s->role);
-	t_qp_caps_default(&caps);
-	t_conn_opts_default(&s->opts);
-	s->opts.timeout = TIMEOUT_EXP;
-	s->opts.retry_cnt = (uint8_t)retries;
-	s->ctx = t_open(T_DEVICE);
-	s->pd = CHECK_PTR(ibv_alloc_pd(s->ctx));
-	s->scq = t_cq(s->ctx, 64);
-	s->rcq = t_cq(s->ctx, 64);
-	s->qp = t_qp(s->pd, s->scq, s->rcq, &caps, NULL);
-	s->buf = t_alloc(REGION, 0);
-	s->mr = t_reg(s->pd, s->buf, REGION, T_ACCESS_ALL);
+	mp_side_open(s, REGION, TIMEOUT_EXP, (uint8_t)retries);
 	t_fill(s->buf + OFF_READ, LEN, 900); /* what a READ of the responder gets */
-	t_local_ep(s->qp, &ep);
-	ep.rkey = s->mr->rkey;
-	ep.addr = (uintptr_t)s->buf;
-	ep.len = REGION;
-	mp_blob_send(s->fd, &ep, sizeof(ep));
-	mp_blob_recv(s->fd, &s->peer, sizeof(s->peer), "the peer's endpoint");
-	t_connect(s->qp, &s->peer, &s->opts);
-	mp_send(s->fd, 'C');
-}
-
-static void side_teardown(struct side *s)
-{
-	t_case("%s: teardown", s->role);
-	CHECK_OK(ibv_destroy_qp(s->qp));
-	CHECK_OK(ibv_dereg_mr(s->mr));
-	CHECK_OK(ibv_destroy_cq(s->scq));
-	CHECK_OK(ibv_destroy_cq(s->rcq));
-	CHECK_OK(ibv_dealloc_pd(s->pd));
-	CHECK_OK(ibv_close_device(s->ctx));
-	free(s->buf);
+	mp_side_connect(s, REGION);
 }
 
 /* One signaled WRITE or READ; says 'p' once posted, then sends the result. */
-static void requester_op(struct side *s, bool read)
+static void requester_op(struct mp_side *s, bool read)
 {
 	struct ibv_sge sge = {
 	    .addr = (uintptr_t)s->buf + OFF_LOCAL, .length = LEN, .lkey = s->mr->lkey};
@@ -146,7 +100,7 @@ static void requester_op(struct side *s, bool read)
 	mp_blob_send(s->fd, &r, sizeof(r));
 }
 
-static void warm_up(struct side *s)
+static void warm_up(struct mp_side *s)
 {
 	struct ibv_sge sge = {
 	    .addr = (uintptr_t)s->buf + OFF_LOCAL, .length = 8, .lkey = s->mr->lkey};
@@ -169,7 +123,7 @@ static void warm_up(struct side *s)
 /* Commands: W/D a WRITE/READ, U a warm-up, R back to RTS (at new PSNs: the
  * peer may still hold the failed requests), Q quit. The responder only
  * answers, in its engine, until Q. */
-static int run_child(struct side *s, bool requester, int retries)
+static int run_child(struct mp_side *s, bool requester, int retries)
 {
 	side_setup(s, retries);
 	for (;;) {
@@ -192,7 +146,7 @@ static int run_child(struct side *s, bool requester, int retries)
 			T_FAIL("%s: unknown command '%c'", s->role, c);
 		}
 	}
-	side_teardown(s);
+	mp_side_close(s);
 	return T_EXIT_PASS;
 }
 
@@ -365,7 +319,7 @@ int main(int argc, char **argv)
 	                                            {"stop_long", case_stop_long},
 	                                            {"stop_short", case_stop_short},
 	                                            {"slow", case_slow}};
-	struct side s = {0};
+	struct mp_side s = {0};
 
 	if (argc == 6 && !strcmp(argv[1], "--role") && !strcmp(argv[3], "--fd")) {
 		bool requester = !strcmp(argv[2], "requester");

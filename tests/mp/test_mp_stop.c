@@ -47,19 +47,6 @@ static uint64_t timeout_ms(void)
 
 /* ---- the two children ----------------------------------------------------- */
 
-struct side {
-	const char *role;
-	int fd; /* to the parent */
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *scq, *rcq;
-	struct ibv_qp *qp;
-	uint8_t *buf;
-	struct ibv_mr *mr;
-	struct t_ep peer;
-	struct t_conn_opts opts;
-};
-
 static uint32_t seed_of(int round)
 {
 	return 700 + (uint32_t)round;
@@ -70,54 +57,22 @@ static bool is_read(int round)
 	return round % 2 == 1;
 }
 
-static void side_setup(struct side *s)
+static void side_setup(struct mp_side *s)
 {
-	struct t_qp_caps caps;
-	struct t_ep ep;
-
-	t_case("%s: setup", s->role);
-	t_qp_caps_default(&caps);
-	t_conn_opts_default(&s->opts);
-	s->opts.timeout = TIMEOUT_EXP;
-	s->opts.retry_cnt = 0; /* the first expiry is fatal: no retransmission hides it */
-	s->ctx = t_open(T_DEVICE);
-	s->pd = CHECK_PTR(ibv_alloc_pd(s->ctx));
-	s->scq = t_cq(s->ctx, 64);
-	s->rcq = t_cq(s->ctx, 64);
-	s->qp = t_qp(s->pd, s->scq, s->rcq, &caps, NULL);
-	s->buf = t_alloc(REGION, 0);
-	s->mr = t_reg(s->pd, s->buf, REGION, T_ACCESS_ALL);
+	/* retry_cnt 0: the first expiry is fatal, no retransmission hides it */
+	mp_side_open(s, REGION, TIMEOUT_EXP, 0);
 	/* what the READ rounds read from the responder, in place before the
 	 * engine can see the QP (written later, it would race the engine's
 	 * read for ThreadSanitizer: the ordering runs through the parent) */
 	for (int r = 0; r < ROUNDS; r++)
 		if (is_read(r))
 			t_fill(s->buf + (size_t)r * WRITE_LEN, WRITE_LEN, seed_of(r));
-	t_local_ep(s->qp, &ep);
-	ep.rkey = s->mr->rkey;
-	ep.addr = (uintptr_t)s->buf;
-	ep.len = REGION;
-	mp_blob_send(s->fd, &ep, sizeof(ep));
-	mp_blob_recv(s->fd, &s->peer, sizeof(s->peer), "the peer's endpoint");
-	t_connect(s->qp, &s->peer, &s->opts);
-	mp_send(s->fd, 'C');
-}
-
-static void side_teardown(struct side *s)
-{
-	t_case("%s: teardown", s->role);
-	CHECK_OK(ibv_destroy_qp(s->qp));
-	CHECK_OK(ibv_dereg_mr(s->mr));
-	CHECK_OK(ibv_destroy_cq(s->scq));
-	CHECK_OK(ibv_destroy_cq(s->rcq));
-	CHECK_OK(ibv_dealloc_pd(s->pd));
-	CHECK_OK(ibv_close_device(s->ctx));
-	free(s->buf);
+	mp_side_connect(s, REGION);
 }
 
 /* A signaled WRITE of our bytes at off to the peer's off, or a READ of the
  * peer's into ours. */
-static void post_op(struct side *s, uint64_t wr_id, size_t off, bool read)
+static void post_op(struct mp_side *s, uint64_t wr_id, size_t off, bool read)
 {
 	struct ibv_sge sge = {
 	    .addr = (uintptr_t)s->buf + off, .length = WRITE_LEN, .lkey = s->mr->lkey};
@@ -134,7 +89,7 @@ static void post_op(struct side *s, uint64_t wr_id, size_t off, bool read)
 
 /* One WRITE both engines run freely for: the fabric connection is up (its
  * handshake needs both processes running) before a round stops anyone. */
-static void requester_warm_up(struct side *s)
+static void requester_warm_up(struct mp_side *s)
 {
 	struct ibv_wc wc;
 
@@ -147,7 +102,7 @@ static void requester_warm_up(struct side *s)
 
 /* Post the round's WRITE or READ, say so, then report its completion status
  * (a READ's bytes checked). */
-static void requester_round(struct side *s, int round)
+static void requester_round(struct mp_side *s, int round)
 {
 	size_t off = (size_t)round * WRITE_LEN;
 	bool read = is_read(round);
@@ -185,7 +140,7 @@ static bool landed(const uint8_t *dst, const uint8_t *want)
 /* WRITE: wait (bounded) for the round's bytes to land, then say so. READ:
  * the bytes are in place since setup; nothing to watch (the engine answers
  * alone). */
-static void responder_round(struct side *s, int round)
+static void responder_round(struct mp_side *s, int round)
 {
 	const uint8_t *dst = s->buf + (size_t)round * WRITE_LEN;
 	uint64_t deadline = t_now_ms() + MP_WAIT_MS;
@@ -202,7 +157,7 @@ static void responder_round(struct side *s, int round)
 	mp_send(s->fd, 'l');
 }
 
-static int run_child(struct side *s, bool requester)
+static int run_child(struct mp_side *s, bool requester)
 {
 	side_setup(s);
 	for (;;) {
@@ -227,7 +182,7 @@ static int run_child(struct side *s, bool requester)
 		else
 			responder_round(s, c - '0');
 	}
-	side_teardown(s);
+	mp_side_close(s);
 	return T_EXIT_PASS;
 }
 
@@ -400,7 +355,7 @@ static int orchestrate(void)
 
 int main(int argc, char **argv)
 {
-	struct side s = {0};
+	struct mp_side s = {0};
 
 	if (argc == 5 && !strcmp(argv[1], "--role") && !strcmp(argv[3], "--fd")) {
 		bool requester = !strcmp(argv[2], "requester");
