@@ -714,6 +714,60 @@ GNIC_DEVFN int gnic_dev_sq_commit(struct gnic_dev_qp *qp, uint64_t idx, uint32_t
  * (gnic_rmem). ticket (may be NULL): with GNIC_DEV_F_SIGNAL, the value to
  * give gnic_dev_wait() for this operation. */
 
+#if GNIC_ON_GPU
+/* The calling thread's index in its CTA, as warps are formed from it. */
+GNIC_DEVFN uint32_t gnic_cta_tid(void)
+{
+	return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+
+/* Lanes of the calling warp that are in this call on the same shared QP
+ * right now (the calling lane alone on an exclusive QP, or when the group
+ * would not fit the SQ twice over). Lanes that arrive together were active
+ * together: every sync below names exactly them, as coalesced groups do. */
+GNIC_DEVFN unsigned gnic_dev_coalesced(const struct gnic_dev_qp *qp)
+{
+	unsigned group = __match_any_sync(__activemask(), (unsigned long long)(uintptr_t)qp);
+
+	if (qp->share == GNIC_SHARE_EXCLUSIVE || 2 * (uint32_t)__popc(group) > qp->sq_wqe_cnt)
+		return 1u << (gnic_cta_tid() & 31);
+	return group;
+}
+
+/* Thread-scope posts of the lanes in group, coalesced as a warp call is: the
+ * lowest lane reserves one block for all and publishes it, each lane writes
+ * its own one-BB WQE at its rank in the group. Every lane gets the status. */
+GNIC_DEVFN int gnic_dev_post_group(struct gnic_dev_qp *qp, unsigned group, uint8_t opcode,
+                                   uint64_t laddr, uint32_t lkey, uint64_t raddr, uint32_t rkey,
+                                   uint32_t len, uint32_t flags, uint32_t imm_be, uint64_t *ticket)
+{
+	uint32_t lane = gnic_cta_tid() & 31;
+	int leader = __ffs(group) - 1;
+	uint32_t rank = __popc(group & ((1u << lane) - 1)), n = __popc(group);
+	unsigned long long base = 0;
+	int rc = 0;
+
+	if ((int)lane == leader)
+		rc = gnic_dev_sq_reserve(qp, n, (uint64_t *)&base);
+	rc = __shfl_sync(group, rc, leader);
+	if (rc)
+		return rc;
+	base = __shfl_sync(group, base, leader);
+	gnic_dev_wqe_rdma(qp, base + rank, opcode, laddr, lkey, raddr, rkey, len, flags, imm_be,
+	                  NULL);
+	if (ticket)
+		*ticket = base + rank + 1;
+	__syncwarp(group);
+	if ((int)lane == leader)
+		rc = gnic_dev_sq_commit(qp, base, n, NULL);
+	return __shfl_sync(group, rc, leader);
+}
+#endif
+
+/* One WQE of one BB. On a GPU, lanes of a warp that post to the same shared
+ * QP at the same time share one reservation, one publish and one doorbell
+ * (as NVSHMEM's thread-scope calls coalesce); a lane alone posts alone and
+ * its WQE may go by BlueFlame. */
 GNIC_DEVFN int gnic_dev_post_rdma(struct gnic_dev_qp *qp, uint8_t opcode, const void *laddr,
                                   uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t len,
                                   uint32_t flags, uint32_t imm_be, uint64_t *ticket)
@@ -724,6 +778,13 @@ GNIC_DEVFN int gnic_dev_post_rdma(struct gnic_dev_qp *qp, uint8_t opcode, const 
 
 	if (len > GNIC_DEV_MAX_MSG)
 		return GNIC_DEV_ERR_INVAL;
+#if GNIC_ON_GPU
+	unsigned group = gnic_dev_coalesced(qp);
+
+	if (group & (group - 1))
+		return gnic_dev_post_group(qp, group, opcode, (uint64_t)(uintptr_t)laddr, lkey,
+		                           raddr, rkey, len, flags, imm_be, ticket);
+#endif
 	rc = gnic_dev_sq_reserve(qp, 1, &idx);
 	if (rc)
 		return rc;
@@ -1038,7 +1099,7 @@ GNIC_DEVFN int gnic_dev_recv_wait(struct gnic_dev_qp *qp, uint32_t *len, uint32_
 /* The lanes of the calling thread's warp that exist in its CTA. */
 GNIC_DEVFN unsigned gnic_warp_lanes(void)
 {
-	uint32_t tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+	uint32_t tid = gnic_cta_tid();
 	uint32_t left = blockDim.x * blockDim.y * blockDim.z - (tid & ~31u);
 
 	return left >= 32 ? 0xffffffffu : (1u << left) - 1;
@@ -1048,7 +1109,7 @@ GNIC_DEVFN int gnic_dev_put_warp(struct gnic_dev_qp *qp, const void *laddr, uint
                                  uint64_t raddr, uint32_t rkey, uint32_t len, uint32_t flags)
 {
 	unsigned mask = gnic_warp_lanes();
-	uint32_t tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+	uint32_t tid = gnic_cta_tid();
 	uint32_t lane = tid & 31, n = __popc(mask);
 	unsigned long long base = 0;
 	int rc = 0;
@@ -1081,7 +1142,7 @@ GNIC_DEVFN int gnic_dev_put_cta(struct gnic_dev_qp *qp, const void *laddr, uint3
 	__shared__ unsigned long long base;
 	__shared__ int reserved, committed;
 	uint32_t n = blockDim.x * blockDim.y * blockDim.z;
-	uint32_t tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+	uint32_t tid = gnic_cta_tid();
 
 	if (tid == 0)
 		reserved = gnic_dev_sq_reserve(qp, n, (uint64_t *)&base);

@@ -34,8 +34,10 @@
 #define NSLOTS  (CTAS * THREADS)
 #define TMO_NS  10000000000ull
 
-enum scope { SC_THREAD, SC_WARP, SC_CTA, SC_COUNT };
-static const char *scope_name[] = {"thread", "warp", "cta"};
+/* SC_MIXED: thread scope with the lanes of a warp arriving apart, each
+ * asking for a ticket and waiting for it (coalesced groups of every size) */
+enum scope { SC_THREAD, SC_WARP, SC_CTA, SC_MIXED, SC_COUNT };
+static const char *scope_name[] = {"thread", "warp", "cta", "mixed"};
 
 /* What the server publishes to the client. */
 struct srv_info {
@@ -57,10 +59,23 @@ __global__ void fill_kernel(uint8_t *src, uint32_t round)
 		src[slot * SLOT + i] = pattern(slot, i, round);
 }
 
-/* One SLOT-byte put at the given scope (warp/CTA: every lane calls). */
+/* One SLOT-byte put at the given scope (warp/CTA: every lane calls).
+ * ticket: SC_MIXED's ticket, or NULL. */
 __device__ int put_scoped(struct gnic_dev_qp *qp, int scope, const uint8_t *l, uint32_t lkey,
-                          uint64_t r, uint32_t rkey)
+                          uint64_t r, uint32_t rkey, unsigned long long *ticket)
 {
+	if (scope == SC_MIXED) {
+		uint32_t lane = threadIdx.x & 31;
+		uint64_t t = 0;
+		int rc;
+
+		if (lane % 3)
+			__nanosleep(200 * (lane % 5));
+		rc = gnic_dev_put(qp, l, lkey, r, rkey, SLOT, GNIC_DEV_F_SIGNAL, &t);
+		if (ticket)
+			*ticket = t;
+		return rc ? rc : gnic_dev_wait(qp, t);
+	}
 	if (scope == SC_THREAD)
 		return gnic_dev_put(qp, l, lkey, r, rkey, SLOT, 0, NULL);
 	if (scope == SC_WARP)
@@ -70,14 +85,15 @@ __device__ int put_scoped(struct gnic_dev_qp *qp, int scope, const uint8_t *l, u
 
 /* Client: every thread puts its slot, each CTA then signals once. */
 __global__ void put_kernel(struct gnic_dev_qp *qp, const uint8_t *src, uint32_t lkey,
-                           struct srv_info info, int scope, int *rc_out)
+                           struct srv_info info, int scope, unsigned long long *tickets,
+                           int *rc_out)
 {
 	uint32_t slot = blockIdx.x * blockDim.x + threadIdx.x;
 	const uint8_t *l = src + (size_t)slot * SLOT;
 	uint64_t r = info.data.addr + (uint64_t)slot * SLOT;
 	int rc;
 
-	rc = put_scoped(qp, scope, l, lkey, r, info.data.rkey);
+	rc = put_scoped(qp, scope, l, lkey, r, info.data.rkey, tickets + slot);
 	if (rc)
 		atomicCAS(rc_out, 0, rc);
 	__syncthreads();
@@ -127,7 +143,7 @@ __global__ void bench_kernel(struct gnic_dev_qp *qp, const uint8_t *src, uint32_
 		const uint8_t *l = src + (size_t)slot * SLOT;
 		uint64_t r = info.data.addr + (uint64_t)slot * SLOT;
 
-		rc = put_scoped(qp, scope, l, lkey, r, info.data.rkey);
+		rc = put_scoped(qp, scope, l, lkey, r, info.data.rkey, NULL);
 	}
 	__syncthreads();
 	if (threadIdx.x == 0 && rc == 0)
@@ -137,6 +153,13 @@ __global__ void bench_kernel(struct gnic_dev_qp *qp, const uint8_t *src, uint32_
 }
 
 static int server_gpu; /* GPU 1 when there are two */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	unsigned long long x = *(const unsigned long long *)a, y = *(const unsigned long long *)b;
+
+	return x < y ? -1 : x > y;
+}
 
 static struct gnic_ctx *open_ctx(int gpu)
 {
@@ -283,13 +306,28 @@ static double bench(struct gnic_dev_qp *dqp, const uint8_t *src, uint32_t lkey,
 	return (double)ctas * THREADS * rounds / (ms / 1000.0) / 1e6;
 }
 
+/* Every put of the SC_MIXED round got a ticket of its own: the WQE index
+ * after its WQE, which coalesced lanes must not share. */
+static int check_tickets(unsigned long long *t, const unsigned long long *t_dev)
+{
+	CKC(cudaMemcpy(t, t_dev, NSLOTS * sizeof(*t), cudaMemcpyDeviceToHost));
+	qsort(t, NSLOTS, sizeof(*t), cmp_u64);
+	for (uint32_t i = 0; i < NSLOTS; i++)
+		if (t[i] == 0 || (i && t[i] == t[i - 1])) {
+			fprintf(stderr, "client: mixed scope: ticket %llu %s\n", t[i],
+			        t[i] ? "given twice" : "missing");
+			return 1;
+		}
+	return 0;
+}
+
 static int client(struct gnic_boot *boot, enum gnic_db_mode mode, bool do_bench)
 {
 	struct gnic_ctx *ctx = open_ctx(0);
 	struct gnic_qp *qp = make_qp(ctx, mode);
 	struct gnic_dev_qp *dqp = gnic_qp_dev(qp);
 	struct srv_info mine, all[2];
-	unsigned long long *old_dev, old[2];
+	unsigned long long *old_dev, old[2], *tickets_dev, *tickets;
 	struct gnic_mr *smr, *gmr;
 	uint8_t *src, *got, *host;
 	int *rc_dev, rc = 0, fails = 0;
@@ -303,6 +341,8 @@ static int client(struct gnic_boot *boot, enum gnic_db_mode mode, bool do_bench)
 	CKC(cudaMalloc((void **)&got, NSLOTS * SLOT));
 	CKC(cudaMalloc((void **)&rc_dev, sizeof(int)));
 	CKC(cudaMalloc((void **)&old_dev, 2 * sizeof(*old_dev)));
+	CKC(cudaMalloc((void **)&tickets_dev, NSLOTS * sizeof(*tickets_dev)));
+	tickets = (unsigned long long *)malloc(NSLOTS * sizeof(*tickets));
 	host = (uint8_t *)malloc(NSLOTS * SLOT);
 	CK(gnic_mr_reg(ctx, src, NSLOTS * SLOT, GNIC_ACCESS_ALL, &smr));
 	CK(gnic_mr_reg(ctx, got, NSLOTS * SLOT, GNIC_ACCESS_ALL, &gmr));
@@ -315,9 +355,13 @@ static int client(struct gnic_boot *boot, enum gnic_db_mode mode, bool do_bench)
 		CKC(cudaMemset(rc_dev, 0, sizeof(int)));
 		CKC(cudaDeviceSynchronize());
 		CK(gnic_boot_barrier(boot)); /* server ready */
-		put_kernel<<<CTAS, THREADS>>>(dqp, src, gnic_mr_lkey(smr), all[0], round, rc_dev);
+		CKC(cudaMemset(tickets_dev, 0, NSLOTS * sizeof(*tickets_dev)));
+		put_kernel<<<CTAS, THREADS>>>(dqp, src, gnic_mr_lkey(smr), all[0], round,
+		                              tickets_dev, rc_dev);
 		CKC(cudaDeviceSynchronize());
 		CKC(cudaMemcpy(&rc, rc_dev, sizeof(int), cudaMemcpyDeviceToHost));
+		if (round == SC_MIXED && rc == 0)
+			fails += check_tickets(tickets, tickets_dev);
 		if (rc)
 			fprintf(stderr, "client: mode %d %s scope: put rc %d\n", mode,
 			        scope_name[round], rc);
