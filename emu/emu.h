@@ -19,10 +19,11 @@
  *
  * Threading: GNIC_EMU_THREADS engine workers per process (worker.h), each a
  * thread serving its own share of the QPs, under its own lock, which it holds
- * for one pass at a time. A QP is placed on a worker at creation and never
- * moves; its requester, responder, fabric connection and timers are that
- * worker's. QPs of different workers talk through the workers' inboxes
- * (copies, in order), never by one worker touching another's QP.
+ * for one pass at a time. A QP is placed on a worker at creation and may be
+ * moved once more when it enters RTR, before it does any engine work: to
+ * its in-process peer's worker (worker.h says the rule); from then on its
+ * requester, responder, fabric connection and timers are that worker's. QPs of different workers
+ * talk through the workers' inboxes (copies, in order), never by one worker touching another's QP.
  *
  * nic.lock is only the control path's: it guards the object tables and
  * reference counts (create/destroy/reg/dereg, pd, cq). A control-path call
@@ -359,8 +360,12 @@ struct emu_qp {
 	struct emu_context *ctx;
 	struct emu_pd *pd;
 	struct emu_cq *scq, *rcq;
-	struct emu_srq *srq;       /* receives come from it (no RQ then), or NULL */
-	struct emu_worker *worker; /* the engine worker serving it (worker.h) */
+	struct emu_srq *srq; /* receives come from it (no RQ then), or NULL */
+	/* the engine worker serving it (worker.h): set at creation, may change
+	 * once at each INIT->RTR (emu_worker_rtr) under nic.lock and both
+	 * workers' locks; atomic for the data path's kick */
+	struct emu_worker *_Atomic worker;
+	bool placed; /* counted in its worker's nrun: RTR or later (nic.lock) */
 
 	/* hardware layout (page-aligned host memory), allocated at creation:
 	 * written by the verbs side or a GPU thread through mlx5dv, read by the

@@ -146,6 +146,77 @@ void emu_worker_assign(struct emu_qp *qp)
 	atomic_fetch_add(&best->nqps, 1);
 }
 
+/* The worker with the fewest placed QPs: `own` on ties, then the lowest index. */
+static struct emu_worker *least_placed(struct emu_worker *own)
+{
+	struct emu_worker *best = own;
+
+	for (int k = 0; k < nworkers; k++)
+		if (workers[k].nrun < best->nrun)
+			best = &workers[k];
+	return best;
+}
+
+static struct emu_worker *rtr_target(const struct emu_qp *qp)
+{
+	struct emu_device *dev;
+	struct emu_qp *peer = NULL;
+
+	if (nworkers == 1 || qp->srq)
+		return qp->worker;
+	dev = emu_device_by_gid(&qp->dgid);
+	if (dev && qp->dest_qpn != qp->ibqp.qp_num)
+		peer = emu_qp_lookup(qp->dest_qpn);
+	if (peer && peer->ctx && peer->ctx->dev == dev && (peer->placed || peer->srq))
+		return peer->worker;
+	return least_placed(qp->worker);
+}
+
+/* Move qp from its worker (locked by us) to `to` (locked on return). */
+static void qp_move(struct emu_qp *qp, struct emu_worker *to)
+{
+	struct emu_worker *from = qp->worker;
+
+	emu_worker_qp_del(qp);
+	emu_worker_unlock(from);
+	emu_worker_lock(to);
+	qp->worker = to;
+	atomic_fetch_add(&to->nqps, 1);
+	if (!emu_worker_qp_add(qp))
+		return;
+	/* no memory for to's list: back where it was (its slot is free) */
+	emu_warn("QP 0x%x: stays on engine worker %d: out of memory", qp->ibqp.qp_num, from->index);
+	atomic_fetch_sub(&to->nqps, 1);
+	emu_worker_unlock(to);
+	emu_worker_lock(from);
+	qp->worker = from;
+	atomic_fetch_add(&from->nqps, 1);
+	emu_worker_qp_add(qp);
+}
+
+void emu_worker_rtr(struct emu_qp *qp)
+{
+	struct emu_worker *to = rtr_target(qp);
+
+	if (to != qp->worker) {
+		emu_dbg("QP 0x%x: engine worker %d -> %d (peer QP 0x%x)", qp->ibqp.qp_num,
+		        qp->worker->index, to->index, qp->dest_qpn);
+		qp_move(qp, to);
+	}
+	if (!qp->placed) {
+		qp->placed = true;
+		qp->worker->nrun++;
+	}
+}
+
+void emu_worker_unplace(struct emu_qp *qp)
+{
+	if (!qp->placed)
+		return;
+	qp->placed = false;
+	qp->worker->nrun--;
+}
+
 EMU_EXPORT int gemu_qp_engine_worker(struct ibv_qp *ibqp)
 {
 	if (!ibqp || !gemu_is_emu_context(ibqp->context))

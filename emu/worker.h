@@ -70,6 +70,7 @@ struct emu_worker {
 	struct emu_qp **active;
 	uint32_t nactive, active_cap;
 	_Atomic uint32_t nqps;
+	uint32_t nrun; /* of them, QPs placed at RTR and not reset since (nic.lock) */
 
 	/* messages from other workers: FIFO under inbox_lock */
 	pthread_mutex_t inbox_lock;
@@ -100,11 +101,28 @@ void emu_worker_unlock(struct emu_worker *w); /* ... and back to the previous cu
 void emu_workers_sync(void);
 
 /* Placement at QP creation (under nic.lock): the worker with the fewest QPs
- * (the lowest index on ties), or the worker of the QP's SRQ. qp->worker is set; the QP joins its
+ * (the lowest index on ties), or the worker of the QP's SRQ; emu_worker_rtr
+ * may move it at RTR. qp->worker is set; the QP joins its
  * active list in emu_worker_qp_add (with the worker's lock held). */
 void emu_worker_assign(struct emu_qp *qp);
 void emu_worker_unassign(struct emu_qp *qp); /* creation failed after assign */
-int emu_worker_qp_add(struct emu_qp *qp);    /* 0 or ENOMEM */
+/* Placement at INIT->RTR, once the peer is known (qp->dest_qpn, qp->dgid
+ * committed), under nic.lock and qp's worker's lock (emu_worker_lock), which
+ * the call leaves held on qp's worker, old or new. A QP does no engine work
+ * before RTR, so it can move then without reordering anything:
+ *   - a QP of an SRQ stays (the SRQ's single consumer);
+ *   - an in-process peer that is placed (RTR or later) or pinned by its
+ *     SRQ: the QP joins its worker, so the pair's messages are direct calls;
+ *   - otherwise (the peer comes later, or is in another process): the worker
+ *     with the fewest placed QPs, the QP's own on ties, then the lowest index;
+ *     its peer joins it at its own RTR.
+ * Moving takes the QP off the old worker's list (its number has no owner for
+ * that instant: anything sent to it then is lost, as for a QP that is not yet
+ * in RTR) and publishes it on the new one. */
+void emu_worker_rtr(struct emu_qp *qp);
+/* The QP left its placement (to RESET) or is destroyed: nic.lock. */
+void emu_worker_unplace(struct emu_qp *qp);
+int emu_worker_qp_add(struct emu_qp *qp); /* 0 or ENOMEM */
 void emu_worker_qp_del(struct emu_qp *qp);
 /* qpn's QP if worker w serves it, else NULL. Safe for w's own thread with
  * w's lock held: a QP is published and unpublished under its worker's lock. */
