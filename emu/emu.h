@@ -675,6 +675,10 @@ EMU_EXPORT struct ibv_qp *gemu_mlx5dv_create_qp(struct ibv_context *context,
 /* worker.c: the engine worker serving qp (0 .. GNIC_EMU_THREADS-1), or -1
  * for a QP that is not gnic-emu's; for tests and diagnostics. */
 EMU_EXPORT int gemu_qp_engine_worker(struct ibv_qp *qp);
+/* worker.c: requests the workers took from a fabric connection and handed
+ * to another worker's inbox since the process began (their QP is served by
+ * another worker than the connection); for tests and diagnostics. */
+EMU_EXPORT uint64_t gemu_engine_forwarded(void);
 /* Is this ibv_context one of gnic-emu's? (libgnic asks before using gemu_*) */
 EMU_EXPORT bool gemu_is_emu_context(struct ibv_context *context);
 

@@ -69,6 +69,12 @@ int emu_fabric_reply(struct emu_reply_path *path, const struct emu_msg *m, const
  * worker's connection conn_id (dropped if it is gone or down). */
 void emu_fabric_conn_reply(uint64_t conn_id, const struct emu_msg *m, const void *payload);
 
+/* An inbox item from the worker that accepted inbound connection c: this
+ * worker serves it from now on (fabric_int.h says when that happens). */
+void emu_fabric_adopt(struct emu_conn *c);
+/* The engine stopped before c was adopted: close and free it. */
+void emu_fabric_orphan(struct emu_conn *c);
+
 /* Accept, read and dispatch whatever sockets have ready (no waiting):
  * requests and responses go to the QP they name (m->dst_qpn), through its
  * type's on_request / on_response (qp_ops.h). Returns messages handled. */

@@ -212,8 +212,37 @@ struct emu_conn *fab_conn_find(const struct emu_device *dev, const struct sockad
 	return NULL;
 }
 
-/* Free what dead connections hold and unlink the doomed ones. Never called
- * while a message is being dispatched. */
+/* Give inbound connection c (unlinked by the caller at *pp) to the worker
+ * its first request chose. false: it stays here, linked again. Once the
+ * inbox has it, c is that worker's: not one more access here. */
+static bool conn_hand(struct emu_conn **pp, struct emu_conn *c)
+{
+	struct emu_worker *to = emu_worker_at(c->handoff - 1);
+	int ret;
+
+	if (c->fd >= 0)
+		fab_epoll_forget(c->fd);
+	c->events = 0;
+	*pp = c->next;
+	ret = to ? emu_inbox_push_conn(to, c) : -EINVAL;
+	if (!ret)
+		return true;
+	emu_dbg("fabric: inbound connection stays on worker %d: %s", emu_worker_cur()->index,
+	        strerror(-ret));
+	c->handoff = 0;
+	c->next = *pp;
+	*pp = c;
+	c->events = conn_want_events(c);
+	if (c->fd >= 0 && fab_epoll_set(EPOLL_CTL_ADD, c->fd, &c->h, c->events)) {
+		c->events = 0;
+		fab_conn_fail(c, "epoll", errno);
+	}
+	return false;
+}
+
+/* Free what dead connections hold, unlink the doomed ones and hand those
+ * that belong to another worker over. Never called while a message is being
+ * dispatched. */
 void fab_reap(void)
 {
 	struct emu_conn **pp = &fab.conns;
@@ -223,6 +252,10 @@ void fab_reap(void)
 	fab.reap_due = false;
 	while (*pp) {
 		struct emu_conn *c = *pp;
+
+		if (c->handoff && !c->doomed && c->state == CONN_UP && conn_hand(pp, c))
+			continue;
+		c->handoff = 0;
 
 		if (c->state == CONN_DEAD || c->doomed) {
 			fab_buf_free(&c->in);
@@ -441,6 +474,26 @@ static bool hold_request(const struct emu_conn *c, const struct emu_msg *m)
 	       EMU_INBOX_HIGH_WATER;
 }
 
+/* An inbound connection carries the requests of one remote worker's QPs
+ * (each worker opens its own), whose peers here RTR placement spreads: it
+ * goes to the worker of the QP its first request names, so that QP's
+ * requests and replies take no inbox. true: handed off at the next
+ * fab_reap(), parse no further here. */
+static bool conn_home(struct emu_conn *c, const struct emu_msg *m)
+{
+	int owner;
+
+	if (c->outbound || c->homed)
+		return false;
+	c->homed = true;
+	owner = emu_qpn_worker(m->dst_qpn);
+	if (!owner || owner == emu_worker_cur()->index + 1)
+		return false;
+	c->handoff = owner;
+	fab.reap_due = true;
+	return true;
+}
+
 static void dispatch(struct emu_conn *c, const struct emu_msg *m, const void *payload)
 {
 	struct emu_reply_path path = {.conn = c, .peer_gid = &c->peer_gid};
@@ -531,6 +584,8 @@ static int conn_parse(struct emu_conn *c)
 		case EMU_WIRE_EV_MSG:
 			break;
 		}
+		if (emu_wire_is_request(st.msg.type) && conn_home(c, &st.msg))
+			return msgs;
 		if (emu_wire_is_request(st.msg.type) && hold_request(c, &st.msg)) {
 			emu_dbg("fabric: connection %s: output or inbox full, holding requests",
 			        fab_conn_name(c, name, sizeof(name)));
@@ -597,7 +652,7 @@ int fab_conn_read(struct emu_conn *c)
 	int work = 0;
 
 	c->read_seq = fab.poll_seq;
-	while (budget && c->fd >= 0 && !c->in_blocked) {
+	while (budget && c->fd >= 0 && !c->in_blocked && !c->handoff) {
 		size_t room = in_room(c);
 		uint64_t t = emu_now_ns();
 		ssize_t n;
@@ -631,7 +686,7 @@ int fab_conn_read(struct emu_conn *c)
 
 int fab_conn_event(struct emu_conn *c, uint32_t events)
 {
-	if (c->fd < 0 || c->doomed)
+	if (c->fd < 0 || c->doomed || c->handoff)
 		return 0;
 	if (c->state == CONN_CONNECTING)
 		return conn_connected(c);
@@ -658,4 +713,43 @@ int fab_resume_blocked(void)
 		fab_conn_update_events(c);
 	}
 	return work;
+}
+
+/* An inbox item (worker.c): inbound connection c, handed over by the
+ * worker that accepted it, is this worker's now. Its input may already hold
+ * requests: they are parsed here, as a read would have. */
+void emu_fabric_adopt(struct emu_conn *c)
+{
+	char name[64];
+	int ret = 0;
+
+	c->handoff = 0;
+	c->next = fab.conns;
+	fab.conns = c;
+	emu_dbg("fabric: connection %s: served by worker %d", fab_conn_name(c, name, sizeof(name)),
+	        emu_worker_cur()->index);
+	if (c->fd >= 0) {
+		c->events = conn_want_events(c);
+		ret = fab_epoll_set(EPOLL_CTL_ADD, c->fd, &c->h, c->events);
+	}
+	if (ret) {
+		c->events = 0;
+		fab_conn_fail(c, "epoll", -ret);
+	} else {
+		fab.dispatching = true;
+		conn_parse(c);
+		fab.dispatching = false;
+		fab_conn_update_events(c);
+	}
+	fab_reap();
+}
+
+void emu_fabric_orphan(struct emu_conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	fab_buf_free(&c->in);
+	fab_buf_free(&c->out);
+	fab_buf_free(&c->hold);
+	free(c);
 }

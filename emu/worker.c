@@ -20,6 +20,7 @@ struct emu_inbox_item {
 	uint32_t reply_qpn;
 	uint64_t conn_id;
 	struct emu_device *dst_dev;
+	struct emu_conn *conn; /* EMU_INBOX_ADOPT */
 	union ibv_gid peer_gid;
 	struct emu_msg m;
 	size_t size;         /* of the whole item, for inbox_bytes */
@@ -34,6 +35,7 @@ static __thread struct emu_worker *cur, *self; /* self: a worker's own thread */
 /* qpn - EMU_QPN_BASE -> index + 1 of its worker, 0: none. Written under the
  * worker's lock (and nic.lock), read by anyone. */
 static _Atomic uint8_t qp_owner[EMU_MAX_QP];
+static _Atomic uint64_t forwarded; /* emu_workers_forwarded() */
 
 static int worker_fds(struct emu_worker *w)
 {
@@ -302,6 +304,20 @@ void emu_worker_kick(struct emu_worker *w)
 		emu_dbg("worker %d: kick failed: %s", w->index, strerror(errno));
 }
 
+static void inbox_append(struct emu_worker *w, struct emu_inbox_item *it)
+{
+	pthread_mutex_lock(&w->inbox_lock);
+	if (w->in_tail)
+		w->in_tail->next = it;
+	else
+		w->in_head = it;
+	w->in_tail = it;
+	atomic_fetch_add_explicit(&w->inbox_bytes, it->size, memory_order_relaxed);
+	atomic_store_explicit(&w->inbox_nonempty, true, memory_order_release);
+	pthread_mutex_unlock(&w->inbox_lock);
+	emu_worker_kick(w);
+}
+
 int emu_inbox_push(struct emu_worker *w, enum emu_inbox_kind kind,
                    const struct emu_inbox_from *from, const struct emu_msg *m, const void *payload,
                    struct emu_mr *src, bool limit)
@@ -331,20 +347,27 @@ int emu_inbox_push(struct emu_worker *w, enum emu_inbox_kind kind,
 	it->size = size;
 	it->ref = by_ref ? src : NULL;
 	it->data = by_ref ? payload : it->copy;
+	it->conn = NULL;
 	if (by_ref)
 		atomic_fetch_add(&src->inbox_refs, 1);
 	else if (plen)
 		memcpy(it->copy, payload, plen);
-	pthread_mutex_lock(&w->inbox_lock);
-	if (w->in_tail)
-		w->in_tail->next = it;
-	else
-		w->in_head = it;
-	w->in_tail = it;
-	atomic_fetch_add_explicit(&w->inbox_bytes, size, memory_order_relaxed);
-	atomic_store_explicit(&w->inbox_nonempty, true, memory_order_release);
-	pthread_mutex_unlock(&w->inbox_lock);
-	emu_worker_kick(w);
+	if (kind == EMU_INBOX_REQUEST && from && from->conn_id)
+		atomic_fetch_add_explicit(&forwarded, 1, memory_order_relaxed);
+	inbox_append(w, it);
+	return 0;
+}
+
+int emu_inbox_push_conn(struct emu_worker *w, struct emu_conn *c)
+{
+	struct emu_inbox_item *it = calloc(1, sizeof(*it));
+
+	if (!it)
+		return -ENOMEM;
+	it->kind = EMU_INBOX_ADOPT;
+	it->conn = c;
+	it->size = sizeof(*it);
+	inbox_append(w, it);
 	return 0;
 }
 
@@ -384,6 +407,9 @@ static void run_item(struct emu_worker *w, struct emu_inbox_item *it)
 	case EMU_INBOX_CONN:
 		emu_fabric_conn_reply(it->conn_id, &it->m, it->data);
 		break;
+	case EMU_INBOX_ADOPT:
+		emu_fabric_adopt(it->conn);
+		break;
 	}
 }
 
@@ -401,6 +427,8 @@ void emu_inbox_discard(struct emu_worker *w)
 		atomic_fetch_sub(&w->inbox_bytes, it->size);
 		if (it->ref)
 			atomic_fetch_sub(&it->ref->inbox_refs, 1);
+		if (it->kind == EMU_INBOX_ADOPT)
+			emu_fabric_orphan(it->conn);
 		free(it);
 	}
 }
@@ -451,4 +479,14 @@ uint64_t emu_worker_heard_ns(struct emu_worker *w, uint64_t now)
 		return now;
 	t = atomic_load(&w->drained_ns);
 	return t < now ? t : now;
+}
+
+uint64_t emu_workers_forwarded(void)
+{
+	return atomic_load_explicit(&forwarded, memory_order_relaxed);
+}
+
+EMU_EXPORT uint64_t gemu_engine_forwarded(void)
+{
+	return emu_workers_forwarded();
 }

@@ -4,12 +4,14 @@
  * process; every QP belongs to one worker from creation to destruction
  * (emu_worker_assign) and only that worker runs its engine state, under the
  * worker's lock. A worker owns its scratch buffers, its QPs, an epoll set
- * with a kick eventfd, the fabric connections its QPs opened (and, worker
- * 0, the listeners and the inbound connections they accept), and an inbox.
+ * with a kick eventfd, the fabric connections its QPs opened, the inbound
+ * connections handed to it (worker 0 has the listeners and every inbound
+ * connection until its handshake is over; then the connection goes to the
+ * worker of the QP its first request names), and an inbox.
  *
  * Messages between QPs of different workers (in-process requests and
- * responses, requests that arrived on worker 0's inbound connections, and
- * replies to them) travel as copies through the destination worker's inbox,
+ * responses, requests that arrived on a connection of another worker than
+ * their QP's, and replies to them) travel as copies through the destination worker's inbox,
  * which is drained in order at the start of each pass: one FIFO per worker
  * keeps every QP's requests and responses in order. Between two QPs of the
  * same worker a message is a direct call, as with one worker.
@@ -138,6 +140,7 @@ enum emu_inbox_kind {
 	EMU_INBOX_REQUEST,  /* m goes to QP m->dst_qpn's on_request */
 	EMU_INBOX_RESPONSE, /* m goes to QP m->dst_qpn's on_response */
 	EMU_INBOX_CONN,     /* m goes out on connection conn_id of this worker */
+	EMU_INBOX_ADOPT,    /* inbound connection conn is this worker's now */
 };
 /* Queue a copy of m (+ payload, see src below) for worker w. REQUEST: the reply goes back
  * to QP reply_qpn of worker reply_w (in-process) or to connection conn_id of
@@ -153,6 +156,11 @@ struct emu_inbox_from {
 int emu_inbox_push(struct emu_worker *w, enum emu_inbox_kind kind,
                    const struct emu_inbox_from *from, const struct emu_msg *m, const void *payload,
                    struct emu_mr *src, bool limit);
+/* Hand inbound connection c to worker w (emu_fabric_adopt). 0 or -ENOMEM. */
+int emu_inbox_push_conn(struct emu_worker *w, struct emu_conn *c);
+/* Requests a worker took from a connection and forwarded to another
+ * worker's inbox, all workers together (diagnostics). */
+uint64_t emu_workers_forwarded(void);
 /* Payloads of at least this many bytes in a host MR (src) are passed by
  * reference instead of copied. */
 #define EMU_INBOX_REF_MIN (64u * 1024)
