@@ -301,6 +301,7 @@ struct emu_outstanding {
 	bool done;         /* answered (or local): retire() may complete it */
 	uint8_t syndrome;  /* non-zero: complete with this error */
 	uint32_t byte_cnt; /* message length, for the CQE */
+	uint64_t tx_mark;  /* transmitted once emu_fabric_tx_done() says so */
 	uint8_t inl_len;   /* requester scatter-to-CQE: data for the CQE */
 	uint8_t inl[GNIC_MLX5_SCATTER_32_MAX];
 };
@@ -316,6 +317,7 @@ struct emu_req_state {
 	uint32_t ost_head, ost_tail; /* tail = oldest unanswered */
 	uint32_t rd_atomic_out;      /* outstanding READ/ATOMIC */
 	uint64_t timer_deadline_ns;  /* retransmit when the oldest waits this long */
+	bool timer_tx_wait;          /* armed, but the oldest is not transmitted yet */
 	int retries_left, rnr_retries_left;
 	uint64_t rnr_resume_ns; /* after an RNR NAK: resend at this time */
 	bool sq_stalled;        /* a local error waits in ost: fetch nothing more */

@@ -351,6 +351,16 @@ uint64_t emu_fabric_heard_ns(const struct emu_qp *qp, uint64_t now)
 	return qp->conn->heard_ns;
 }
 
+uint64_t emu_fabric_tx_mark(const struct emu_qp *qp)
+{
+	return qp->conn ? qp->conn->tx_posted : 0;
+}
+
+bool emu_fabric_tx_done(const struct emu_qp *qp, uint64_t mark)
+{
+	return !qp->conn || qp->conn->tx_sent >= mark;
+}
+
 int emu_fabric_flush(void)
 {
 	size_t total = 0;

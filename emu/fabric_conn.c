@@ -74,6 +74,8 @@ void fab_conn_down(struct emu_conn *c)
 	c->in.head = c->in.tail = 0;
 	c->out.head = c->out.tail = 0;
 	c->hold.head = c->hold.tail = 0;
+	c->out_hs = 0;
+	c->tx_sent = c->tx_posted; /* lost on the wire: the timers run */
 	if (!c->outbound)
 		c->doomed = true;
 	fab.reap_due = true;
@@ -116,6 +118,8 @@ void fab_conn_connect(struct emu_conn *c)
 	c->retry_ns = now + FAB_RECONNECT_NS;
 	c->in.head = c->in.tail = c->out.head = c->out.tail = 0;
 	c->hold.head = c->hold.tail = 0;
+	c->out_hs = 0;
+	c->tx_sent = c->tx_posted;
 	c->sock_full = false;
 	err = fab_hs_begin(c, EMU_HS_CONNECTOR);
 	if (err) {
@@ -316,23 +320,51 @@ static ssize_t out_direct(struct emu_conn *c, const struct emu_msg *m, const voi
 	return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
 }
 
+int fab_out_hs(struct emu_conn *c, const void *p, size_t n)
+{
+	int ret = fab_buf_append(&c->out, p, n, FAB_OUT_MIN);
+
+	if (!ret)
+		c->out_hs += n;
+	return ret;
+}
+
 int fab_conn_post(struct emu_conn *c, const struct emu_msg *m, const void *payload)
 {
 	uint32_t plen = emu_wire_payload_len(m);
+	size_t size = sizeof(*m) + plen;
 	ssize_t sent;
 
 	/* not authenticated yet: nothing may precede the proof */
-	if (c->state != CONN_UP)
-		return fab_msg_append(&c->hold, m, payload, plen, 0) ? -EAGAIN : 0;
+	if (c->state != CONN_UP) {
+		if (fab_msg_append(&c->hold, m, payload, plen, 0))
+			return -EAGAIN;
+		c->tx_posted += size;
+		return 0;
+	}
 	sent = out_direct(c, m, payload, plen);
 	if (sent < 0) {
 		fab_conn_fail(c, "send failed", (int)-sent);
 		return -ENOTCONN;
 	}
-	if ((size_t)sent == sizeof(*m) + plen)
+	c->tx_posted += (size_t)sent;
+	c->tx_sent += (size_t)sent;
+	if ((size_t)sent == size)
 		return 0;
 	/* out of memory: like a full queue, the requester tries again later */
-	return fab_msg_append(&c->out, m, payload, plen, (size_t)sent) ? -EAGAIN : 0;
+	if (fab_msg_append(&c->out, m, payload, plen, (size_t)sent))
+		return -EAGAIN;
+	c->tx_posted += size - (size_t)sent;
+	return 0;
+}
+
+/* Message bytes n of a write took from the output's head. */
+static void out_sent(struct emu_conn *c, size_t n)
+{
+	size_t hs = n < c->out_hs ? n : c->out_hs;
+
+	c->out_hs -= hs;
+	c->tx_sent += n - hs;
 }
 
 /* Write what is queued until the socket is full. Returns bytes written. */
@@ -347,6 +379,7 @@ size_t fab_conn_write(struct emu_conn *c)
 		if (n > 0) {
 			c->out.head += (size_t)n;
 			total += (size_t)n;
+			out_sent(c, (size_t)n);
 			c->sock_full = false;
 		} else if (n < 0 && errno == EINTR) {
 			continue;

@@ -123,6 +123,11 @@ struct emu_conn {
 	union ibv_gid peer_gid;
 	struct fab_buf in, out;
 	struct fab_buf hold; /* outbound requests posted before CONN_UP */
+	/* message bytes posted (written at once or queued in out or hold) and
+	 * transmitted (written to the socket, or lost with the connection): a
+	 * requester's timer starts once its request is transmitted */
+	uint64_t tx_posted, tx_sent;
+	size_t out_hs; /* handshake bytes at the head of out (before any message) */
 	struct emu_conn *next;
 	bool pending; /* inbound, in the pending list: handshake not over */
 	struct emu_conn *pend_prev, *pend_next;
@@ -149,6 +154,8 @@ void fab_buf_free(struct fab_buf *b);
 int fab_buf_reserve(struct fab_buf *b, size_t n, size_t min_cap);
 int fab_buf_append(struct fab_buf *b, const void *p, size_t n, size_t min_cap);
 void fab_buf_settle(struct fab_buf *b);
+/* Handshake bytes into c's output: they precede every message there. */
+int fab_out_hs(struct emu_conn *c, const void *p, size_t n);
 int fab_msg_append(struct fab_buf *b, const struct emu_msg *m, const void *payload, uint32_t plen,
                    size_t skip);
 

@@ -31,6 +31,10 @@
  *                  other process of the job)
  * the emulator must send nothing after its hello (no proof, not one byte
  * of the WRITE it holds) and its QP must end in RETRY_EXC_ERR in time;
+ *   server_slow    a valid challenge sent only after the WRITE's timeouts
+ *                  (4 x 16.8 ms) have passed: the WRITE's timer starts when
+ *                  it is transmitted, after the handshake, so the ACK
+ *                  completes it
  *   server_ok      the control: a challenge made with the secret gets the
  *                  proof and the WRITE, and an ACK completes it.
  *
@@ -458,9 +462,14 @@ enum fake {
 	FAKE_OTHER_GID, /* valid MAC, but the fake names a GID it was not dialed at */
 	FAKE_MAC_FIRST, /* valid but for the MAC's first byte */
 	FAKE_MAC_LAST,  /* valid but for the MAC's last byte */
+	FAKE_SLOW,      /* valid, but the challenge comes after the WRITE's timeouts */
 };
 static const char *fake_names[] = {"server_wrong",     "server_replay",  "server_ok",
-                                   "server_other_gid", "mac_first_byte", "mac_last_byte"};
+                                   "server_other_gid", "mac_first_byte", "mac_last_byte",
+                                   "server_slow"};
+/* FAKE_SLOW's pause before its challenge: past 4 tries of 16.8 ms, within
+ * the handshake deadline (GNIC_EMU_HANDSHAKE_MS=300 in CTest) */
+#define SLOW_CHALLENGE_MS 150
 
 static int fake_listen(struct sockaddr_in *a)
 {
@@ -569,9 +578,11 @@ static void case_server(enum fake kind)
 	CHECK_EQ(h.magic, EMU_FABRIC_MAGIC);
 	CHECK_EQ(h.version, EMU_FABRIC_VERSION);
 	fake_challenge(kind, &peer.gid, hello, ch, &n, &acc);
+	if (kind == FAKE_SLOW)
+		t_sleep_ms(SLOW_CHALLENGE_MS);
 	send_all(fd, ch, n);
 
-	if (kind == FAKE_OK) {
+	if (kind == FAKE_OK || kind == FAKE_SLOW) {
 		uint8_t m[sizeof(struct emu_msg) + W_LEN];
 		struct emu_msg ack, w;
 
@@ -629,6 +640,14 @@ static void case_server_replay(void)
 static void case_server_ok(void)
 {
 	case_server(FAKE_OK);
+}
+
+/* The WRITE waits in the emulator for the handshake longer than its QP's
+ * timeouts allow: its timer starts when it is transmitted, as a ConnectX's
+ * does, so the peer's ACK completes it (not RETRY_EXC_ERR). */
+static void case_server_slow(void)
+{
+	case_server(FAKE_SLOW);
 }
 
 /* ---- MACs wrong in one byte ---------------------------------------------- */
@@ -1359,6 +1378,7 @@ static const struct t_named_case cases[] = {
     {"server_wrong", case_server_wrong},
     {"server_replay", case_server_replay},
     {"server_ok", case_server_ok},
+    {"server_slow", case_server_slow},
     {"server_other_gid", case_server_other_gid},
     {"reflect", case_reflect},
     {"hello_self", case_hello_self},
