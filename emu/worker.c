@@ -304,18 +304,57 @@ void emu_worker_kick(struct emu_worker *w)
 		emu_dbg("worker %d: kick failed: %s", w->index, strerror(errno));
 }
 
-static void inbox_append(struct emu_worker *w, struct emu_inbox_item *it)
+/* Append the chain first..last (already counted in inbox_bytes) to w's
+ * inbox and wake it. */
+static void inbox_append_chain(struct emu_worker *w, struct emu_inbox_item *first,
+                               struct emu_inbox_item *last)
 {
 	pthread_mutex_lock(&w->inbox_lock);
 	if (w->in_tail)
-		w->in_tail->next = it;
+		w->in_tail->next = first;
 	else
-		w->in_head = it;
-	w->in_tail = it;
-	atomic_fetch_add_explicit(&w->inbox_bytes, it->size, memory_order_relaxed);
+		w->in_head = first;
+	w->in_tail = last;
 	atomic_store_explicit(&w->inbox_nonempty, true, memory_order_release);
 	pthread_mutex_unlock(&w->inbox_lock);
 	emu_worker_kick(w);
+}
+
+static void inbox_append(struct emu_worker *w, struct emu_inbox_item *it)
+{
+	atomic_fetch_add_explicit(&w->inbox_bytes, it->size, memory_order_relaxed);
+	inbox_append_chain(w, it, it);
+}
+
+/* A worker's own thread keeps what it sends others until the end of its
+ * pass (emu_outbox_flush); it counts against their high-water mark at once. */
+static bool stage(struct emu_worker *w, struct emu_inbox_item *it)
+{
+	struct emu_outbox *o;
+
+	if (!self || cur != self || self == w)
+		return false;
+	o = &self->outbox[w->index];
+	if (o->tail)
+		o->tail->next = it;
+	else
+		o->head = it;
+	o->tail = it;
+	self->outbox_mask |= 1ull << w->index;
+	atomic_fetch_add_explicit(&w->inbox_bytes, it->size, memory_order_relaxed);
+	return true;
+}
+
+void emu_outbox_flush(struct emu_worker *w)
+{
+	while (w->outbox_mask) {
+		int i = __builtin_ctzll(w->outbox_mask);
+		struct emu_outbox *o = &w->outbox[i];
+
+		w->outbox_mask &= w->outbox_mask - 1;
+		inbox_append_chain(&workers[i], o->head, o->tail);
+		o->head = o->tail = NULL;
+	}
 }
 
 int emu_inbox_push(struct emu_worker *w, enum emu_inbox_kind kind,
@@ -354,7 +393,8 @@ int emu_inbox_push(struct emu_worker *w, enum emu_inbox_kind kind,
 		memcpy(it->copy, payload, plen);
 	if (kind == EMU_INBOX_REQUEST && from && from->conn_id)
 		atomic_fetch_add_explicit(&forwarded, 1, memory_order_relaxed);
-	inbox_append(w, it);
+	if (!stage(w, it))
+		inbox_append(w, it);
 	return 0;
 }
 

@@ -74,6 +74,14 @@ struct emu_worker {
 	_Atomic uint32_t nqps;
 	uint32_t nrun; /* of them, QPs placed at RTR and not reset since (nic.lock) */
 
+	/* messages for other workers made in this pass (its own thread only),
+	 * appended to their inboxes at the end of the pass, one lock and at
+	 * most one kick per destination (emu_outbox_flush) */
+	struct emu_outbox {
+		struct emu_inbox_item *head, *tail;
+	} outbox[EMU_MAX_WORKERS];
+	uint64_t outbox_mask; /* destinations with something staged */
+
 	/* messages from other workers: FIFO under inbox_lock */
 	pthread_mutex_t inbox_lock;
 	struct emu_inbox_item *in_head, *in_tail;
@@ -156,6 +164,8 @@ struct emu_inbox_from {
 int emu_inbox_push(struct emu_worker *w, enum emu_inbox_kind kind,
                    const struct emu_inbox_from *from, const struct emu_msg *m, const void *payload,
                    struct emu_mr *src, bool limit);
+/* (A worker's own thread stages the copy in its outbox; it counts in w's
+ * inbox_bytes at once. The control path appends it to w's inbox.) */
 /* Hand inbound connection c to worker w (emu_fabric_adopt). 0 or -ENOMEM. */
 int emu_inbox_push_conn(struct emu_worker *w, struct emu_conn *c);
 /* Requests a worker took from a connection and forwarded to another
@@ -164,7 +174,11 @@ uint64_t emu_workers_forwarded(void);
 /* Payloads of at least this many bytes in a host MR (src) are passed by
  * reference instead of copied. */
 #define EMU_INBOX_REF_MIN (64u * 1024)
-/* Worker w (its thread, lock held) runs what its inbox holds. Returns items. */
+/* The end of worker w's pass (its thread): what it staged for others goes
+ * to their inboxes, each destination's batch in order under one lock. */
+void emu_outbox_flush(struct emu_worker *w);
+/* Worker w (its thread, lock held) runs what its inbox holds, taken whole
+ * under one lock. Returns items. */
 int emu_inbox_drain(struct emu_worker *w);
 /* The engine stopped: drop what w's inbox holds (lost on the wire). */
 void emu_inbox_discard(struct emu_worker *w);
