@@ -318,6 +318,7 @@ struct emu_req_state {
 	uint32_t rd_atomic_out;      /* outstanding READ/ATOMIC */
 	uint64_t timer_deadline_ns;  /* retransmit when the oldest waits this long */
 	bool timer_tx_wait;          /* armed, but the oldest is not transmitted yet */
+	uint64_t tx_wait_ns;         /* ... since then */
 	int retries_left, rnr_retries_left;
 	uint64_t rnr_resume_ns; /* after an RNR NAK: resend at this time */
 	bool sq_stalled;        /* a local error waits in ost: fetch nothing more */

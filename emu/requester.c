@@ -244,9 +244,19 @@ static void arm_timer(struct emu_qp *qp, uint64_t now)
 		return;
 	}
 	e = ost_at(qp, qp->req.ost_tail);
-	if (!e->done && !emu_fabric_tx_done(qp, e->tx_mark))
+	if (!e->done && !emu_fabric_tx_done(qp, e->tx_mark)) {
 		qp->req.timer_tx_wait = true;
+		qp->req.tx_wait_ns = now;
+	}
 	qp->req.timer_deadline_ns = now + timeout_ns(qp);
+}
+
+/* The oldest request has waited to be transmitted for as long as a
+ * connection may take to come up (GNIC_EMU_HANDSHAKE_MS): a peer whose
+ * engine stopped reading is as good as a hung host, and the timer runs. */
+static bool tx_wait_over(const struct emu_qp *qp, uint64_t now)
+{
+	return now - qp->req.tx_wait_ns >= (uint64_t)emu_cfg.handshake_ms * 1000000u;
 }
 
 /* Write CQEs for the done prefix of the outstanding ring, in SQ order. */
@@ -434,7 +444,7 @@ static int issue(struct emu_qp *qp, struct emu_wqe *w, bool last_in_burst)
 	qp->req.sq_ci = (uint16_t)(w->idx + w->nbb);
 	ret = emu_fabric_send(qp, &m, payload, src);
 	e->tx_mark = emu_fabric_tx_mark(qp);
-	if (!qp->req.timer_deadline_ns || qp->req.timer_tx_wait)
+	if (!qp->req.timer_deadline_ns)
 		arm_timer(qp, emu_now_ns());
 	emu_dbg("QP 0x%x: WQE %u psn %u type %u sent (%d)", qp->ibqp.qp_num, w->idx, m.psn, type,
 	        ret);
@@ -502,10 +512,12 @@ static int check_timer(struct emu_qp *qp, uint64_t now)
 	if (ost_empty(qp) || !qp->req.timer_deadline_ns)
 		return 0;
 	if (qp->req.timer_tx_wait) {
-		if (emu_fabric_tx_done(qp, ost_at(qp, qp->req.ost_tail)->tx_mark))
+		if (emu_fabric_tx_done(qp, ost_at(qp, qp->req.ost_tail)->tx_mark)) {
 			arm_timer(qp, now); /* it left now: the timer starts */
-		else
-			qp->req.timer_deadline_ns = now + timeout_ns(qp);
+		} else if (tx_wait_over(qp, now)) {
+			qp->req.timer_tx_wait = false;
+			qp->req.timer_deadline_ns = qp->req.tx_wait_ns + timeout_ns(qp);
+		}
 		return 0;
 	}
 	if (emu_fabric_heard_ns(qp, now) < qp->req.timer_deadline_ns)

@@ -355,6 +355,11 @@ void emu_outbox_flush(struct emu_worker *w)
 		inbox_append_chain(&workers[i], o->head, o->tail);
 		o->head = o->tail = NULL;
 	}
+	/* what this pass drained is answered now (emu_worker_heard_ns) */
+	if (atomic_load_explicit(&w->draining, memory_order_relaxed)) {
+		atomic_store(&w->drained_ns, w->drain_t0);
+		atomic_store(&w->draining, false);
+	}
 }
 
 int emu_inbox_push(struct emu_worker *w, enum emu_inbox_kind kind,
@@ -506,8 +511,8 @@ int emu_inbox_drain(struct emu_worker *w)
 		for (int i = 0; i < nworkers; i++)
 			if (&workers[i] != w)
 				emu_worker_kick(&workers[i]);
-	atomic_store(&w->drained_ns, t0);
-	atomic_store(&w->draining, false);
+	/* done once the answers left with the outbox, at the end of the pass */
+	w->drain_t0 = t0;
 	return n;
 }
 

@@ -87,8 +87,10 @@ struct emu_worker {
 	struct emu_inbox_item *in_head, *in_tail;
 	_Atomic size_t inbox_bytes;
 	_Atomic bool inbox_nonempty;
-	_Atomic bool draining;       /* running items taken from the inbox */
+	_Atomic bool draining;       /* running items taken from the inbox, until
+	                              * their answers left the outbox */
 	_Atomic uint64_t drained_ns; /* everything queued before this is done */
+	uint64_t drain_t0;           /* the running drain's start (own thread) */
 
 	struct emu_scratch gather, stage;
 	struct fab_state fab;
@@ -182,9 +184,10 @@ void emu_outbox_flush(struct emu_worker *w);
 int emu_inbox_drain(struct emu_worker *w);
 /* The engine stopped: drop what w's inbox holds (lost on the wire). */
 void emu_inbox_discard(struct emu_worker *w);
-/* The time up to which w has run everything queued for it: now when
- * nothing waits (what emu_fabric_heard_ns gives a requester whose peer QP is
- * on w: its timer must not fire while w is still at the request). */
+/* The time up to which w has run everything queued for it and sent the
+ * answers on (its outbox is flushed): now when nothing waits (what
+ * emu_fabric_heard_ns gives a requester whose peer QP is on w: its timer
+ * must not fire while w is still at the request or holds the answer). */
 uint64_t emu_worker_heard_ns(struct emu_worker *w, uint64_t now);
 /* Wake w if it sleeps (inbox push, doorbell). */
 void emu_worker_kick(struct emu_worker *w);
