@@ -232,8 +232,12 @@ static void req_cqe(struct emu_qp *qp, const struct emu_outstanding *e, uint8_t 
 
 /* The transport timer runs for the oldest unanswered request from its
  * transmission on, as a ConnectX's does: one that still waits for the
- * connection's handshake or behind a full socket is not late yet (check_timer
- * starts the timer once it left). */
+ * connection's handshake or behind a full socket is not late yet, and its
+ * timer starts when it leaves (check_timer). That grace lasts one timeout
+ * from the arming and is given once per run of tries (none after a timeout
+ * since the last progress): a peer whose engine neither finishes the
+ * handshake nor reads is a hung host, and it ends the QP in RETRY_EXC within
+ * (retry_cnt + 2) timeouts. */
 static void arm_timer(struct emu_qp *qp, uint64_t now)
 {
 	struct emu_outstanding *e;
@@ -244,19 +248,27 @@ static void arm_timer(struct emu_qp *qp, uint64_t now)
 		return;
 	}
 	e = ost_at(qp, qp->req.ost_tail);
-	if (!e->done && !emu_fabric_tx_done(qp, e->tx_mark)) {
+	if (!e->done && qp->req.retries_left == qp->attr.retry_cnt &&
+	    !emu_fabric_tx_done(qp, e->tx_mark)) {
 		qp->req.timer_tx_wait = true;
 		qp->req.tx_wait_ns = now;
 	}
 	qp->req.timer_deadline_ns = now + timeout_ns(qp);
 }
 
-/* The oldest request has waited to be transmitted for as long as a
- * connection may take to come up (GNIC_EMU_HANDSHAKE_MS): a peer whose
- * engine stopped reading is as good as a hung host, and the timer runs. */
-static bool tx_wait_over(const struct emu_qp *qp, uint64_t now)
+/* While the oldest request waits to be transmitted: its leaving starts the
+ * timer; else it runs from the end of the grace. true: the timer is not due. */
+static bool tx_wait(struct emu_qp *qp, uint64_t now)
 {
-	return now - qp->req.tx_wait_ns >= (uint64_t)emu_cfg.handshake_ms * 1000000u;
+	if (emu_fabric_tx_done(qp, ost_at(qp, qp->req.ost_tail)->tx_mark)) {
+		arm_timer(qp, now); /* it left: the timer starts now */
+		return true;
+	}
+	qp->req.timer_deadline_ns = qp->req.tx_wait_ns + 2 * timeout_ns(qp);
+	if (now < qp->req.timer_deadline_ns)
+		return true;
+	qp->req.timer_tx_wait = false;
+	return false;
 }
 
 /* Write CQEs for the done prefix of the outstanding ring, in SQ order. */
@@ -511,15 +523,8 @@ static int check_timer(struct emu_qp *qp, uint64_t now)
 
 	if (ost_empty(qp) || !qp->req.timer_deadline_ns)
 		return 0;
-	if (qp->req.timer_tx_wait) {
-		if (emu_fabric_tx_done(qp, ost_at(qp, qp->req.ost_tail)->tx_mark)) {
-			arm_timer(qp, now); /* it left now: the timer starts */
-		} else if (tx_wait_over(qp, now)) {
-			qp->req.timer_tx_wait = false;
-			qp->req.timer_deadline_ns = qp->req.tx_wait_ns + timeout_ns(qp);
-		}
+	if (qp->req.timer_tx_wait && tx_wait(qp, now))
 		return 0;
-	}
 	if (emu_fabric_heard_ns(qp, now) < qp->req.timer_deadline_ns)
 		return 0;
 	e = ost_at(qp, qp->req.ost_tail);

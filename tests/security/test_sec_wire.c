@@ -31,9 +31,9 @@
  *                  other process of the job)
  * the emulator must send nothing after its hello (no proof, not one byte
  * of the WRITE it holds) and its QP must end in RETRY_EXC_ERR in time;
- *   server_slow    a valid challenge sent only after the WRITE's timeouts
- *                  (4 x 16.8 ms) have passed: the WRITE's timer starts when
- *                  it is transmitted, after the handshake, so the ACK
+ *   server_slow    a valid challenge sent only after the WRITE's one try
+ *                  (134 ms) would have passed: the WRITE's timer starts
+ *                  when it is transmitted, after the handshake, so the ACK
  *                  completes it
  *   server_ok      the control: a challenge made with the secret gets the
  *                  proof and the WRITE, and an ACK completes it.
@@ -467,9 +467,12 @@ enum fake {
 static const char *fake_names[] = {"server_wrong",     "server_replay",  "server_ok",
                                    "server_other_gid", "mac_first_byte", "mac_last_byte",
                                    "server_slow"};
-/* FAKE_SLOW's pause before its challenge: past 4 tries of 16.8 ms, within
- * the handshake deadline (GNIC_EMU_HANDSHAKE_MS=300 in CTest) */
-#define SLOW_CHALLENGE_MS 150
+/* FAKE_SLOW: the QP has one try of 134 ms (timeout 15, retry_cnt 0), and the
+ * challenge comes 200 ms after the hello: past that try counted from the
+ * post, within the grace a request waiting to be transmitted gets (one
+ * timeout), and within the handshake deadline (GNIC_EMU_HANDSHAKE_MS=300) */
+#define SLOW_TIMEOUT      15
+#define SLOW_CHALLENGE_MS 200
 
 static int fake_listen(struct sockaddr_in *a)
 {
@@ -555,6 +558,10 @@ static void case_server(enum fake kind)
 	t_conn_opts_default(&fast);
 	fast.timeout = 12; /* 16.8 ms, 4 tries */
 	fast.retry_cnt = 3;
+	if (kind == FAKE_SLOW) {
+		fast.timeout = SLOW_TIMEOUT;
+		fast.retry_cnt = 0;
+	}
 	t_qp_caps_default(&caps);
 	rq = t_qp(pd, rq_cq, rq_cq, &caps, NULL);
 	memset(&peer, 0, sizeof(peer));
@@ -643,8 +650,8 @@ static void case_server_ok(void)
 }
 
 /* The WRITE waits in the emulator for the handshake longer than its QP's
- * timeouts allow: its timer starts when it is transmitted, as a ConnectX's
- * does, so the peer's ACK completes it (not RETRY_EXC_ERR). */
+ * timeout: its timer starts when it is transmitted, as a ConnectX's does,
+ * so the peer's ACK completes it (not RETRY_EXC_ERR). */
 static void case_server_slow(void)
 {
 	case_server(FAKE_SLOW);
