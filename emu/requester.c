@@ -636,6 +636,7 @@ void emu_requester_reset(struct emu_qp *qp)
 	qp->req.ost_head = qp->req.ost_tail = 0;
 	qp->req.rd_atomic_out = 0;
 	qp->req.timer_deadline_ns = 0;
+	qp->req.timer_tx_wait = false;
 	qp->req.rnr_resume_ns = 0;
 	qp->req.sq_stalled = false;
 	qp->req.psn_next = 0;
