@@ -58,8 +58,8 @@ static const struct knob knobs[] = {
      "while spinning on a core another thread wants, the engine polls by epoll waits "
      "this long (us) instead; software doorbells and sockets wake it sooner"},
     {"GNIC_EMU_THREADS", KNOB_INT, CFG(threads), "auto", 1, 64,
-     "engine worker threads; QPs are spread over them at creation. auto = 1 (more pays "
-     "for bandwidth over many QPs in one process, and costs small-message rate)"},
+     "engine worker threads; a QP pair shares one, independent pairs are spread over "
+     "them (placed at RTR). auto = 1"},
     {"GNIC_EMU_SLEEP_US", KNOB_INT, CFG(sleep_us), "1000", 1, 1000000,
      "longest engine sleep (us) when idle; software doorbells wake it sooner"},
     {"GNIC_EMU_TIMEOUT_MS", KNOB_INT, CFG(default_timeout_ms), "4000", 1, 3600000,
@@ -113,12 +113,11 @@ static long auto_spin_us(void)
 }
 
 /* "auto" for GNIC_EMU_THREADS: one worker. Measured on a 16-core host
- * (docs/data/perf-notes.md): more workers multiply 1-MiB bandwidth over 8+
- * QPs in one process (8 workers: 5-7x) but cut the 64-B rate of one QP pair
- * (its two ends land on different workers: 3.8 -> 1.2 M/s) and of two
- * processes (all inbound socket I/O is worker 0's, the rest is forwarded:
- * 7.1 -> 1.2 M/s at 8 QPs). Until placement follows the peer and sockets
- * follow their QPs, more workers are asked for, not given. */
+ * (docs/data/perf-notes.md) before placement at RTR and per-worker inbound
+ * connections: more workers multiplied 1-MiB bandwidth over 8+ QPs in one
+ * process (8 workers: 5-7x) but cut the 64-B rate of one QP pair (3.8 -> 1.2
+ * M/s) and of two processes (7.1 -> 1.2 M/s at 8 QPs). More workers stay
+ * asked for, not given, until that host measures the new placement. */
 static long auto_threads(void)
 {
 	return 1;

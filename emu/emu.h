@@ -19,10 +19,11 @@
  *
  * Threading: GNIC_EMU_THREADS engine workers per process (worker.h), each a
  * thread serving its own share of the QPs, under its own lock, which it holds
- * for one pass at a time. A QP is placed on a worker at creation and never
- * moves; its requester, responder, fabric connection and timers are that
- * worker's. QPs of different workers talk through the workers' inboxes
- * (copies, in order), never by one worker touching another's QP.
+ * for one pass at a time. A QP is placed on a worker at creation and may be
+ * moved once more when it enters RTR, before it does any engine work: to
+ * its in-process peer's worker (worker.h says the rule); from then on its
+ * requester, responder, fabric connection and timers are that worker's. QPs of different workers
+ * talk through the workers' inboxes (copies, in order), never by one worker touching another's QP.
  *
  * nic.lock is only the control path's: it guards the object tables and
  * reference counts (create/destroy/reg/dereg, pd, cq). A control-path call
@@ -300,6 +301,7 @@ struct emu_outstanding {
 	bool done;         /* answered (or local): retire() may complete it */
 	uint8_t syndrome;  /* non-zero: complete with this error */
 	uint32_t byte_cnt; /* message length, for the CQE */
+	uint64_t tx_mark;  /* transmitted once emu_fabric_tx_done() says so */
 	uint8_t inl_len;   /* requester scatter-to-CQE: data for the CQE */
 	uint8_t inl[GNIC_MLX5_SCATTER_32_MAX];
 };
@@ -315,6 +317,8 @@ struct emu_req_state {
 	uint32_t ost_head, ost_tail; /* tail = oldest unanswered */
 	uint32_t rd_atomic_out;      /* outstanding READ/ATOMIC */
 	uint64_t timer_deadline_ns;  /* retransmit when the oldest waits this long */
+	bool timer_tx_wait;          /* armed, but the oldest is not transmitted yet */
+	uint64_t tx_wait_ns;         /* ... since then */
 	int retries_left, rnr_retries_left;
 	uint64_t rnr_resume_ns; /* after an RNR NAK: resend at this time */
 	bool sq_stalled;        /* a local error waits in ost: fetch nothing more */
@@ -359,8 +363,12 @@ struct emu_qp {
 	struct emu_context *ctx;
 	struct emu_pd *pd;
 	struct emu_cq *scq, *rcq;
-	struct emu_srq *srq;       /* receives come from it (no RQ then), or NULL */
-	struct emu_worker *worker; /* the engine worker serving it (worker.h) */
+	struct emu_srq *srq; /* receives come from it (no RQ then), or NULL */
+	/* the engine worker serving it (worker.h): set at creation, may change
+	 * once at each INIT->RTR (emu_worker_rtr) under nic.lock and both
+	 * workers' locks; atomic for the data path's kick */
+	struct emu_worker *_Atomic worker;
+	bool placed; /* counted in its worker's nrun: RTR or later (nic.lock) */
 
 	/* hardware layout (page-aligned host memory), allocated at creation:
 	 * written by the verbs side or a GPU thread through mlx5dv, read by the
@@ -670,6 +678,10 @@ EMU_EXPORT struct ibv_qp *gemu_mlx5dv_create_qp(struct ibv_context *context,
 /* worker.c: the engine worker serving qp (0 .. GNIC_EMU_THREADS-1), or -1
  * for a QP that is not gnic-emu's; for tests and diagnostics. */
 EMU_EXPORT int gemu_qp_engine_worker(struct ibv_qp *qp);
+/* worker.c: requests the workers took from a fabric connection and handed
+ * to another worker's inbox since the process began (their QP is served by
+ * another worker than the connection); for tests and diagnostics. */
+EMU_EXPORT uint64_t gemu_engine_forwarded(void);
 /* Is this ibv_context one of gnic-emu's? (libgnic asks before using gemu_*) */
 EMU_EXPORT bool gemu_is_emu_context(struct ibv_context *context);
 

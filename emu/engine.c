@@ -41,6 +41,7 @@ static int engine_pass(struct emu_worker *w)
 
 		work += qp->ops->progress(qp, now);
 	}
+	emu_outbox_flush(w);
 	if (emu_fabric_flush() > 0)
 		work++;
 	w->passes++;

@@ -9,7 +9,9 @@
  * travels over TCP: each device listens on one socket (served by worker 0),
  * and each worker opens one connection per (local device, remote listener)
  * pair, shared by every QP of that worker and device whose destination GID
- * names that listener. The hello that opens a connection names the local
+ * names that listener. An inbound connection is served by worker 0 until its
+ * handshake is over, then by the worker of the QP its first request names
+ * (fabric_int.h). The hello that opens a connection names the local
  * device's GID, which is why connections are not shared across local devices.
  *
  * Every socket is non-blocking and sits in its worker's epoll set
@@ -281,7 +283,7 @@ static int heard_rest(uint64_t t0, bool epoll_full)
 	int work = 0;
 
 	for (struct emu_conn *c = fab.conns; c; c = c->next) {
-		if (c->read_seq == fab.poll_seq || c->doomed || conn_input_hidden(c))
+		if (c->read_seq == fab.poll_seq || c->doomed || c->handoff || conn_input_hidden(c))
 			continue;
 		if (epoll_full && c->fd >= 0 && (c->state == CONN_AUTH || c->state == CONN_UP))
 			work += fab_conn_read(c);
@@ -347,6 +349,16 @@ uint64_t emu_fabric_heard_ns(const struct emu_qp *qp, uint64_t now)
 	if (qp->conn->heard_ns > now)
 		return now;
 	return qp->conn->heard_ns;
+}
+
+uint64_t emu_fabric_tx_mark(const struct emu_qp *qp)
+{
+	return qp->conn ? qp->conn->tx_posted : 0;
+}
+
+bool emu_fabric_tx_done(const struct emu_qp *qp, uint64_t mark)
+{
+	return !qp->conn || qp->conn->tx_sent >= mark;
 }
 
 int emu_fabric_flush(void)

@@ -69,6 +69,12 @@ int emu_fabric_reply(struct emu_reply_path *path, const struct emu_msg *m, const
  * worker's connection conn_id (dropped if it is gone or down). */
 void emu_fabric_conn_reply(uint64_t conn_id, const struct emu_msg *m, const void *payload);
 
+/* An inbox item from the worker that accepted inbound connection c: this
+ * worker serves it from now on (fabric_int.h says when that happens). */
+void emu_fabric_adopt(struct emu_conn *c);
+/* The engine stopped before c was adopted: close and free it. */
+void emu_fabric_orphan(struct emu_conn *c);
+
 /* Accept, read and dispatch whatever sockets have ready (no waiting):
  * requests and responses go to the QP they name (m->dst_qpn), through its
  * type's on_request / on_response (qp_ops.h). Returns messages handled. */
@@ -79,6 +85,13 @@ int emu_fabric_poll(void);
  * deadline, so a requester that did not run for a while (stopped, descheduled)
  * takes the ACKs already waiting before it gives up on them. */
 uint64_t emu_fabric_heard_ns(const struct emu_qp *qp, uint64_t now);
+/* Transmission, as a ConnectX's timer sees it: a request posted while qp's
+ * connection is still in its handshake, or behind a full socket, is not on
+ * the wire yet. emu_fabric_tx_mark() after emu_fabric_send() names that
+ * request; emu_fabric_tx_done() says whether it left (written to the socket,
+ * or lost with the connection). An in-process request leaves at once. */
+uint64_t emu_fabric_tx_mark(const struct emu_qp *qp);
+bool emu_fabric_tx_done(const struct emu_qp *qp, uint64_t mark);
 /* Push queued output. Returns bytes sent. */
 int emu_fabric_flush(void);
 /* Sleep until a socket or the kick eventfd is ready, at most timeout_ns.

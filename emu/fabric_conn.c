@@ -74,6 +74,8 @@ void fab_conn_down(struct emu_conn *c)
 	c->in.head = c->in.tail = 0;
 	c->out.head = c->out.tail = 0;
 	c->hold.head = c->hold.tail = 0;
+	c->out_hs = 0;
+	c->tx_sent = c->tx_posted; /* lost on the wire: the timers run */
 	if (!c->outbound)
 		c->doomed = true;
 	fab.reap_due = true;
@@ -116,6 +118,8 @@ void fab_conn_connect(struct emu_conn *c)
 	c->retry_ns = now + FAB_RECONNECT_NS;
 	c->in.head = c->in.tail = c->out.head = c->out.tail = 0;
 	c->hold.head = c->hold.tail = 0;
+	c->out_hs = 0;
+	c->tx_sent = c->tx_posted;
 	c->sock_full = false;
 	err = fab_hs_begin(c, EMU_HS_CONNECTOR);
 	if (err) {
@@ -212,8 +216,37 @@ struct emu_conn *fab_conn_find(const struct emu_device *dev, const struct sockad
 	return NULL;
 }
 
-/* Free what dead connections hold and unlink the doomed ones. Never called
- * while a message is being dispatched. */
+/* Give inbound connection c (unlinked by the caller at *pp) to the worker
+ * its first request chose. false: it stays here, linked again. Once the
+ * inbox has it, c is that worker's: not one more access here. */
+static bool conn_hand(struct emu_conn **pp, struct emu_conn *c)
+{
+	struct emu_worker *to = emu_worker_at(c->handoff - 1);
+	int ret;
+
+	if (c->fd >= 0)
+		fab_epoll_forget(c->fd);
+	c->events = 0;
+	*pp = c->next;
+	ret = to ? emu_inbox_push_conn(to, c) : -EINVAL;
+	if (!ret)
+		return true;
+	emu_dbg("fabric: inbound connection stays on worker %d: %s", emu_worker_cur()->index,
+	        strerror(-ret));
+	c->handoff = 0;
+	c->next = *pp;
+	*pp = c;
+	c->events = conn_want_events(c);
+	if (c->fd >= 0 && fab_epoll_set(EPOLL_CTL_ADD, c->fd, &c->h, c->events)) {
+		c->events = 0;
+		fab_conn_fail(c, "epoll", errno);
+	}
+	return false;
+}
+
+/* Free what dead connections hold, unlink the doomed ones and hand those
+ * that belong to another worker over. Never called while a message is being
+ * dispatched. */
 void fab_reap(void)
 {
 	struct emu_conn **pp = &fab.conns;
@@ -223,6 +256,10 @@ void fab_reap(void)
 	fab.reap_due = false;
 	while (*pp) {
 		struct emu_conn *c = *pp;
+
+		if (c->handoff && !c->doomed && c->state == CONN_UP && conn_hand(pp, c))
+			continue;
+		c->handoff = 0;
 
 		if (c->state == CONN_DEAD || c->doomed) {
 			fab_buf_free(&c->in);
@@ -283,23 +320,51 @@ static ssize_t out_direct(struct emu_conn *c, const struct emu_msg *m, const voi
 	return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
 }
 
+int fab_out_hs(struct emu_conn *c, const void *p, size_t n)
+{
+	int ret = fab_buf_append(&c->out, p, n, FAB_OUT_MIN);
+
+	if (!ret)
+		c->out_hs += n;
+	return ret;
+}
+
 int fab_conn_post(struct emu_conn *c, const struct emu_msg *m, const void *payload)
 {
 	uint32_t plen = emu_wire_payload_len(m);
+	size_t size = sizeof(*m) + plen;
 	ssize_t sent;
 
 	/* not authenticated yet: nothing may precede the proof */
-	if (c->state != CONN_UP)
-		return fab_msg_append(&c->hold, m, payload, plen, 0) ? -EAGAIN : 0;
+	if (c->state != CONN_UP) {
+		if (fab_msg_append(&c->hold, m, payload, plen, 0))
+			return -EAGAIN;
+		c->tx_posted += size;
+		return 0;
+	}
 	sent = out_direct(c, m, payload, plen);
 	if (sent < 0) {
 		fab_conn_fail(c, "send failed", (int)-sent);
 		return -ENOTCONN;
 	}
-	if ((size_t)sent == sizeof(*m) + plen)
+	c->tx_posted += (size_t)sent;
+	c->tx_sent += (size_t)sent;
+	if ((size_t)sent == size)
 		return 0;
 	/* out of memory: like a full queue, the requester tries again later */
-	return fab_msg_append(&c->out, m, payload, plen, (size_t)sent) ? -EAGAIN : 0;
+	if (fab_msg_append(&c->out, m, payload, plen, (size_t)sent))
+		return -EAGAIN;
+	c->tx_posted += size - (size_t)sent;
+	return 0;
+}
+
+/* Message bytes n of a write took from the output's head. */
+static void out_sent(struct emu_conn *c, size_t n)
+{
+	size_t hs = n < c->out_hs ? n : c->out_hs;
+
+	c->out_hs -= hs;
+	c->tx_sent += n - hs;
 }
 
 /* Write what is queued until the socket is full. Returns bytes written. */
@@ -314,6 +379,7 @@ size_t fab_conn_write(struct emu_conn *c)
 		if (n > 0) {
 			c->out.head += (size_t)n;
 			total += (size_t)n;
+			out_sent(c, (size_t)n);
 			c->sock_full = false;
 		} else if (n < 0 && errno == EINTR) {
 			continue;
@@ -441,6 +507,26 @@ static bool hold_request(const struct emu_conn *c, const struct emu_msg *m)
 	       EMU_INBOX_HIGH_WATER;
 }
 
+/* An inbound connection carries the requests of one remote worker's QPs
+ * (each worker opens its own), whose peers here RTR placement spreads: it
+ * goes to the worker of the QP its first request names, so that QP's
+ * requests and replies take no inbox. true: handed off at the next
+ * fab_reap(), parse no further here. */
+static bool conn_home(struct emu_conn *c, const struct emu_msg *m)
+{
+	int owner;
+
+	if (c->outbound || c->homed)
+		return false;
+	c->homed = true;
+	owner = emu_qpn_worker(m->dst_qpn);
+	if (!owner || owner == emu_worker_cur()->index + 1)
+		return false;
+	c->handoff = owner;
+	fab.reap_due = true;
+	return true;
+}
+
 static void dispatch(struct emu_conn *c, const struct emu_msg *m, const void *payload)
 {
 	struct emu_reply_path path = {.conn = c, .peer_gid = &c->peer_gid};
@@ -531,6 +617,8 @@ static int conn_parse(struct emu_conn *c)
 		case EMU_WIRE_EV_MSG:
 			break;
 		}
+		if (emu_wire_is_request(st.msg.type) && conn_home(c, &st.msg))
+			return msgs;
 		if (emu_wire_is_request(st.msg.type) && hold_request(c, &st.msg)) {
 			emu_dbg("fabric: connection %s: output or inbox full, holding requests",
 			        fab_conn_name(c, name, sizeof(name)));
@@ -597,7 +685,7 @@ int fab_conn_read(struct emu_conn *c)
 	int work = 0;
 
 	c->read_seq = fab.poll_seq;
-	while (budget && c->fd >= 0 && !c->in_blocked) {
+	while (budget && c->fd >= 0 && !c->in_blocked && !c->handoff) {
 		size_t room = in_room(c);
 		uint64_t t = emu_now_ns();
 		ssize_t n;
@@ -631,7 +719,7 @@ int fab_conn_read(struct emu_conn *c)
 
 int fab_conn_event(struct emu_conn *c, uint32_t events)
 {
-	if (c->fd < 0 || c->doomed)
+	if (c->fd < 0 || c->doomed || c->handoff)
 		return 0;
 	if (c->state == CONN_CONNECTING)
 		return conn_connected(c);
@@ -658,4 +746,43 @@ int fab_resume_blocked(void)
 		fab_conn_update_events(c);
 	}
 	return work;
+}
+
+/* An inbox item (worker.c): inbound connection c, handed over by the
+ * worker that accepted it, is this worker's now. Its input may already hold
+ * requests: they are parsed here, as a read would have. */
+void emu_fabric_adopt(struct emu_conn *c)
+{
+	char name[64];
+	int ret = 0;
+
+	c->handoff = 0;
+	c->next = fab.conns;
+	fab.conns = c;
+	emu_dbg("fabric: connection %s: served by worker %d", fab_conn_name(c, name, sizeof(name)),
+	        emu_worker_cur()->index);
+	if (c->fd >= 0) {
+		c->events = conn_want_events(c);
+		ret = fab_epoll_set(EPOLL_CTL_ADD, c->fd, &c->h, c->events);
+	}
+	if (ret) {
+		c->events = 0;
+		fab_conn_fail(c, "epoll", -ret);
+	} else {
+		fab.dispatching = true;
+		conn_parse(c);
+		fab.dispatching = false;
+		fab_conn_update_events(c);
+	}
+	fab_reap();
+}
+
+void emu_fabric_orphan(struct emu_conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	fab_buf_free(&c->in);
+	fab_buf_free(&c->out);
+	fab_buf_free(&c->hold);
+	free(c);
 }

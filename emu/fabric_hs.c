@@ -64,7 +64,7 @@ int fab_hs_begin(struct emu_conn *c, enum emu_hs_role role)
 	             role == EMU_HS_CONNECTOR ? &c->peer_gid : NULL, nonce, out, &n);
 	for (int i = 0; role == EMU_HS_ACCEPTOR && i < emu_nic.num_devices; i++)
 		emu_hs_refuse_gid(&c->hs, &emu_nic.devices[i].gid);
-	return n ? fab_buf_append(&c->out, out, n, FAB_OUT_MIN) : 0;
+	return n ? fab_out_hs(c, out, n) : 0;
 }
 
 static struct auth_log *auth_log_of(const struct emu_conn *c)
@@ -232,7 +232,7 @@ void fab_conn_hs_step(struct emu_conn *c, const struct emu_wire_step *st)
 		fab_conn_auth_failed(c, why);
 		return;
 	}
-	if (st->out_len && fab_buf_append(&c->out, st->out, st->out_len, FAB_OUT_MIN)) {
+	if (st->out_len && fab_out_hs(c, st->out, st->out_len)) {
 		fab_conn_fail(c, "output buffer", ENOMEM);
 		return;
 	}

@@ -18,9 +18,13 @@
  * All state here belongs to one engine worker (worker.h) and is guarded by
  * its lock, except the epoll set itself, which emu_fabric_wait() sleeps on
  * without the lock. `fab` is the current worker's part (emu_worker_cur()):
- * its connections; worker 0 also has the listeners and every inbound
- * connection they accept, and hands requests for other workers' QPs on
- * through their inboxes.
+ * its connections; worker 0 also has the listeners and the inbound
+ * connections they accept until their handshake is over. An inbound
+ * connection then belongs to the worker of the QP its first request names:
+ * worker 0 takes it out of its list and epoll set at its next fab_reap()
+ * and hands it, input buffer and all, through that worker's inbox
+ * (emu_fabric_adopt). Whoever owns a connection hands requests for other
+ * workers' QPs on through their inboxes.
  * Connection memory is only freed between dispatches (fab_reap()), so
  * callbacks may fail or detach any connection without pulling memory from
  * under the parser.
@@ -103,6 +107,8 @@ struct emu_conn {
 	bool sock_full;          /* last write hit EAGAIN: EPOLLOUT will tell */
 	bool doomed;             /* unlinked and freed by the next fab_reap() */
 	bool admitted;           /* the large message at the input's head: its QP takes it */
+	bool homed;              /* inbound: its first request chose its worker */
+	int handoff;             /* inbound: index + 1 of the worker it goes to at fab_reap() */
 	uint32_t skip;           /* data bytes of a message nobody took: dropped on arrival */
 	uint32_t events;         /* epoll interest registered now */
 	int refs;                /* attached QPs (outbound) */
@@ -117,6 +123,11 @@ struct emu_conn {
 	union ibv_gid peer_gid;
 	struct fab_buf in, out;
 	struct fab_buf hold; /* outbound requests posted before CONN_UP */
+	/* message bytes posted (written at once or queued in out or hold) and
+	 * transmitted (written to the socket, or lost with the connection): a
+	 * requester's timer starts once its request is transmitted */
+	uint64_t tx_posted, tx_sent;
+	size_t out_hs; /* handshake bytes at the head of out (before any message) */
 	struct emu_conn *next;
 	bool pending; /* inbound, in the pending list: handshake not over */
 	struct emu_conn *pend_prev, *pend_next;
@@ -143,6 +154,8 @@ void fab_buf_free(struct fab_buf *b);
 int fab_buf_reserve(struct fab_buf *b, size_t n, size_t min_cap);
 int fab_buf_append(struct fab_buf *b, const void *p, size_t n, size_t min_cap);
 void fab_buf_settle(struct fab_buf *b);
+/* Handshake bytes into c's output: they precede every message there. */
+int fab_out_hs(struct emu_conn *c, const void *p, size_t n);
 int fab_msg_append(struct fab_buf *b, const struct emu_msg *m, const void *payload, uint32_t plen,
                    size_t skip);
 

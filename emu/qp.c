@@ -6,7 +6,7 @@
  * A QP's hardware view is what mlx5dv_init_obj hands out: one page-aligned
  * buffer with the RQ at offset 0 and the SQ on the next page boundary, a
  * doorbell record page and a UAR page whose doorbell register is at +0x800.
- * A QP is placed on an engine worker at creation (worker.h); the worker sees
+ * A QP is placed on an engine worker at creation and again at RTR (worker.h); the worker sees
  * it once it is in the worker's active list, and every change of what it
  * sees happens under nic.lock and that worker's lock (emu_qp_ctl_lock).
  */
@@ -711,6 +711,11 @@ EMU_EXPORT int gemu_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int
 		err = check_values(qp, attr, attr_mask);
 	if (!err) {
 		commit_attr(qp, attr, attr_mask);
+		/* the peer is known now: the QP may move to its worker */
+		if (cur == IBV_QPS_INIT && next == IBV_QPS_RTR)
+			emu_worker_rtr(qp);
+		else if (next == IBV_QPS_RESET)
+			emu_worker_unplace(qp);
 		commit_state(qp, cur, next);
 	}
 	emu_qp_ctl_unlock(qp);
@@ -762,6 +767,7 @@ EMU_EXPORT int gemu_destroy_qp(struct ibv_qp *ibqp)
 	}
 	emu_worker_lock(qp->worker);
 	emu_engine_qp_remove(qp);
+	emu_worker_unplace(qp);
 	emu_worker_qp_del(qp);
 	emu_nic.qps[ibqp->qp_num - EMU_QPN_BASE] = NULL;
 	/* its unpolled CQEs would name a QPN that a new QP may get */

@@ -230,9 +230,45 @@ static void req_cqe(struct emu_qp *qp, const struct emu_outstanding *e, uint8_t 
 		emu_qp_enter_error(qp, "send CQ overrun");
 }
 
+/* The transport timer runs for the oldest unanswered request from its
+ * transmission on, as a ConnectX's does: one that still waits for the
+ * connection's handshake or behind a full socket is not late yet, and its
+ * timer starts when it leaves (check_timer). That grace lasts one timeout
+ * from the arming and is given once per run of tries (none after a timeout
+ * since the last progress): a peer whose engine neither finishes the
+ * handshake nor reads is a hung host, and it ends the QP in RETRY_EXC within
+ * (retry_cnt + 2) timeouts. */
 static void arm_timer(struct emu_qp *qp, uint64_t now)
 {
-	qp->req.timer_deadline_ns = ost_empty(qp) ? 0 : now + timeout_ns(qp);
+	struct emu_outstanding *e;
+
+	qp->req.timer_tx_wait = false;
+	if (ost_empty(qp)) {
+		qp->req.timer_deadline_ns = 0;
+		return;
+	}
+	e = ost_at(qp, qp->req.ost_tail);
+	if (!e->done && qp->req.retries_left == qp->attr.retry_cnt &&
+	    !emu_fabric_tx_done(qp, e->tx_mark)) {
+		qp->req.timer_tx_wait = true;
+		qp->req.tx_wait_ns = now;
+	}
+	qp->req.timer_deadline_ns = now + timeout_ns(qp);
+}
+
+/* While the oldest request waits to be transmitted: its leaving starts the
+ * timer; else it runs from the end of the grace. true: the timer is not due. */
+static bool tx_wait(struct emu_qp *qp, uint64_t now)
+{
+	if (emu_fabric_tx_done(qp, ost_at(qp, qp->req.ost_tail)->tx_mark)) {
+		arm_timer(qp, now); /* it left: the timer starts now */
+		return true;
+	}
+	qp->req.timer_deadline_ns = qp->req.tx_wait_ns + 2 * timeout_ns(qp);
+	if (now < qp->req.timer_deadline_ns)
+		return true;
+	qp->req.timer_tx_wait = false;
+	return false;
 }
 
 /* Write CQEs for the done prefix of the outstanding ring, in SQ order. */
@@ -260,8 +296,11 @@ static void retire(struct emu_qp *qp)
 		if (e->fm_ce_se & GNIC_MLX5_CTRL_CQ_UPDATE)
 			req_cqe(qp, e, GNIC_MLX5_SYND_OK);
 	}
+	/* progress resets both retry counters, as the IB spec and rxe do: a
+	 * responder that answers is alive, whatever came before */
 	if (progressed) {
 		qp->req.retries_left = qp->attr.retry_cnt;
+		qp->req.rnr_retries_left = qp->attr.rnr_retry;
 		arm_timer(qp, emu_now_ns());
 	}
 }
@@ -415,9 +454,10 @@ static int issue(struct emu_qp *qp, struct emu_wqe *w, bool last_in_burst)
 	e->byte_cnt = (uint32_t)s.len;
 	qp->req.psn_next++;
 	qp->req.sq_ci = (uint16_t)(w->idx + w->nbb);
+	ret = emu_fabric_send(qp, &m, payload, src);
+	e->tx_mark = emu_fabric_tx_mark(qp);
 	if (!qp->req.timer_deadline_ns)
 		arm_timer(qp, emu_now_ns());
-	ret = emu_fabric_send(qp, &m, payload, src);
 	emu_dbg("QP 0x%x: WQE %u psn %u type %u sent (%d)", qp->ibqp.qp_num, w->idx, m.psn, type,
 	        ret);
 	if (ret == -EAGAIN) { /* output full: take it back, retry later */
@@ -481,8 +521,11 @@ static int check_timer(struct emu_qp *qp, uint64_t now)
 {
 	struct emu_outstanding *e;
 
-	if (ost_empty(qp) || !qp->req.timer_deadline_ns ||
-	    emu_fabric_heard_ns(qp, now) < qp->req.timer_deadline_ns)
+	if (ost_empty(qp) || !qp->req.timer_deadline_ns)
+		return 0;
+	if (qp->req.timer_tx_wait && tx_wait(qp, now))
+		return 0;
+	if (emu_fabric_heard_ns(qp, now) < qp->req.timer_deadline_ns)
 		return 0;
 	e = ost_at(qp, qp->req.ost_tail);
 	if (e->done)
@@ -593,6 +636,7 @@ void emu_requester_reset(struct emu_qp *qp)
 	qp->req.ost_head = qp->req.ost_tail = 0;
 	qp->req.rd_atomic_out = 0;
 	qp->req.timer_deadline_ns = 0;
+	qp->req.timer_tx_wait = false;
 	qp->req.rnr_resume_ns = 0;
 	qp->req.sq_stalled = false;
 	qp->req.psn_next = 0;

@@ -20,6 +20,7 @@ struct emu_inbox_item {
 	uint32_t reply_qpn;
 	uint64_t conn_id;
 	struct emu_device *dst_dev;
+	struct emu_conn *conn; /* EMU_INBOX_ADOPT */
 	union ibv_gid peer_gid;
 	struct emu_msg m;
 	size_t size;         /* of the whole item, for inbox_bytes */
@@ -34,6 +35,7 @@ static __thread struct emu_worker *cur, *self; /* self: a worker's own thread */
 /* qpn - EMU_QPN_BASE -> index + 1 of its worker, 0: none. Written under the
  * worker's lock (and nic.lock), read by anyone. */
 static _Atomic uint8_t qp_owner[EMU_MAX_QP];
+static _Atomic uint64_t forwarded; /* emu_workers_forwarded() */
 
 static int worker_fds(struct emu_worker *w)
 {
@@ -146,6 +148,77 @@ void emu_worker_assign(struct emu_qp *qp)
 	atomic_fetch_add(&best->nqps, 1);
 }
 
+/* The worker with the fewest placed QPs: `own` on ties, then the lowest index. */
+static struct emu_worker *least_placed(struct emu_worker *own)
+{
+	struct emu_worker *best = own;
+
+	for (int k = 0; k < nworkers; k++)
+		if (workers[k].nrun < best->nrun)
+			best = &workers[k];
+	return best;
+}
+
+static struct emu_worker *rtr_target(const struct emu_qp *qp)
+{
+	struct emu_device *dev;
+	struct emu_qp *peer = NULL;
+
+	if (nworkers == 1 || qp->srq)
+		return qp->worker;
+	dev = emu_device_by_gid(&qp->dgid);
+	if (dev && qp->dest_qpn != qp->ibqp.qp_num)
+		peer = emu_qp_lookup(qp->dest_qpn);
+	if (peer && peer->ctx && peer->ctx->dev == dev && (peer->placed || peer->srq))
+		return peer->worker;
+	return least_placed(qp->worker);
+}
+
+/* Move qp from its worker (locked by us) to `to` (locked on return). */
+static void qp_move(struct emu_qp *qp, struct emu_worker *to)
+{
+	struct emu_worker *from = qp->worker;
+
+	emu_worker_qp_del(qp);
+	emu_worker_unlock(from);
+	emu_worker_lock(to);
+	qp->worker = to;
+	atomic_fetch_add(&to->nqps, 1);
+	if (!emu_worker_qp_add(qp))
+		return;
+	/* no memory for to's list: back where it was (its slot is free) */
+	emu_warn("QP 0x%x: stays on engine worker %d: out of memory", qp->ibqp.qp_num, from->index);
+	atomic_fetch_sub(&to->nqps, 1);
+	emu_worker_unlock(to);
+	emu_worker_lock(from);
+	qp->worker = from;
+	atomic_fetch_add(&from->nqps, 1);
+	emu_worker_qp_add(qp);
+}
+
+void emu_worker_rtr(struct emu_qp *qp)
+{
+	struct emu_worker *to = rtr_target(qp);
+
+	if (to != qp->worker) {
+		emu_dbg("QP 0x%x: engine worker %d -> %d (peer QP 0x%x)", qp->ibqp.qp_num,
+		        qp->worker->index, to->index, qp->dest_qpn);
+		qp_move(qp, to);
+	}
+	if (!qp->placed) {
+		qp->placed = true;
+		qp->worker->nrun++;
+	}
+}
+
+void emu_worker_unplace(struct emu_qp *qp)
+{
+	if (!qp->placed)
+		return;
+	qp->placed = false;
+	qp->worker->nrun--;
+}
+
 EMU_EXPORT int gemu_qp_engine_worker(struct ibv_qp *ibqp)
 {
 	if (!ibqp || !gemu_is_emu_context(ibqp->context))
@@ -231,6 +304,64 @@ void emu_worker_kick(struct emu_worker *w)
 		emu_dbg("worker %d: kick failed: %s", w->index, strerror(errno));
 }
 
+/* Append the chain first..last (already counted in inbox_bytes) to w's
+ * inbox and wake it. */
+static void inbox_append_chain(struct emu_worker *w, struct emu_inbox_item *first,
+                               struct emu_inbox_item *last)
+{
+	pthread_mutex_lock(&w->inbox_lock);
+	if (w->in_tail)
+		w->in_tail->next = first;
+	else
+		w->in_head = first;
+	w->in_tail = last;
+	atomic_store_explicit(&w->inbox_nonempty, true, memory_order_release);
+	pthread_mutex_unlock(&w->inbox_lock);
+	emu_worker_kick(w);
+}
+
+static void inbox_append(struct emu_worker *w, struct emu_inbox_item *it)
+{
+	atomic_fetch_add_explicit(&w->inbox_bytes, it->size, memory_order_relaxed);
+	inbox_append_chain(w, it, it);
+}
+
+/* A worker's own thread keeps what it sends others until the end of its
+ * pass (emu_outbox_flush); it counts against their high-water mark at once. */
+static bool stage(struct emu_worker *w, struct emu_inbox_item *it)
+{
+	struct emu_outbox *o;
+
+	if (!self || cur != self || self == w)
+		return false;
+	o = &self->outbox[w->index];
+	if (o->tail)
+		o->tail->next = it;
+	else
+		o->head = it;
+	o->tail = it;
+	self->outbox_mask |= 1ull << w->index;
+	atomic_fetch_add_explicit(&w->inbox_bytes, it->size, memory_order_relaxed);
+	return true;
+}
+
+void emu_outbox_flush(struct emu_worker *w)
+{
+	while (w->outbox_mask) {
+		int i = __builtin_ctzll(w->outbox_mask);
+		struct emu_outbox *o = &w->outbox[i];
+
+		w->outbox_mask &= w->outbox_mask - 1;
+		inbox_append_chain(&workers[i], o->head, o->tail);
+		o->head = o->tail = NULL;
+	}
+	/* what this pass drained is answered now (emu_worker_heard_ns) */
+	if (atomic_load_explicit(&w->draining, memory_order_relaxed)) {
+		atomic_store(&w->drained_ns, w->drain_t0);
+		atomic_store(&w->draining, false);
+	}
+}
+
 int emu_inbox_push(struct emu_worker *w, enum emu_inbox_kind kind,
                    const struct emu_inbox_from *from, const struct emu_msg *m, const void *payload,
                    struct emu_mr *src, bool limit)
@@ -260,20 +391,28 @@ int emu_inbox_push(struct emu_worker *w, enum emu_inbox_kind kind,
 	it->size = size;
 	it->ref = by_ref ? src : NULL;
 	it->data = by_ref ? payload : it->copy;
+	it->conn = NULL;
 	if (by_ref)
 		atomic_fetch_add(&src->inbox_refs, 1);
 	else if (plen)
 		memcpy(it->copy, payload, plen);
-	pthread_mutex_lock(&w->inbox_lock);
-	if (w->in_tail)
-		w->in_tail->next = it;
-	else
-		w->in_head = it;
-	w->in_tail = it;
-	atomic_fetch_add_explicit(&w->inbox_bytes, size, memory_order_relaxed);
-	atomic_store_explicit(&w->inbox_nonempty, true, memory_order_release);
-	pthread_mutex_unlock(&w->inbox_lock);
-	emu_worker_kick(w);
+	if (kind == EMU_INBOX_REQUEST && from && from->conn_id)
+		atomic_fetch_add_explicit(&forwarded, 1, memory_order_relaxed);
+	if (!stage(w, it))
+		inbox_append(w, it);
+	return 0;
+}
+
+int emu_inbox_push_conn(struct emu_worker *w, struct emu_conn *c)
+{
+	struct emu_inbox_item *it = calloc(1, sizeof(*it));
+
+	if (!it)
+		return -ENOMEM;
+	it->kind = EMU_INBOX_ADOPT;
+	it->conn = c;
+	it->size = sizeof(*it);
+	inbox_append(w, it);
 	return 0;
 }
 
@@ -313,6 +452,9 @@ static void run_item(struct emu_worker *w, struct emu_inbox_item *it)
 	case EMU_INBOX_CONN:
 		emu_fabric_conn_reply(it->conn_id, &it->m, it->data);
 		break;
+	case EMU_INBOX_ADOPT:
+		emu_fabric_adopt(it->conn);
+		break;
 	}
 }
 
@@ -330,6 +472,8 @@ void emu_inbox_discard(struct emu_worker *w)
 		atomic_fetch_sub(&w->inbox_bytes, it->size);
 		if (it->ref)
 			atomic_fetch_sub(&it->ref->inbox_refs, 1);
+		if (it->kind == EMU_INBOX_ADOPT)
+			emu_fabric_orphan(it->conn);
 		free(it);
 	}
 }
@@ -367,8 +511,8 @@ int emu_inbox_drain(struct emu_worker *w)
 		for (int i = 0; i < nworkers; i++)
 			if (&workers[i] != w)
 				emu_worker_kick(&workers[i]);
-	atomic_store(&w->drained_ns, t0);
-	atomic_store(&w->draining, false);
+	/* done once the answers left with the outbox, at the end of the pass */
+	w->drain_t0 = t0;
 	return n;
 }
 
@@ -380,4 +524,14 @@ uint64_t emu_worker_heard_ns(struct emu_worker *w, uint64_t now)
 		return now;
 	t = atomic_load(&w->drained_ns);
 	return t < now ? t : now;
+}
+
+uint64_t emu_workers_forwarded(void)
+{
+	return atomic_load_explicit(&forwarded, memory_order_relaxed);
+}
+
+EMU_EXPORT uint64_t gemu_engine_forwarded(void)
+{
+	return emu_workers_forwarded();
 }

@@ -4,12 +4,14 @@
  * process; every QP belongs to one worker from creation to destruction
  * (emu_worker_assign) and only that worker runs its engine state, under the
  * worker's lock. A worker owns its scratch buffers, its QPs, an epoll set
- * with a kick eventfd, the fabric connections its QPs opened (and, worker
- * 0, the listeners and the inbound connections they accept), and an inbox.
+ * with a kick eventfd, the fabric connections its QPs opened, the inbound
+ * connections handed to it (worker 0 has the listeners and every inbound
+ * connection until its handshake is over; then the connection goes to the
+ * worker of the QP its first request names), and an inbox.
  *
  * Messages between QPs of different workers (in-process requests and
- * responses, requests that arrived on worker 0's inbound connections, and
- * replies to them) travel as copies through the destination worker's inbox,
+ * responses, requests that arrived on a connection of another worker than
+ * their QP's, and replies to them) travel as copies through the destination worker's inbox,
  * which is drained in order at the start of each pass: one FIFO per worker
  * keeps every QP's requests and responses in order. Between two QPs of the
  * same worker a message is a direct call, as with one worker.
@@ -70,14 +72,25 @@ struct emu_worker {
 	struct emu_qp **active;
 	uint32_t nactive, active_cap;
 	_Atomic uint32_t nqps;
+	uint32_t nrun; /* of them, QPs placed at RTR and not reset since (nic.lock) */
+
+	/* messages for other workers made in this pass (its own thread only),
+	 * appended to their inboxes at the end of the pass, one lock and at
+	 * most one kick per destination (emu_outbox_flush) */
+	struct emu_outbox {
+		struct emu_inbox_item *head, *tail;
+	} outbox[EMU_MAX_WORKERS];
+	uint64_t outbox_mask; /* destinations with something staged */
 
 	/* messages from other workers: FIFO under inbox_lock */
 	pthread_mutex_t inbox_lock;
 	struct emu_inbox_item *in_head, *in_tail;
 	_Atomic size_t inbox_bytes;
 	_Atomic bool inbox_nonempty;
-	_Atomic bool draining;       /* running items taken from the inbox */
+	_Atomic bool draining;       /* running items taken from the inbox, until
+	                              * their answers left the outbox */
 	_Atomic uint64_t drained_ns; /* everything queued before this is done */
+	uint64_t drain_t0;           /* the running drain's start (own thread) */
 
 	struct emu_scratch gather, stage;
 	struct fab_state fab;
@@ -100,11 +113,28 @@ void emu_worker_unlock(struct emu_worker *w); /* ... and back to the previous cu
 void emu_workers_sync(void);
 
 /* Placement at QP creation (under nic.lock): the worker with the fewest QPs
- * (the lowest index on ties), or the worker of the QP's SRQ. qp->worker is set; the QP joins its
+ * (the lowest index on ties), or the worker of the QP's SRQ; emu_worker_rtr
+ * may move it at RTR. qp->worker is set; the QP joins its
  * active list in emu_worker_qp_add (with the worker's lock held). */
 void emu_worker_assign(struct emu_qp *qp);
 void emu_worker_unassign(struct emu_qp *qp); /* creation failed after assign */
-int emu_worker_qp_add(struct emu_qp *qp);    /* 0 or ENOMEM */
+/* Placement at INIT->RTR, once the peer is known (qp->dest_qpn, qp->dgid
+ * committed), under nic.lock and qp's worker's lock (emu_worker_lock), which
+ * the call leaves held on qp's worker, old or new. A QP does no engine work
+ * before RTR, so it can move then without reordering anything:
+ *   - a QP of an SRQ stays (the SRQ's single consumer);
+ *   - an in-process peer that is placed (RTR or later) or pinned by its
+ *     SRQ: the QP joins its worker, so the pair's messages are direct calls;
+ *   - otherwise (the peer comes later, or is in another process): the worker
+ *     with the fewest placed QPs, the QP's own on ties, then the lowest index;
+ *     its peer joins it at its own RTR.
+ * Moving takes the QP off the old worker's list (its number has no owner for
+ * that instant: anything sent to it then is lost, as for a QP that is not yet
+ * in RTR) and publishes it on the new one. */
+void emu_worker_rtr(struct emu_qp *qp);
+/* The QP left its placement (to RESET) or is destroyed: nic.lock. */
+void emu_worker_unplace(struct emu_qp *qp);
+int emu_worker_qp_add(struct emu_qp *qp); /* 0 or ENOMEM */
 void emu_worker_qp_del(struct emu_qp *qp);
 /* qpn's QP if worker w serves it, else NULL. Safe for w's own thread with
  * w's lock held: a QP is published and unpublished under its worker's lock. */
@@ -120,6 +150,7 @@ enum emu_inbox_kind {
 	EMU_INBOX_REQUEST,  /* m goes to QP m->dst_qpn's on_request */
 	EMU_INBOX_RESPONSE, /* m goes to QP m->dst_qpn's on_response */
 	EMU_INBOX_CONN,     /* m goes out on connection conn_id of this worker */
+	EMU_INBOX_ADOPT,    /* inbound connection conn is this worker's now */
 };
 /* Queue a copy of m (+ payload, see src below) for worker w. REQUEST: the reply goes back
  * to QP reply_qpn of worker reply_w (in-process) or to connection conn_id of
@@ -135,16 +166,28 @@ struct emu_inbox_from {
 int emu_inbox_push(struct emu_worker *w, enum emu_inbox_kind kind,
                    const struct emu_inbox_from *from, const struct emu_msg *m, const void *payload,
                    struct emu_mr *src, bool limit);
+/* (A worker's own thread stages the copy in its outbox; it counts in w's
+ * inbox_bytes at once. The control path appends it to w's inbox.) */
+/* Hand inbound connection c to worker w (emu_fabric_adopt). 0 or -ENOMEM. */
+int emu_inbox_push_conn(struct emu_worker *w, struct emu_conn *c);
+/* Requests a worker took from a connection and forwarded to another
+ * worker's inbox, all workers together (diagnostics). */
+uint64_t emu_workers_forwarded(void);
 /* Payloads of at least this many bytes in a host MR (src) are passed by
  * reference instead of copied. */
 #define EMU_INBOX_REF_MIN (64u * 1024)
-/* Worker w (its thread, lock held) runs what its inbox holds. Returns items. */
+/* The end of worker w's pass (its thread): what it staged for others goes
+ * to their inboxes, each destination's batch in order under one lock. */
+void emu_outbox_flush(struct emu_worker *w);
+/* Worker w (its thread, lock held) runs what its inbox holds, taken whole
+ * under one lock. Returns items. */
 int emu_inbox_drain(struct emu_worker *w);
 /* The engine stopped: drop what w's inbox holds (lost on the wire). */
 void emu_inbox_discard(struct emu_worker *w);
-/* The time up to which w has run everything queued for it: now when
- * nothing waits (what emu_fabric_heard_ns gives a requester whose peer QP is
- * on w: its timer must not fire while w is still at the request). */
+/* The time up to which w has run everything queued for it and sent the
+ * answers on (its outbox is flushed): now when nothing waits (what
+ * emu_fabric_heard_ns gives a requester whose peer QP is on w: its timer
+ * must not fire while w is still at the request or holds the answer). */
 uint64_t emu_worker_heard_ns(struct emu_worker *w, uint64_t now);
 /* Wake w if it sleeps (inbox push, doorbell). */
 void emu_worker_kick(struct emu_worker *w);

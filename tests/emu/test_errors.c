@@ -455,6 +455,42 @@ static void case_rnr_then_success(void)
 	fx_teardown(&f);
 }
 
+/* rnr_retry counts RNR NAKs in a row: a receive that arrives resets it (as
+ * progress resets retry_cnt), so a QP with rnr_retry 1 survives one RNR NAK
+ * per SEND for as many SENDs as it likes. The RNR delay (min_rnr_timer 0:
+ * 655 ms) leaves time to post each receive after its SEND was refused. */
+static void case_rnr_reset_by_progress(void)
+{
+	struct t_conn_opts o;
+	struct fx f;
+
+	t_conn_opts_default(&o);
+	o.rnr_retry = 1;
+	o.min_rnr_timer = 0;
+	fx_setup_opts(&f, T_ACCESS_ALL, &o);
+	for (int r = 0; r < 2; r++) {
+		struct ibv_sge sge = sge_of(&f, 0, 64);
+		struct ibv_send_wr wr = {.wr_id = 400 + (uint64_t)r,
+		                         .sg_list = &sge,
+		                         .num_sge = 1,
+		                         .opcode = IBV_WR_SEND,
+		                         .send_flags = IBV_SEND_SIGNALED};
+		struct ibv_wc wc;
+
+		t_post_send(f.p.qp[0], &wr);
+		t_sleep_ms(50);
+		t_expect_empty(f.p.scq[0], "a SEND waiting out its RNR NAK");
+		t_post_recv_buf(f.p.qp[1], 410 + (uint64_t)r, (void *)(uintptr_t)f.win, WIN_LEN,
+		                f.bmr->lkey);
+		wc = t_poll1(f.p.scq[0], "SEND after the late receive");
+		CHECK_WC(&wc, 400 + (uint64_t)r, IBV_WC_SUCCESS, IBV_WC_SEND);
+		wc = t_poll1(f.p.rcq[1], "the late receive");
+		CHECK_WC(&wc, 410 + (uint64_t)r, IBV_WC_SUCCESS, IBV_WC_RECV);
+	}
+	CHECK_EQ(t_qp_state(f.p.qp[0]), IBV_QPS_RTS);
+	fx_teardown(&f);
+}
+
 static const struct t_named_case cases[] = {
     {"bad_lkey", case_bad_lkey},
     {"lkey_range", case_lkey_range},
@@ -470,6 +506,7 @@ static const struct t_named_case cases[] = {
     {"peer_destroyed", case_peer_destroyed},
     {"modify_to_err_flushes", case_modify_to_err_flushes},
     {"rnr_then_success", case_rnr_then_success},
+    {"rnr_reset_by_progress", case_rnr_reset_by_progress},
 };
 
 int main(int argc, char **argv)

@@ -17,9 +17,12 @@
  *          QP, with its wr_id.
  *
  *   srq:   the QPs of one SRQ are placed on one worker.
+ *   apart: a pair whose ends are pinned to two workers by their SRQs: WRITEs,
+ *          SENDs and READs cross the inboxes both ways, in order, bytes intact.
  *
- * The placement is checked first (gemu_qp_engine_worker): the responders of
- * the two pairs must be on different workers, or the test proves nothing.
+ * The placement is checked first (gemu_qp_engine_worker): the two ends of a
+ * pair share a worker, and the responders of the two pairs must be on
+ * different workers, or the test proves nothing.
  * GNIC_TEST_ATOMICS (default 100000) sets N, for slow sanitizer builds.
  */
 #include "common.h"
@@ -60,9 +63,9 @@ static struct ibv_qp *make_qp(struct side *s, struct ibv_cq *scq)
 }
 
 /* QPs are created side 0's requester, its responder, side 1's responder, its
- * requester: placed in turn over the workers (worker.c), the two responders
- * land on different workers, and each requester on another worker than its
- * responder. */
+ * requester: placed in turn over the workers at creation, but at RTR each
+ * pair's second end joins its peer's worker and the second pair goes to
+ * another worker (worker.c): the two responders run on different workers. */
 static void setup(struct ibv_cq *shared_cq)
 {
 	struct t_conn_opts o;
@@ -97,7 +100,8 @@ static void setup(struct ibv_cq *shared_cq)
 	       gemu_qp_engine_worker(sides[1].req), gemu_qp_engine_worker(sides[1].resp));
 	CHECK_GE(gemu_qp_engine_worker(sides[0].resp), 0);
 	CHECK_NE(gemu_qp_engine_worker(sides[0].resp), gemu_qp_engine_worker(sides[1].resp));
-	CHECK_NE(gemu_qp_engine_worker(sides[0].req), gemu_qp_engine_worker(sides[0].resp));
+	for (int k = 0; k < 2; k++)
+		CHECK_EQ(gemu_qp_engine_worker(sides[k].req), gemu_qp_engine_worker(sides[k].resp));
 }
 
 static void teardown(void)
@@ -323,13 +327,138 @@ static void case_srq(void)
 	CHECK_OK(ibv_dealloc_pd(pd));
 }
 
+#define APART_N   256 /* WRITEs in a row */
+#define APART_LEN 64
+
+static struct ibv_srq *apart_srq(struct ibv_pd *pd)
+{
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 16, .max_sge = 1}};
+
+	return CHECK_PTR(ibv_create_srq(pd, &sa));
+}
+
+static void apart_post_srq(struct ibv_srq *srq, uint64_t wr_id, void *buf, uint32_t lkey)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = APART_LEN, .lkey = lkey};
+	struct ibv_recv_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = 1}, *bad;
+
+	CHECK_OK(ibv_post_srq_recv(srq, &wr, &bad));
+}
+
+static void apart_send(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, void *buf,
+                       uint32_t lkey, uint64_t raddr, uint32_t rkey, bool signaled)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = APART_LEN, .lkey = lkey};
+	struct ibv_send_wr wr = {.wr_id = wr_id,
+	                         .sg_list = &sge,
+	                         .num_sge = 1,
+	                         .opcode = op,
+	                         .send_flags = signaled ? IBV_SEND_SIGNALED : 0,
+	                         .wr.rdma = {.remote_addr = raddr, .rkey = rkey}};
+
+	t_post_send(qp, &wr);
+}
+
+/* Each end has its own SRQ, and each SRQ pins its QPs to the worker its first
+ * QP got: the pair cannot share a worker, so every message goes through an
+ * inbox. WRITEs land in order (the last one's bytes are the last WRITE's), a
+ * SEND after them finds them all done, a READ returns what was written. */
+static void case_apart(void)
+{
+	struct ibv_pd *pd = CHECK_PTR(ibv_alloc_pd(ctx));
+	struct ibv_cq *cq[2] = {t_cq(ctx, 512), t_cq(ctx, 512)};
+	struct ibv_srq *srq[2] = {apart_srq(pd), apart_srq(pd)};
+	size_t len = (size_t)(APART_N + 4) * APART_LEN;
+	uint8_t *src = t_alloc(len, 0), *dst = t_alloc(len, 0);
+	struct ibv_mr *smr = t_reg(pd, src, len, T_ACCESS_ALL),
+	              *dmr = t_reg(pd, dst, len, T_ACCESS_ALL);
+	struct t_conn_opts o;
+	struct ibv_qp *qp[2];
+	struct t_ep ep[2];
+	struct ibv_wc wc[APART_N];
+
+	t_case("apart: a pair on two workers (SRQs pin them): WRITE, SEND, READ through inboxes");
+	t_conn_opts_default(&o);
+	for (int k = 0; k < 2; k++) {
+		struct ibv_qp_init_attr a = {.send_cq = cq[k],
+		                             .recv_cq = cq[k],
+		                             .srq = srq[k],
+		                             .cap = {.max_send_wr = APART_N, .max_send_sge = 1},
+		                             .qp_type = IBV_QPT_RC};
+
+		qp[k] = CHECK_PTR(ibv_create_qp(pd, &a));
+		t_local_ep(qp[k], &ep[k]);
+	}
+	t_connect(qp[0], &ep[1], &o);
+	t_connect(qp[1], &ep[0], &o);
+	printf("apart: workers %d %d\n", gemu_qp_engine_worker(qp[0]),
+	       gemu_qp_engine_worker(qp[1]));
+	CHECK_NE(gemu_qp_engine_worker(qp[0]), gemu_qp_engine_worker(qp[1]));
+	/* APART_N WRITEs of 64 bytes into one slot: bytes of WRITE i are i */
+	for (int i = 0; i < APART_N; i++) {
+		memset(src + (size_t)i * APART_LEN, i, APART_LEN);
+		apart_send(qp[0], IBV_WR_RDMA_WRITE, (uint64_t)i, src + (size_t)i * APART_LEN,
+		           smr->lkey, (uintptr_t)dst, dmr->rkey, true);
+	}
+	t_poll(cq[0], APART_N, wc, "WRITE completions");
+	for (int i = 0; i < APART_N; i++)
+		CHECK_WC(&wc[i], (uint64_t)i, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	CHECK_BYTES(dst, APART_N - 1, APART_LEN);
+	/* SEND 0 -> 1 and 1 -> 0, each into the other's SRQ */
+	apart_post_srq(srq[1], 101, dst + APART_LEN, dmr->lkey);
+	apart_post_srq(srq[0], 100, src + (size_t)(APART_N + 1) * APART_LEN, smr->lkey);
+	memset(src + (size_t)APART_N * APART_LEN, 0xa5, APART_LEN);
+	memset(dst + 2 * APART_LEN, 0x5a, APART_LEN);
+	apart_send(qp[0], IBV_WR_SEND, 200, src + (size_t)APART_N * APART_LEN, smr->lkey, 0, 0,
+	           true);
+	apart_send(qp[1], IBV_WR_SEND, 201, dst + 2 * APART_LEN, dmr->lkey, 0, 0, true);
+	for (int k = 0; k < 2; k++) {
+		struct ibv_wc got[2];
+		int sends = 0, recvs = 0;
+
+		t_poll(cq[k], 2, got, "SEND and receive completions");
+		for (int j = 0; j < 2; j++) {
+			CHECK_EQ(got[j].status, IBV_WC_SUCCESS);
+			if (got[j].opcode == IBV_WC_SEND) {
+				CHECK_EQ(got[j].wr_id, 200u + (unsigned)k);
+				sends++;
+			} else {
+				CHECK_EQ(got[j].opcode, IBV_WC_RECV);
+				CHECK_EQ(got[j].wr_id, 100u + (unsigned)k);
+				CHECK_EQ(got[j].byte_len, APART_LEN);
+				recvs++;
+			}
+		}
+		CHECK_EQ(sends, 1);
+		CHECK_EQ(recvs, 1);
+	}
+	CHECK_BYTES(dst + APART_LEN, 0xa5, APART_LEN);
+	CHECK_BYTES(src + (size_t)(APART_N + 1) * APART_LEN, 0x5a, APART_LEN);
+	/* READ 1's first slot back into 0's */
+	apart_send(qp[0], IBV_WR_RDMA_READ, 300, src + (size_t)(APART_N + 2) * APART_LEN, smr->lkey,
+	           (uintptr_t)dst, dmr->rkey, true);
+	wc[0] = t_poll1(cq[0], "READ completion");
+	CHECK_WC(&wc[0], 300, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	CHECK_BYTES(src + (size_t)(APART_N + 2) * APART_LEN, APART_N - 1, APART_LEN);
+	t_expect_empty(cq[0], "nothing more");
+	t_expect_empty(cq[1], "nothing more");
+	for (int k = 0; k < 2; k++) {
+		CHECK_OK(ibv_destroy_qp(qp[k]));
+		CHECK_OK(ibv_destroy_srq(srq[k]));
+		CHECK_OK(ibv_destroy_cq(cq[k]));
+	}
+	CHECK_OK(ibv_dereg_mr(smr));
+	CHECK_OK(ibv_dereg_mr(dmr));
+	CHECK_OK(ibv_dealloc_pd(pd));
+	free(src);
+	free(dst);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct t_named_case cases[] = {
-	    {"fadd", case_fadd},
-	    {"cswap", case_cswap},
-	    {"share", case_share},
-	    {"srq", case_srq},
+	    {"fadd", case_fadd}, {"cswap", case_cswap}, {"share", case_share},
+	    {"srq", case_srq},   {"apart", case_apart},
 	};
 
 	/* before the first verbs call: the emulator reads its knobs then */

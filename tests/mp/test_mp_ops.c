@@ -16,7 +16,9 @@
  *         set), the client's two QPs FETCH_ADD one word of the server's
  *         GNIC_TEST_ATOMICS (default 100000) times each, 16 in flight per
  *         QP; the server's two QPs are on different workers. The word ends
- *         at exactly 2N * addend, the old values are exactly 0, addend, ...
+ *         at exactly 2N * addend, the old values are exactly 0, addend, ...;
+ *         and the server forwarded no request between its workers (each
+ *         inbound connection is served by the worker of its QP).
  */
 #include <endian.h>
 #include <poll.h>
@@ -529,6 +531,7 @@ static int run_kill_client(struct side *s)
 #define MP_ADDEND 5ull
 
 int gemu_qp_engine_worker(struct ibv_qp *qp); /* libgnic_emu */
+uint64_t gemu_engine_forwarded(void);         /* libgnic_emu */
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -624,9 +627,15 @@ static int run_atomics(struct side *s, bool client)
 	if (client)
 		mp_fadd(s, qp, cq, n);
 	barrier(s, 'F');
-	if (!client)
+	if (!client) {
 		CHECK_EQ(__atomic_load_n((uint64_t *)s->buf, __ATOMIC_SEQ_CST),
 		         2ull * (uint64_t)n * MP_ADDEND);
+		/* each client worker's connection is served by the worker of
+		 * the QP it carries requests for: none went through an inbox */
+		printf("%s: %llu requests forwarded between workers\n", s->role,
+		       (unsigned long long)gemu_engine_forwarded());
+		CHECK_EQ(gemu_engine_forwarded(), 0);
+	}
 	barrier(s, 'D');
 	for (int k = 0; k < 2; k++) {
 		CHECK_OK(ibv_destroy_qp(qp[k]));

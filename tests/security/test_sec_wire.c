@@ -31,6 +31,10 @@
  *                  other process of the job)
  * the emulator must send nothing after its hello (no proof, not one byte
  * of the WRITE it holds) and its QP must end in RETRY_EXC_ERR in time;
+ *   server_slow    a valid challenge sent only after the WRITE's one try
+ *                  (134 ms) would have passed: the WRITE's timer starts
+ *                  when it is transmitted, after the handshake, so the ACK
+ *                  completes it
  *   server_ok      the control: a challenge made with the secret gets the
  *                  proof and the WRITE, and an ACK completes it.
  *
@@ -458,9 +462,17 @@ enum fake {
 	FAKE_OTHER_GID, /* valid MAC, but the fake names a GID it was not dialed at */
 	FAKE_MAC_FIRST, /* valid but for the MAC's first byte */
 	FAKE_MAC_LAST,  /* valid but for the MAC's last byte */
+	FAKE_SLOW,      /* valid, but the challenge comes after the WRITE's timeouts */
 };
 static const char *fake_names[] = {"server_wrong",     "server_replay",  "server_ok",
-                                   "server_other_gid", "mac_first_byte", "mac_last_byte"};
+                                   "server_other_gid", "mac_first_byte", "mac_last_byte",
+                                   "server_slow"};
+/* FAKE_SLOW: the QP has one try of 134 ms (timeout 15, retry_cnt 0), and the
+ * challenge comes 200 ms after the hello: past that try counted from the
+ * post, within the grace a request waiting to be transmitted gets (one
+ * timeout), and within the handshake deadline (GNIC_EMU_HANDSHAKE_MS=300) */
+#define SLOW_TIMEOUT      15
+#define SLOW_CHALLENGE_MS 200
 
 static int fake_listen(struct sockaddr_in *a)
 {
@@ -546,6 +558,10 @@ static void case_server(enum fake kind)
 	t_conn_opts_default(&fast);
 	fast.timeout = 12; /* 16.8 ms, 4 tries */
 	fast.retry_cnt = 3;
+	if (kind == FAKE_SLOW) {
+		fast.timeout = SLOW_TIMEOUT;
+		fast.retry_cnt = 0;
+	}
 	t_qp_caps_default(&caps);
 	rq = t_qp(pd, rq_cq, rq_cq, &caps, NULL);
 	memset(&peer, 0, sizeof(peer));
@@ -569,9 +585,11 @@ static void case_server(enum fake kind)
 	CHECK_EQ(h.magic, EMU_FABRIC_MAGIC);
 	CHECK_EQ(h.version, EMU_FABRIC_VERSION);
 	fake_challenge(kind, &peer.gid, hello, ch, &n, &acc);
+	if (kind == FAKE_SLOW)
+		t_sleep_ms(SLOW_CHALLENGE_MS);
 	send_all(fd, ch, n);
 
-	if (kind == FAKE_OK) {
+	if (kind == FAKE_OK || kind == FAKE_SLOW) {
 		uint8_t m[sizeof(struct emu_msg) + W_LEN];
 		struct emu_msg ack, w;
 
@@ -629,6 +647,14 @@ static void case_server_replay(void)
 static void case_server_ok(void)
 {
 	case_server(FAKE_OK);
+}
+
+/* The WRITE waits in the emulator for the handshake longer than its QP's
+ * timeout: its timer starts when it is transmitted, as a ConnectX's does,
+ * so the peer's ACK completes it (not RETRY_EXC_ERR). */
+static void case_server_slow(void)
+{
+	case_server(FAKE_SLOW);
 }
 
 /* ---- MACs wrong in one byte ---------------------------------------------- */
@@ -1359,6 +1385,7 @@ static const struct t_named_case cases[] = {
     {"server_wrong", case_server_wrong},
     {"server_replay", case_server_replay},
     {"server_ok", case_server_ok},
+    {"server_slow", case_server_slow},
     {"server_other_gid", case_server_other_gid},
     {"reflect", case_reflect},
     {"hello_self", case_hello_self},
