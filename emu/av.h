@@ -39,9 +39,9 @@ _Static_assert(sizeof(struct emu_mlx5_av) == 48, "mlx5_wqe_av is a hardware form
 
 /* The responder's part of a CQE's first 32 bytes (cqe64.rsvd0). */
 struct emu_cqe_resp {
-	uint8_t rsvd0[19];
+	uint8_t rsvd0[17];
 	uint8_t ml_path; /* DLID path bits */
-	uint8_t rsvd20[2];
+	uint8_t rsvd18[4];
 	gnic_be16_t slid;
 	gnic_be32_t flags_rqpn; /* grh[29:28] sl[27:24] source QPN[23:0] */
 	uint8_t hds_ip_ext;
