@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gnic-emu fabric: moves requests and responses between RC QPs.
+ * gnic-emu fabric: moves requests and responses between QPs (and UD's
+ * datagrams, emu_fabric_send_dgram).
  *
  * A QP's peer is found from the destination GID + QPN given at RTR. When the
  * GID belongs to a device of this process the message is handed to the peer

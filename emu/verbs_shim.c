@@ -10,8 +10,8 @@
  * work itself, answering in the call's own convention. The rest of the
  * surface lives beside it:
  *
- *   verbs_unsupported.c  public verbs the emulator does not model (AH,
- *                        multicast, resize/rereg, imports, ECE): EOPNOTSUPP
+ *   verbs_unsupported.c  public verbs the emulator does not model
+ *                        (multicast, resize/rereg, imports, ECE): EOPNOTSUPP
  *   verbs_provider.c     the provider interface (IBVERBS_PRIVATE_34) that
  *                        provider libraries linked into a program import
  *   verbs_compat.c       the libibverbs 1.0 ABI (IBVERBS_1.0) and

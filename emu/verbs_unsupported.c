@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The public verbs of rdma-core 44 that gnic-emu does not model:
- * address handles and UD helpers, multicast, resizing a CQ, re-registering
- * an MR, importing objects of another process, and ECE. Each one fails the
- * way its man page says a failure looks (NULL + errno for objects, an errno
- * value for most int calls, -1 + errno for ibv_init_ah_from_wc), always with
+ * The public verbs of rdma-core 44 that gnic-emu does not model: Ethernet
+ * L2 resolution, multicast, resizing a CQ, re-registering an MR, importing
+ * objects of another process, and ECE. Each one fails the way its man page
+ * says a failure looks (NULL + errno for objects, an errno value for most
+ * int calls, -1 + errno where that is the convention), always with
  * EOPNOTSUPP, so software probing for a feature takes its fallback path.
  *
  * The verbs reached through the context's operation table instead of a

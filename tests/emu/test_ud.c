@@ -24,6 +24,10 @@
  *   layout       mlx5dv_init_obj: the WQE rdma-core writes (ctrl, the AH's
  *                address vector with the remote QPN | extended-AV bit and
  *                the Q_Key, a data segment) and MLX5DV_OBJ_AH's av
+ *   ib           InfiniBand link (GNIC_EMU_LINK=ib; a note and nothing else
+ *                on RoCE): an AH of a DLID alone, no GRH in the buffer or the
+ *                CQE, the sender's LID and SL in the CQE; with a GRH, one
+ *                written; ibv_create_ah_from_wc answers by LID
  *
  * Run one case: test_ud <case>.
  */
@@ -541,13 +545,83 @@ static void case_layout(void)
 	ud_close(&u);
 }
 
+static void case_ib(void)
+{
+	struct ud u;
+	struct ibv_port_attr pa;
+	struct ibv_ah_attr aa = {.port_num = 1, .sl = 5};
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+
+	ud_open(&u);
+	CHECK_OK(ibv_query_port(u.ctx, 1, &pa));
+	if (pa.link_layer != IBV_LINK_LAYER_INFINIBAND) {
+		printf("note: RoCE port: case ib runs with GNIC_EMU_LINK=ib (ctest test_ud_ib)\n");
+		ud_close(&u);
+		return;
+	}
+	t_case("InfiniBand, no GRH: the data at offset 0, the sender's LID and SL in the CQE");
+	aa.dlid = pa.lid;
+	ah = CHECK_PTR(ibv_create_ah(u.pd, &aa));
+	t_fill(sbuf(&u, 0), 64, 9);
+	memset(rbuf(&u, 1), 0x7b, GRH + 64);
+	post_recv(&u, 1, 51, GRH + 64);
+	send_dgram(&u, 0, ah, u.qp[1]->qp_num, QKEY, 64, 1);
+	expect_sent(&u, 0, 1);
+	wc = t_poll1(u.cq[1], "the datagram without GRH");
+	CHECK_WC(&wc, 51, IBV_WC_SUCCESS, IBV_WC_RECV);
+	CHECK_EQ(wc.byte_len, 64);
+	CHECK(!(wc.wc_flags & IBV_WC_GRH));
+	CHECK_EQ(wc.slid, pa.lid);
+	CHECK_EQ(wc.sl, 5);
+	CHECK_EQ(wc.src_qp, u.qp[0]->qp_num);
+	CHECK_MEM(rbuf(&u, 1), sbuf(&u, 0), 64);
+	CHECK_BYTES(rbuf(&u, 1) + 64, 0x7b, GRH); /* nothing more written */
+	t_case("ibv_create_ah_from_wc without a GRH: the answer by LID");
+	{
+		struct ibv_ah *back = CHECK_PTR(ibv_create_ah_from_wc(u.pd, &wc, NULL, 1));
+
+		post_recv(&u, 0, 52, GRH + 64);
+		send_dgram(&u, 1, back, wc.src_qp, QKEY, 64, 2);
+		expect_sent(&u, 1, 2);
+		wc = t_poll1(u.cq[0], "the answer");
+		CHECK_WC(&wc, 52, IBV_WC_SUCCESS, IBV_WC_RECV);
+		CHECK_EQ(wc.byte_len, 64);
+		CHECK_OK(ibv_destroy_ah(back));
+	}
+	CHECK_OK(ibv_destroy_ah(ah));
+	t_case("InfiniBand with a GRH: written, counted, flagged");
+	aa.is_global = 1;
+	aa.grh.sgid_index = 0;
+	aa.grh.hop_limit = 1;
+	CHECK_OK(ibv_query_gid(u.ctx, 1, 0, &aa.grh.dgid));
+	ah = CHECK_PTR(ibv_create_ah(u.pd, &aa));
+	post_recv(&u, 1, 53, GRH + 64);
+	send_dgram(&u, 0, ah, u.qp[1]->qp_num, QKEY, 64, 3);
+	expect_sent(&u, 0, 3);
+	wc = t_poll1(u.cq[1], "the datagram with a GRH");
+	CHECK_WC(&wc, 53, IBV_WC_SUCCESS, IBV_WC_RECV);
+	CHECK_EQ(wc.byte_len, GRH + 64);
+	CHECK(wc.wc_flags & IBV_WC_GRH);
+	CHECK_EQ(rbuf(&u, 1)[6], 0x1b); /* next header: BTH */
+	CHECK_MEM(rbuf(&u, 1) + 8, aa.grh.dgid.raw, 16);
+	CHECK_MEM(rbuf(&u, 1) + GRH, sbuf(&u, 0), 64);
+	CHECK_OK(ibv_destroy_ah(ah));
+	ud_close(&u);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct t_named_case cases[] = {
-	    {"grh", case_grh},           {"qkey", case_qkey},
-	    {"oversize", case_oversize}, {"unknown_qpn", case_unknown_qpn},
-	    {"many", case_many},         {"attrs", case_attrs},
-	    {"opcodes", case_opcodes},   {"layout", case_layout},
+	    {"grh", case_grh},
+	    {"qkey", case_qkey},
+	    {"oversize", case_oversize},
+	    {"unknown_qpn", case_unknown_qpn},
+	    {"many", case_many},
+	    {"attrs", case_attrs},
+	    {"opcodes", case_opcodes},
+	    {"layout", case_layout},
+	    {"ib", case_ib},
 	};
 
 	T_RUN_CASES(cases, argc, argv);
