@@ -14,6 +14,9 @@
  *              once a receive is posted; the next message (a later PSN) is
  *              taken; a WRITE with a bad rkey is dropped, the receiver stays
  *              in RTS
+ *   psn        sequence numbers: a message after a gap (the sender's PSN
+ *              ahead of the receiver's: messages lost on the wire) is taken,
+ *              a stale one (behind) is dropped
  *   read       READ and atomics: posted as rdma-core's mlx5 posts them,
  *              completed with LOC_QP_OP_ERR by the NIC, QP in ERR
  *   attrs      the UC rows of the state machine: no RD atomic depth, RNR
@@ -266,6 +269,52 @@ static void case_lost(void)
 	uc_close(&u);
 }
 
+/* qp[0] from RESET to RTS again, its SQ PSN psn. */
+static void restart_sender(struct uc *u, uint32_t psn)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTS, .sq_psn = psn};
+
+	CHECK_OK(t_qp_to(u->qp[0], IBV_QPS_RESET));
+	uc_init(u->qp[0]);
+	uc_rtr(u->qp[0], u->qp[1]);
+	CHECK_OK(ibv_modify_qp(u->qp[0], &a, IBV_QP_STATE | IBV_QP_SQ_PSN));
+}
+
+static void case_psn(void)
+{
+	struct uc u;
+	struct ibv_wc wc;
+
+	uc_open(&u, IBV_QPS_RTS); /* the receiver expects PSN 0x100 */
+	t_case("PSN 0x180 where 0x100 is expected (a gap): taken");
+	restart_sender(&u, 0x180);
+	t_post_recv_buf(u.qp[1], 60, u.buf[1], MSG, u.mr[1]->lkey);
+	memset(u.buf[0], 0xc3, 64);
+	post(&u, IBV_WR_SEND, 1, 0, 64, 0);
+	expect_done(&u, 1, IBV_WC_SEND);
+	wc = t_poll1(u.cq[1], "the message after the gap");
+	CHECK_WC(&wc, 60, IBV_WC_SUCCESS, IBV_WC_RECV);
+	CHECK_BYTES(u.buf[1], 0xc3, 64);
+	t_case("PSN 0x100 where 0x181 is expected (stale): dropped");
+	restart_sender(&u, 0x100);
+	t_post_recv_buf(u.qp[1], 61, u.buf[1], MSG, u.mr[1]->lkey);
+	post(&u, IBV_WR_SEND, 2, 0, 64, 0);
+	expect_done(&u, 2, IBV_WC_SEND);
+	/* a WRITE at PSN 0x101 lands nowhere either: stale too */
+	memset(u.buf[0] + MARK, 0xee, 8);
+	post(&u, IBV_WR_RDMA_WRITE, 3, MARK, 8, u.mr[1]->rkey);
+	expect_done(&u, 3, IBV_WC_RDMA_WRITE);
+	t_case("... and PSN 0x181 on is taken again");
+	restart_sender(&u, 0x181);
+	post(&u, IBV_WR_RDMA_WRITE, 4, MARK, 8, u.mr[1]->rkey);
+	expect_done(&u, 4, IBV_WC_RDMA_WRITE);
+	for (int i = 0; i < T_WAIT_MS && u.buf[1][MARK + 7] != 0xee; i++)
+		t_sleep_ms(1);
+	CHECK_BYTES(u.buf[1] + MARK, 0xee, 8);
+	t_expect_empty(u.cq[1], "the stale SEND took no receive");
+	uc_close(&u);
+}
+
 static void case_read(void)
 {
 	struct uc u;
@@ -342,8 +391,8 @@ static void case_attrs(void)
 int main(int argc, char **argv)
 {
 	static const struct t_named_case cases[] = {
-	    {"ops", case_ops},   {"no_ack", case_no_ack}, {"lost", case_lost},
-	    {"read", case_read}, {"attrs", case_attrs},
+	    {"ops", case_ops}, {"no_ack", case_no_ack}, {"lost", case_lost},
+	    {"psn", case_psn}, {"read", case_read},     {"attrs", case_attrs},
 	};
 
 	T_RUN_CASES(cases, argc, argv);
