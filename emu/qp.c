@@ -71,16 +71,25 @@ static bool cq_of(struct ibv_cq *cq, struct ibv_context *context)
 	return cq && cq->context == context;
 }
 
-/* send_ops_flags as mlx5_qp_fill_wr_pfns judges them for RC: EOPNOTSUPP for
- * what mlx5 does not know and for what gnic-emu does not emulate. */
-static int check_send_ops(uint64_t ops)
+/* send_ops_flags as mlx5_qp_fill_wr_pfns judges them per QP type:
+ * EOPNOTSUPP for what mlx5 does not know for the type (UC: sends and
+ * writes, UD: sends; RC: all but TSO and ATOMIC_WRITE) and for what
+ * gnic-emu does not emulate. */
+static int check_send_ops(enum ibv_qp_type type, uint64_t ops)
 {
-	if (ops & ~(uint64_t)(SEND_OPS_EMULATED | SEND_OPS_MLX5_RC_ONLY)) {
-		emu_info("create_qp: send_ops_flags 0x%llx: an RC QP of mlx5 has no 0x%llx (TSO, "
-		         "ATOMIC_WRITE or unknown)",
-		         (unsigned long long)ops,
-		         (unsigned long long)(ops & ~(uint64_t)(SEND_OPS_EMULATED |
-		                                                SEND_OPS_MLX5_RC_ONLY)));
+	uint64_t known = SEND_OPS_EMULATED | SEND_OPS_MLX5_RC_ONLY;
+
+	if (type == IBV_QPT_UC)
+		known = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+		        IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+		        IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW;
+	else if (type == IBV_QPT_UD)
+		known = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+	if (ops & ~known) {
+		emu_info(
+		    "create_qp: send_ops_flags 0x%llx: this QP type of mlx5 has no 0x%llx (TSO, "
+		    "ATOMIC_WRITE, an opcode of another type, or unknown)",
+		    (unsigned long long)ops, (unsigned long long)(ops & ~known));
 		return EOPNOTSUPP;
 	}
 	if (ops & SEND_OPS_MLX5_RC_ONLY) {
@@ -101,16 +110,13 @@ static int check_init_attr(struct ibv_context *context, const struct ibv_qp_init
 	if (a->comp_mask & ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
 	                     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
 		return EOPNOTSUPP; /* XRC, RSS, TSO */
-	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && check_send_ops(a->send_ops_flags))
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	    check_send_ops(a->qp_type, a->send_ops_flags))
 		return EOPNOTSUPP;
 	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags)
 		return EOPNOTSUPP;
 	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD)
 		return EOPNOTSUPP; /* XRC, raw packet, driver QPs */
-	if (a->qp_type != IBV_QPT_RC && (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
-		emu_info("create_qp: gnic-emu has the ibv_wr_* API for RC QPs only");
-		return EOPNOTSUPP;
-	}
 	if (!gemu_is_emu_context(context) || !a->pd || a->pd->context != context ||
 	    !cq_of(a->send_cq, context) || !cq_of(a->recv_cq, context) ||
 	    (a->srq && a->srq->context != context))

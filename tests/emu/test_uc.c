@@ -19,6 +19,8 @@
  *              a stale one (behind) is dropped
  *   read       READ and atomics: posted as rdma-core's mlx5 posts them,
  *              completed with LOC_QP_OP_ERR by the NIC, QP in ERR
+ *   wr_api     send_ops_flags: SEND, SEND_IMM, WRITE, WRITE_IMM (READ or
+ *              atomics: EOPNOTSUPP, as mlx5 has none for UC); ibv_wr_rdma_write
  *   attrs      the UC rows of the state machine: no RD atomic depth, RNR
  *              timer, timeout or retries (EINVAL); query_qp says UC
  *
@@ -352,6 +354,53 @@ static void case_read(void)
 	uc_close(&u);
 }
 
+static void case_wr_api(void)
+{
+	struct uc u;
+	struct ibv_qp_init_attr_ex ia = {
+	    .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
+	    .qp_type = IBV_QPT_UC,
+	    .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+	    .send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ,
+	};
+	struct ibv_qp *qp;
+	struct ibv_qp_ex *qpx;
+	struct ibv_wc wc;
+
+	uc_open(&u, IBV_QPS_RTS);
+	ia.pd = u.pd;
+	ia.send_cq = ia.recv_cq = u.cq[0];
+	t_case("send_ops_flags with RDMA_READ on UC: EOPNOTSUPP");
+	errno = 0;
+	CHECK(ibv_create_qp_ex(u.ctx, &ia) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	t_case("RDMA_WRITE through ibv_wr_rdma_write into qp[1]");
+	ia.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND;
+	qp = CHECK_PTR(ibv_create_qp_ex(u.ctx, &ia));
+	uc_init(qp);
+	uc_rtr(qp, u.qp[1]);
+	uc_rts(qp);
+	/* qp[1] takes messages from qp[0] only: point it at the new QP */
+	CHECK_OK(t_qp_to(u.qp[1], IBV_QPS_RESET));
+	uc_init(u.qp[1]);
+	uc_rtr(u.qp[1], qp);
+	qpx = CHECK_PTR(ibv_qp_to_qp_ex(qp));
+	t_fill(u.buf[0], 4096, 8);
+	ibv_wr_start(qpx);
+	qpx->wr_id = 80;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(qpx, u.mr[1]->rkey, (uintptr_t)u.buf[1]);
+	ibv_wr_set_sge(qpx, u.mr[0]->lkey, (uintptr_t)u.buf[0], 4096);
+	CHECK_OK(ibv_wr_complete(qpx));
+	wc = t_poll1(u.cq[0], "the wr_api WRITE");
+	CHECK_WC(&wc, 80, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	for (int i = 0; i < T_WAIT_MS && memcmp(u.buf[1], u.buf[0], 4096); i++)
+		t_sleep_ms(1);
+	CHECK_MEM(u.buf[1], u.buf[0], 4096);
+	CHECK_OK(ibv_destroy_qp(qp));
+	uc_close(&u);
+}
+
 static void case_attrs(void)
 {
 	struct uc u;
@@ -391,8 +440,9 @@ static void case_attrs(void)
 int main(int argc, char **argv)
 {
 	static const struct t_named_case cases[] = {
-	    {"ops", case_ops}, {"no_ack", case_no_ack}, {"lost", case_lost},
-	    {"psn", case_psn}, {"read", case_read},     {"attrs", case_attrs},
+	    {"ops", case_ops},       {"no_ack", case_no_ack}, {"lost", case_lost},
+	    {"psn", case_psn},       {"read", case_read},     {"attrs", case_attrs},
+	    {"wr_api", case_wr_api},
 	};
 
 	T_RUN_CASES(cases, argc, argv);

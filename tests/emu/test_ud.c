@@ -24,6 +24,9 @@
  *   layout       mlx5dv_init_obj: the WQE rdma-core writes (ctrl, the AH's
  *                address vector with the remote QPN | extended-AV bit and
  *                the Q_Key, a data segment) and MLX5DV_OBJ_AH's av
+ *   wr_api       ibv_create_qp_ex with send_ops_flags SEND | SEND_WITH_IMM
+ *                (others: EOPNOTSUPP, as mlx5 has no other UD opcodes), and
+ *                ibv_wr_send_imm + ibv_wr_set_ud_addr + ibv_wr_set_sge
  *   ib           InfiniBand link (GNIC_EMU_LINK=ib; a note and nothing else
  *                on RoCE): an AH of a DLID alone, no GRH in the buffer or the
  *                CQE, the sender's LID and SL in the CQE; with a GRH, one
@@ -545,6 +548,68 @@ static void case_layout(void)
 	ud_close(&u);
 }
 
+static void case_wr_api(void)
+{
+	struct ud u;
+	struct ibv_qp_init_attr_ex ia = {
+	    .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
+	    .qp_type = IBV_QPT_UD,
+	    .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+	    .send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE,
+	};
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY};
+	struct ibv_ah *ah;
+	struct ibv_qp *qp;
+	struct ibv_qp_ex *qpx;
+	struct ibv_wc wc;
+
+	ud_open(&u);
+	ah = ud_ah(&u, 3, NULL);
+	ia.pd = u.pd;
+	ia.send_cq = ia.recv_cq = u.cq[0];
+	t_case("send_ops_flags with RDMA_WRITE on UD: EOPNOTSUPP");
+	errno = 0;
+	CHECK(ibv_create_qp_ex(u.ctx, &ia) == NULL);
+	CHECK_EQ(errno, EOPNOTSUPP);
+	t_case("SEND | SEND_WITH_IMM: ibv_wr_send_imm, ibv_wr_set_ud_addr, ibv_wr_set_sge");
+	ia.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+	qp = CHECK_PTR(ibv_create_qp_ex(u.ctx, &ia));
+	CHECK_OK(
+	    ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY));
+	a.qp_state = IBV_QPS_RTR;
+	CHECK_OK(ibv_modify_qp(qp, &a, IBV_QP_STATE));
+	a.qp_state = IBV_QPS_RTS;
+	CHECK_OK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN));
+	qpx = CHECK_PTR(ibv_qp_to_qp_ex(qp));
+	t_fill(sbuf(&u, 0), 256, 5);
+	post_recv(&u, 1, 71, GRH + 256);
+	ibv_wr_start(qpx);
+	qpx->wr_id = 70;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send_imm(qpx, htonl(0x5eed));
+	ibv_wr_set_ud_addr(qpx, ah, u.qp[1]->qp_num, QKEY);
+	ibv_wr_set_sge(qpx, u.mr->lkey, (uintptr_t)sbuf(&u, 0), 256);
+	CHECK_OK(ibv_wr_complete(qpx));
+	wc = t_poll1(u.cq[0], "the wr_api send");
+	CHECK_WC(&wc, 70, IBV_WC_SUCCESS, IBV_WC_SEND);
+	wc = t_poll1(u.cq[1], "its datagram");
+	CHECK_WC(&wc, 71, IBV_WC_SUCCESS, IBV_WC_RECV);
+	CHECK_EQ(wc.byte_len, GRH + 256);
+	CHECK(wc.wc_flags & IBV_WC_WITH_IMM);
+	CHECK_EQ(ntohl(wc.imm_data), 0x5eed);
+	CHECK_EQ(wc.src_qp, qp->qp_num);
+	CHECK_MEM(rbuf(&u, 1) + GRH, sbuf(&u, 0), 256);
+	t_case("a send without ibv_wr_set_ud_addr: EINVAL from wr_complete, nothing posted");
+	ibv_wr_start(qpx);
+	ibv_wr_send(qpx);
+	ibv_wr_set_sge(qpx, u.mr->lkey, (uintptr_t)sbuf(&u, 0), 16);
+	CHECK_RET(ibv_wr_complete(qpx), EINVAL);
+	t_expect_empty(u.cq[0], "nothing was posted");
+	CHECK_OK(ibv_destroy_qp(qp));
+	CHECK_OK(ibv_destroy_ah(ah));
+	ud_close(&u);
+}
+
 static void case_ib(void)
 {
 	struct ud u;
@@ -613,15 +678,11 @@ static void case_ib(void)
 int main(int argc, char **argv)
 {
 	static const struct t_named_case cases[] = {
-	    {"grh", case_grh},
-	    {"qkey", case_qkey},
-	    {"oversize", case_oversize},
-	    {"unknown_qpn", case_unknown_qpn},
-	    {"many", case_many},
-	    {"attrs", case_attrs},
-	    {"opcodes", case_opcodes},
-	    {"layout", case_layout},
-	    {"ib", case_ib},
+	    {"grh", case_grh},           {"qkey", case_qkey},
+	    {"oversize", case_oversize}, {"unknown_qpn", case_unknown_qpn},
+	    {"many", case_many},         {"attrs", case_attrs},
+	    {"opcodes", case_opcodes},   {"layout", case_layout},
+	    {"wr_api", case_wr_api},     {"ib", case_ib},
 	};
 
 	T_RUN_CASES(cases, argc, argv);
