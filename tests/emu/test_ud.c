@@ -27,6 +27,11 @@
  *   wr_api       ibv_create_qp_ex with send_ops_flags SEND | SEND_WITH_IMM
  *                (others: EOPNOTSUPP, as mlx5 has no other UD opcodes), and
  *                ibv_wr_send_imm + ibv_wr_set_ud_addr + ibv_wr_set_sge
+ *   devices      two devices of one process (GNIC_EMU_DEVICES=2, ctest
+ *                test_ud_devices; a note and nothing else with one): a
+ *                datagram reaches the QP on the device its AV names, with
+ *                both addresses in the IPv4 header; one whose AV names the
+ *                other device is lost there, though a QP has that QPN here
  *   ib           InfiniBand link (GNIC_EMU_LINK=ib; a note and nothing else
  *                on RoCE): an AH of a DLID alone, no GRH in the buffer or the
  *                CQE, the sender's LID and SL in the CQE; with a GRH, one
@@ -610,6 +615,86 @@ static void case_wr_api(void)
 	ud_close(&u);
 }
 
+static void case_devices(void)
+{
+	struct ud u;
+	int n = 0;
+	struct ibv_device **list = CHECK_PTR(ibv_get_device_list(&n));
+	struct ibv_context *ctx2;
+	struct ibv_pd *pd2;
+	struct ibv_cq *cq2;
+	struct ibv_mr *mr2;
+	struct ibv_qp *qp2;
+	struct ibv_ah *to2, *to1;
+	union ibv_gid g1, g2;
+	struct ibv_wc wc;
+	uint8_t *b2;
+	struct ibv_qp_init_attr ia = {
+	    .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
+	    .qp_type = IBV_QPT_UD,
+	};
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY};
+	struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1};
+
+	if (n < 2) {
+		printf("note: one device: case devices runs with GNIC_EMU_DEVICES=2 (ctest "
+		       "test_ud_devices)\n");
+		ibv_free_device_list(list);
+		return;
+	}
+	ud_open(&u);
+	ctx2 = CHECK_PTR(ibv_open_device(list[1]));
+	ibv_free_device_list(list);
+	pd2 = CHECK_PTR(ibv_alloc_pd(ctx2));
+	cq2 = t_cq(ctx2, 16);
+	b2 = t_alloc(T_PAGE, 0);
+	mr2 = t_reg(pd2, b2, T_PAGE, IBV_ACCESS_LOCAL_WRITE);
+	ia.send_cq = ia.recv_cq = cq2;
+	qp2 = CHECK_PTR(ibv_create_qp(pd2, &ia));
+	CHECK_OK(
+	    ibv_modify_qp(qp2, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY));
+	a.qp_state = IBV_QPS_RTR;
+	CHECK_OK(ibv_modify_qp(qp2, &a, IBV_QP_STATE));
+	CHECK_OK(ibv_query_gid(u.ctx, 1, 3, &g1));
+	CHECK_OK(ibv_query_gid(ctx2, 1, 3, &g2));
+	CHECK(memcmp(&g1, &g2, sizeof(g1)) != 0);
+	aa.grh.sgid_index = 3;
+	aa.grh.hop_limit = 8;
+	aa.grh.dgid = g2;
+	to2 = CHECK_PTR(ibv_create_ah(u.pd, &aa));
+	aa.grh.dgid = g1;
+	to1 = CHECK_PTR(ibv_create_ah(u.pd, &aa));
+
+	t_case("device 0 -> device 1: delivered, both addresses in the IPv4 header");
+	t_post_recv_buf(qp2, 90, b2, GRH + 64, mr2->lkey);
+	t_fill(sbuf(&u, 0), 64, 2);
+	send_dgram(&u, 0, to2, qp2->qp_num, QKEY, 64, 1);
+	expect_sent(&u, 0, 1);
+	wc = t_poll1(cq2, "the datagram on device 1");
+	CHECK_WC(&wc, 90, IBV_WC_SUCCESS, IBV_WC_RECV);
+	CHECK_EQ(wc.src_qp, u.qp[0]->qp_num);
+	CHECK_MEM(b2 + 32, &g1.raw[12], 4); /* source address */
+	CHECK_MEM(b2 + 36, &g2.raw[12], 4); /* destination address */
+	CHECK_EQ(b2[28], 8);
+	CHECK_MEM(b2 + GRH, sbuf(&u, 0), 64);
+
+	t_case("device 1's QPN by device 0's address: lost on device 0");
+	t_post_recv_buf(qp2, 91, b2, GRH + 64, mr2->lkey);
+	send_dgram(&u, 0, to1, qp2->qp_num, QKEY, 64, 2);
+	expect_sent(&u, 0, 2);
+	t_expect_empty(cq2, "a datagram addressed to the other device");
+
+	CHECK_OK(ibv_destroy_ah(to1));
+	CHECK_OK(ibv_destroy_ah(to2));
+	CHECK_OK(ibv_destroy_qp(qp2));
+	CHECK_OK(ibv_destroy_cq(cq2));
+	CHECK_OK(ibv_dereg_mr(mr2));
+	CHECK_OK(ibv_dealloc_pd(pd2));
+	CHECK_OK(ibv_close_device(ctx2));
+	free(b2);
+	ud_close(&u);
+}
+
 static void case_ib(void)
 {
 	struct ud u;
@@ -678,11 +763,17 @@ static void case_ib(void)
 int main(int argc, char **argv)
 {
 	static const struct t_named_case cases[] = {
-	    {"grh", case_grh},           {"qkey", case_qkey},
-	    {"oversize", case_oversize}, {"unknown_qpn", case_unknown_qpn},
-	    {"many", case_many},         {"attrs", case_attrs},
-	    {"opcodes", case_opcodes},   {"layout", case_layout},
-	    {"wr_api", case_wr_api},     {"ib", case_ib},
+	    {"grh", case_grh},
+	    {"qkey", case_qkey},
+	    {"oversize", case_oversize},
+	    {"unknown_qpn", case_unknown_qpn},
+	    {"many", case_many},
+	    {"attrs", case_attrs},
+	    {"opcodes", case_opcodes},
+	    {"layout", case_layout},
+	    {"wr_api", case_wr_api},
+	    {"devices", case_devices},
+	    {"ib", case_ib},
 	};
 
 	T_RUN_CASES(cases, argc, argv);
