@@ -40,19 +40,19 @@ struct wqe_kind {
 static int wqe_kind(enum ibv_wr_opcode op, struct wqe_kind *k)
 {
 	static const struct wqe_kind kinds[] = {
-	    [IBV_WR_SEND] = {GNIC_MLX5_OPCODE_SEND, IBV_WC_SEND, false, false, false, true},
+	    [IBV_WR_SEND] = {GNIC_MLX5_OPCODE_SEND, IBV_WC_SEND, false, false, false, true, false},
 	    [IBV_WR_SEND_WITH_IMM] = {GNIC_MLX5_OPCODE_SEND_IMM, IBV_WC_SEND, false, false, true,
-	                              true},
+	                              true, false},
 	    [IBV_WR_RDMA_WRITE] = {GNIC_MLX5_OPCODE_RDMA_WRITE, IBV_WC_RDMA_WRITE, true, false,
-	                           false, true},
+	                           false, true, false},
 	    [IBV_WR_RDMA_WRITE_WITH_IMM] = {GNIC_MLX5_OPCODE_RDMA_WRITE_IMM, IBV_WC_RDMA_WRITE,
-	                                    true, false, true, true},
+	                                    true, false, true, true, false},
 	    [IBV_WR_RDMA_READ] = {GNIC_MLX5_OPCODE_RDMA_READ, IBV_WC_RDMA_READ, true, false, false,
-	                          false},
+	                          false, false},
 	    [IBV_WR_ATOMIC_CMP_AND_SWP] = {GNIC_MLX5_OPCODE_ATOMIC_CS, IBV_WC_COMP_SWAP, true, true,
-	                                   false, false},
+	                                   false, false, false},
 	    [IBV_WR_ATOMIC_FETCH_AND_ADD] = {GNIC_MLX5_OPCODE_ATOMIC_FA, IBV_WC_FETCH_ADD, true,
-	                                     true, false, false},
+	                                     true, false, false, false},
 	};
 
 	switch (op) {
