@@ -4,7 +4,11 @@
  *
  *   ops        RDMA WRITE (bytes land), WRITE with immediate (a receive
  *              CQE with the immediate), SEND large and small: each completes
- *              at the sender
+ *              at the sender; ops_cross the same with the two QPs on two
+ *              engine workers where there are several (a 0-byte SEND behind
+ *              a WRITE tells when it landed)
+ * The other cases put both QPs on one engine worker, so that a message is
+ * delivered (or dropped) before the sender's completion.
  *   no_ack     the sender completes on transmission: with the receiver not
  *              even in RTR (nothing could answer) its signaled SEND and
  *              WRITE complete at once, successfully, where RC would wait for
@@ -32,7 +36,10 @@
 
 #define MSG   65536
 #define DEPTH 32
-#define MARK  8192 /* where case lost's marker WRITE lands */
+#define MARK  8192 /* where the marker WRITEs land */
+#define FENCE 99   /* wr_id of a fence's receive */
+
+int gemu_qp_engine_worker(struct ibv_qp *qp); /* libgnic_emu */
 
 struct uc {
 	struct ibv_context *ctx;
@@ -100,8 +107,26 @@ static void uc_rts(struct ibv_qp *qp)
 	CHECK_OK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN));
 }
 
-/* Both QPs made; qp[0] in RTS; qp[1] up to `state` (INIT, RTR or RTS). */
-static void uc_open(struct uc *u, enum ibv_qp_state state)
+/* qp[1] on qp[0]'s engine worker (QPs made in turn go round the workers):
+ * then a message is delivered inside the sender's engine pass, before its
+ * completion, and a case can tell a dropped message from a late one. */
+static void place_together(struct uc *u)
+{
+	struct ibv_qp *spare[64];
+	int n = 0;
+
+	while (gemu_qp_engine_worker(u->qp[1]) != gemu_qp_engine_worker(u->qp[0])) {
+		CHECK(n < 64);
+		spare[n++] = u->qp[1];
+		u->qp[1] = uc_qp(u, 1);
+	}
+	while (n--)
+		CHECK_OK(ibv_destroy_qp(spare[n]));
+}
+
+/* Both QPs made; qp[0] in RTS; qp[1] up to `state` (INIT, RTR or RTS), on
+ * qp[0]'s worker if together (else wherever it lands). */
+static void uc_open_placed(struct uc *u, enum ibv_qp_state state, bool together)
 {
 	memset(u, 0, sizeof(*u));
 	u->ctx = t_open(T_DEVICE);
@@ -112,14 +137,22 @@ static void uc_open(struct uc *u, enum ibv_qp_state state)
 		    t_reg(u->pd, u->buf[i], MSG, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 		u->cq[i] = t_cq(u->ctx, 4 * DEPTH);
 		u->qp[i] = uc_qp(u, i);
-		uc_init(u->qp[i]);
 	}
+	if (together)
+		place_together(u);
+	uc_init(u->qp[0]);
+	uc_init(u->qp[1]);
 	uc_rtr(u->qp[0], u->qp[1]);
 	uc_rts(u->qp[0]);
 	if (state >= IBV_QPS_RTR)
 		uc_rtr(u->qp[1], u->qp[0]);
 	if (state >= IBV_QPS_RTS)
 		uc_rts(u->qp[1]);
+}
+
+static void uc_open(struct uc *u, enum ibv_qp_state state)
+{
+	uc_open_placed(u, state, true);
 }
 
 static void uc_close(struct uc *u)
@@ -157,19 +190,33 @@ static void expect_done(struct uc *u, uint64_t wr_id, int opcode)
 	CHECK_WC(&wc, wr_id, IBV_WC_SUCCESS, opcode);
 }
 
-static void case_ops(void)
+/* Everything `from` sent qp[1] before is done once a 0-byte SEND behind
+ * it completed its receive (in order, and the CQE orders the memory). */
+static void fence(struct uc *u, struct ibv_qp *from)
+{
+	struct ibv_send_wr wr = {.wr_id = FENCE, .opcode = IBV_WR_SEND};
+	struct ibv_wc wc;
+
+	t_post_recv_buf(u->qp[1], FENCE, u->buf[1] + MSG - 64, 64, u->mr[1]->lkey);
+	t_post_send(from, &wr);
+	wc = t_poll1(u->cq[1], "the fence");
+	CHECK_WC(&wc, FENCE, IBV_WC_SUCCESS, IBV_WC_RECV);
+	CHECK_EQ(wc.byte_len, 0);
+}
+
+/* ops runs with the QPs on one worker or (cross) on whichever they land. */
+static void ops(bool together)
 {
 	struct uc u;
 	struct ibv_wc wc;
 
-	uc_open(&u, IBV_QPS_RTS);
+	uc_open_placed(&u, IBV_QPS_RTS, together);
 	t_fill(u.buf[0], MSG, 3);
 	t_case("RDMA WRITE of 64 KiB: the bytes land, the sender completes");
-	post(&u, IBV_WR_RDMA_WRITE, 1, 0, MSG, u.mr[1]->rkey);
+	post(&u, IBV_WR_RDMA_WRITE, 1, 0, MSG - 64, u.mr[1]->rkey);
 	expect_done(&u, 1, IBV_WC_RDMA_WRITE);
-	for (int i = 0; i < 1000 && memcmp(u.buf[1], u.buf[0], MSG); i++)
-		t_sleep_ms(1);
-	CHECK_MEM(u.buf[1], u.buf[0], MSG);
+	fence(&u, u.qp[0]); /* its receive is the only one taken: the WRITE took none */
+	CHECK_MEM(u.buf[1], u.buf[0], MSG - 64);
 	t_expect_empty(u.cq[1], "a WRITE consumes no receive");
 
 	t_case("WRITE with immediate: a receive CQE with the immediate");
@@ -202,6 +249,16 @@ static void case_ops(void)
 	CHECK_EQ(wc.src_qp, u.qp[0]->qp_num);
 	CHECK_MEM(u.buf[1], u.buf[0], 16);
 	uc_close(&u);
+}
+
+static void case_ops(void)
+{
+	ops(true);
+}
+
+static void case_ops_cross(void)
+{
+	ops(false);
 }
 
 static void case_no_ack(void)
@@ -239,8 +296,6 @@ static void case_lost(void)
 	memset(u.buf[0] + MARK, 0xee, 8);
 	post(&u, IBV_WR_RDMA_WRITE, 5, MARK, 8, u.mr[1]->rkey);
 	expect_done(&u, 5, IBV_WC_RDMA_WRITE);
-	for (int i = 0; i < T_WAIT_MS && u.buf[1][MARK + 7] != 0xee; i++)
-		t_sleep_ms(1);
 	CHECK_BYTES(u.buf[1] + MARK, 0xee, 8);
 	t_post_recv_buf(u.qp[1], 40, u.buf[1], MSG, u.mr[1]->lkey);
 	t_expect_empty(u.cq[1], "the lost SEND");
@@ -310,8 +365,6 @@ static void case_psn(void)
 	restart_sender(&u, 0x181);
 	post(&u, IBV_WR_RDMA_WRITE, 4, MARK, 8, u.mr[1]->rkey);
 	expect_done(&u, 4, IBV_WC_RDMA_WRITE);
-	for (int i = 0; i < T_WAIT_MS && u.buf[1][MARK + 7] != 0xee; i++)
-		t_sleep_ms(1);
 	CHECK_BYTES(u.buf[1] + MARK, 0xee, 8);
 	t_expect_empty(u.cq[1], "the stale SEND took no receive");
 	uc_close(&u);
@@ -394,8 +447,7 @@ static void case_wr_api(void)
 	CHECK_OK(ibv_wr_complete(qpx));
 	wc = t_poll1(u.cq[0], "the wr_api WRITE");
 	CHECK_WC(&wc, 80, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
-	for (int i = 0; i < T_WAIT_MS && memcmp(u.buf[1], u.buf[0], 4096); i++)
-		t_sleep_ms(1);
+	fence(&u, qp);
 	CHECK_MEM(u.buf[1], u.buf[0], 4096);
 	CHECK_OK(ibv_destroy_qp(qp));
 	uc_close(&u);
@@ -440,9 +492,10 @@ static void case_attrs(void)
 int main(int argc, char **argv)
 {
 	static const struct t_named_case cases[] = {
-	    {"ops", case_ops},       {"no_ack", case_no_ack}, {"lost", case_lost},
-	    {"psn", case_psn},       {"read", case_read},     {"attrs", case_attrs},
-	    {"wr_api", case_wr_api},
+	    {"ops", case_ops},       {"ops_cross", case_ops_cross},
+	    {"no_ack", case_no_ack}, {"lost", case_lost},
+	    {"psn", case_psn},       {"read", case_read},
+	    {"attrs", case_attrs},   {"wr_api", case_wr_api},
 	};
 
 	T_RUN_CASES(cases, argc, argv);
