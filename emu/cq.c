@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "av.h"
 #include "emu.h"
 #include "wqe.h"
 
@@ -326,6 +327,21 @@ static void parse_req(struct emu_qp *qp, const struct gnic_mlx5_cqe64 *cqe, stru
 		wc->byte_len = 8;
 }
 
+/* A UD receive names its sender in the CQE, as rdma-core's mlx5 reads it. */
+static void parse_resp_ud(const struct gnic_mlx5_cqe64 *cqe, struct ibv_wc *wc)
+{
+	const struct emu_cqe_resp *r = (const struct emu_cqe_resp *)cqe;
+	uint32_t f = gnic_be32(r->flags_rqpn);
+
+	wc->src_qp = f & 0xffffff;
+	wc->sl = (f >> 24) & 0xf;
+	wc->slid = gnic_be16(r->slid);
+	wc->dlid_path_bits = r->ml_path & 0x7f;
+	wc->pkey_index = (uint16_t)(gnic_be32(cqe->imm_inval_pkey) & 0xffff);
+	if ((f >> 28) & 3)
+		wc->wc_flags |= IBV_WC_GRH;
+}
+
 static int parse_resp(struct emu_qp *qp, const struct gnic_mlx5_cqe64 *cqe, uint8_t opcode,
                       struct ibv_wc *wc)
 {
@@ -351,6 +367,8 @@ static int parse_resp(struct emu_qp *qp, const struct gnic_mlx5_cqe64 *cqe, uint
 		wc->invalidated_rkey = gnic_be32(cqe->imm_inval_pkey);
 		break;
 	}
+	if (qp->ibqp.qp_type == IBV_QPT_UD)
+		parse_resp_ud(cqe, wc);
 	return 0;
 }
 

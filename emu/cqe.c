@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <string.h>
 
+#include "av.h"
 #include "emu.h"
 
 /* QPs of different workers may share a CQ; hardware has one CQE writer per
@@ -55,8 +56,15 @@ static void fill_ok(struct gnic_mlx5_cqe64 *cqe, const struct emu_cqe_info *in)
 
 	if (in->opcode == GNIC_MLX5_CQE_REQ)
 		sop |= (uint32_t)in->wqe_opcode << 24;
-	if (in->inl_len) /* scatter-to-CQE: the data in bytes 0..31 */
+	if (in->inl_len) { /* scatter-to-CQE: the data in bytes 0..31 */
 		memcpy(cqe, in->inl, in->inl_len);
+	} else if (in->flags_rqpn || in->slid || in->l3_hdr_type) {
+		struct emu_cqe_resp *r = (struct emu_cqe_resp *)cqe;
+
+		r->flags_rqpn = gnic_be32(in->flags_rqpn);
+		r->slid = gnic_be16(in->slid);
+		r->l4_hdr_type_etc = (uint8_t)(in->l3_hdr_type << EMU_CQE_L3_HDR_SHFT);
+	}
 	cqe->imm_inval_pkey = in->imm;
 	cqe->byte_cnt = gnic_be32(in->byte_cnt);
 	cqe->sop_drop_qpn = gnic_be32(sop);

@@ -77,6 +77,7 @@
 #define EMU_MAX_SRQ       65536u /* srqn = index */
 #define EMU_MAX_SRQ_WR    32767  /* (1 << log_max_srq_sz) - 1 */
 #define EMU_MAX_SRQ_SGE   31     /* max_rq_desc_sz / 16 - 1, as mlx5_ib reports it */
+#define EMU_DGRAM_CONNS   8      /* remote devices a UD QP keeps a connection to */
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
@@ -166,6 +167,8 @@ struct emu_send_req {
 	size_t num_sge;
 	const struct ibv_data_buf *inl; /* or the inline buffers (ibv_wr_set_inline_*) */
 	size_t num_inl;
+	struct ibv_ah *ah; /* UD: the destination, its QP and Q_Key */
+	uint32_t remote_qpn, remote_qkey;
 };
 
 /* ---- objects ------------------------------------------------------------- */
@@ -263,6 +266,15 @@ struct emu_cq {
  *       polling sides, under wq.lock (wq.tail is not used);
  *   eng_*: the engine's consumer (WQEs taken, next WQE), under nic.lock;
  *   limit: modify_srq and the engine, under nic.lock. */
+/* An address handle (ah.c): mlx5's address vector, which post_send copies
+ * into a UD WQE's datagram segment (av.h); read-only once made. */
+struct emu_ah {
+	struct ibv_ah ibah;
+	struct emu_pd *pd;
+	uint8_t av[48]; /* struct emu_mlx5_av */
+	bool is_global;
+};
+
 struct emu_srq {
 	struct ibv_srq ibsrq;
 	struct emu_context *ctx;
@@ -423,6 +435,10 @@ struct emu_qp {
 
 	/* fabric: its worker's; set at RTR (emu_fabric_attach) */
 	struct emu_conn *conn; /* a connection of its worker (NULL: local peer) */
+	/* UD: the connections its datagrams went out on (emu_fabric_send_dgram),
+	 * one reference each, dropped at RESET and destroy */
+	struct emu_conn *dgram[EMU_DGRAM_CONNS];
+	unsigned int dgram_next; /* the slot a new destination takes */
 };
 
 struct emu_channel {
@@ -480,6 +496,10 @@ struct emu_cqe_info {
 	bool solicited;
 	const void *inl; /* scatter-to-CQE: inl_len (<= 32) data bytes for the CQE */
 	uint32_t inl_len;
+	/* responder CQEs of UD QPs (av.h's emu_cqe_resp), host order */
+	uint32_t flags_rqpn;
+	uint16_t slid;
+	uint8_t l3_hdr_type;
 };
 bool emu_cqe_write(struct emu_cq *cq, const struct emu_cqe_info *info);
 
@@ -665,6 +685,14 @@ EMU_EXPORT int gemu_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
 EMU_EXPORT int gemu_destroy_srq(struct ibv_srq *srq);
 EMU_EXPORT int gemu_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
                                   struct ibv_recv_wr **bad);
+/* ah.c: address handles, as rdma-core's mlx5 makes them */
+EMU_EXPORT struct ibv_ah *gemu_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
+EMU_EXPORT int gemu_destroy_ah(struct ibv_ah *ah);
+EMU_EXPORT int gemu_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
+                                    struct ibv_wc *wc, struct ibv_grh *grh,
+                                    struct ibv_ah_attr *ah_attr);
+EMU_EXPORT struct ibv_ah *gemu_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc,
+                                                 struct ibv_grh *grh, uint8_t port_num);
 /* dv.c (mlx5 direct verbs); obj/attr are struct mlx5dv_obj / mlx5dv_context */
 struct mlx5dv_obj;
 struct mlx5dv_context;
@@ -704,6 +732,10 @@ static inline struct emu_mr *to_emr(struct ibv_mr *m)
 static inline struct emu_pd *to_epd(struct ibv_pd *p)
 {
 	return container_of(p, struct emu_pd, ibpd);
+}
+static inline struct emu_ah *to_eah(struct ibv_ah *a)
+{
+	return container_of(a, struct emu_ah, ibah);
 }
 static inline struct emu_srq *to_esrq(struct ibv_srq *s)
 {

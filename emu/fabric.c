@@ -143,13 +143,14 @@ void emu_fabric_detach(struct emu_qp *qp)
 
 /* A peer QP of this worker runs its responder inside this call; one of
  * another worker gets a copy through that worker's inbox (-EAGAIN while the
- * inbox is over its mark, as a full connection would say). */
-static int send_local(struct emu_qp *qp, const struct emu_msg *m, const void *payload,
-                      struct emu_mr *src)
+ * inbox is over its mark, as a full connection would say). The peer is QP
+ * m->dst_qpn of the device dgid names. */
+static int send_local(struct emu_qp *qp, const union ibv_gid *dgid, const struct emu_msg *m,
+                      const void *payload, struct emu_mr *src)
 {
 	struct emu_reply_path path = {.local = qp, .peer_gid = &qp->ctx->dev->gid};
-	struct emu_device *dev = emu_device_by_gid(&qp->dgid);
-	int owner = emu_qpn_worker(qp->dest_qpn);
+	struct emu_device *dev = emu_device_by_gid(dgid);
+	int owner = emu_qpn_worker(m->dst_qpn);
 	struct emu_qp *peer;
 
 	if (!dev)
@@ -167,11 +168,72 @@ static int send_local(struct emu_qp *qp, const struct emu_msg *m, const void *pa
 
 		return ret == -ENOMEM ? 0 : ret; /* out of memory: lost, the timer decides */
 	}
-	peer = emu_worker_qp(qp->worker, qp->dest_qpn);
+	peer = emu_worker_qp(qp->worker, m->dst_qpn);
 	if (!peer || !peer->ctx || peer->ctx->dev != dev)
 		return 0;
 	peer->ops->on_request(peer, &path, m, payload);
 	return 0;
+}
+
+/* The connection of qp's worker to the listener at addr that qp holds a
+ * reference on, taking one (and making the connection) if it holds none;
+ * the oldest of its EMU_DGRAM_CONNS references makes room. */
+static struct emu_conn *dgram_conn(struct emu_qp *qp, const union ibv_gid *dgid,
+                                   const struct sockaddr_in *addr)
+{
+	struct emu_conn *c = fab_conn_find(qp->ctx->dev, addr), **slot;
+
+	for (int i = 0; c && i < EMU_DGRAM_CONNS; i++)
+		if (qp->dgram[i] == c)
+			return c;
+	if (!c) {
+		c = fab_conn_alloc(qp->ctx->dev, addr, true);
+		if (!c)
+			return NULL;
+		emu_gid_identity(dgid, &c->peer_gid); /* whom the handshake must meet */
+		fab_conn_connect(c);
+	}
+	c->refs++;
+	slot = &qp->dgram[qp->dgram_next++ % EMU_DGRAM_CONNS];
+	if (*slot && --(*slot)->refs == 0)
+		fab_conn_retire(*slot);
+	*slot = c;
+	return c;
+}
+
+int emu_fabric_send_dgram(struct emu_qp *qp, const union ibv_gid *dgid, const struct emu_msg *m,
+                          const void *payload, struct emu_mr *src)
+{
+	struct sockaddr_in addr;
+	struct emu_conn *c;
+
+	if (!qp || !qp->ctx || !dgid || !m || !emu_wire_msg_valid(m) ||
+	    !emu_wire_is_request(m->type) || (emu_wire_payload_len(m) && !payload))
+		return -EINVAL;
+	if (emu_device_by_gid(dgid))
+		return send_local(qp, dgid, m, payload, src);
+	if (emu_gid_to_addr(dgid, &addr))
+		return -ENOTCONN;
+	c = dgram_conn(qp, dgid, &addr);
+	if (!c)
+		return -ENOTCONN;
+	if (!fab_conn_revive(c))
+		return -ENOTCONN;
+	if (fab_buf_used(&c->out) + fab_buf_used(&c->hold) >= FAB_OUT_HIGH_WATER)
+		return -EAGAIN;
+	return fab_conn_post(c, m, payload);
+}
+
+void emu_fabric_dgram_release(struct emu_qp *qp)
+{
+	for (int i = 0; i < EMU_DGRAM_CONNS; i++) {
+		struct emu_conn *c = qp->dgram[i];
+
+		qp->dgram[i] = NULL;
+		if (c && --c->refs == 0)
+			fab_conn_retire(c);
+	}
+	qp->dgram_next = 0;
 }
 
 int emu_fabric_send(struct emu_qp *qp, const struct emu_msg *m, const void *payload,
@@ -184,7 +246,7 @@ int emu_fabric_send(struct emu_qp *qp, const struct emu_msg *m, const void *payl
 		return -EINVAL;
 	c = qp->conn;
 	if (!c)
-		return send_local(qp, m, payload, src);
+		return send_local(qp, &qp->dgid, m, payload, src);
 	if (!fab_conn_revive(c))
 		return -ENOTCONN;
 	if (fab_buf_used(&c->out) + fab_buf_used(&c->hold) >= FAB_OUT_HIGH_WATER)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gnic-emu fabric: moves requests and responses between RC QPs.
+ * gnic-emu fabric: moves requests and responses between QPs (and UD's
+ * datagrams, emu_fabric_send_dgram).
  *
  * A QP's peer is found from the destination GID + QPN given at RTR. When the
  * GID belongs to a device of this process the message is handed to the peer
@@ -56,6 +57,16 @@ void emu_fabric_detach(struct emu_qp *qp); /* at RESET / destroy */
  * the peer is unreachable now (the requester's timer decides what follows). */
 int emu_fabric_send(struct emu_qp *qp, const struct emu_msg *m, const void *payload,
                     struct emu_mr *src);
+
+/* UD: send datagram m (+ payload) from qp to QP m->dst_qpn of the device
+ * dgid names (a GID table entry or an identity): in-process as
+ * emu_fabric_send does, else over a connection of qp's worker to that
+ * device, which qp keeps (EMU_DGRAM_CONNS of them) until
+ * emu_fabric_dgram_release (RESET, destroy). Returns as emu_fabric_send;
+ * nothing answers a datagram. */
+int emu_fabric_send_dgram(struct emu_qp *qp, const union ibv_gid *dgid, const struct emu_msg *m,
+                          const void *payload, struct emu_mr *src);
+void emu_fabric_dgram_release(struct emu_qp *qp);
 
 /* Send a responder's reply (+ m->len payload bytes) back along path. */
 int emu_fabric_reply(struct emu_reply_path *path, const struct emu_msg *m, const void *payload,

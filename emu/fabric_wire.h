@@ -53,6 +53,11 @@ enum emu_msg_type {
 	EMU_MSG_READ, /* no payload; operand[0] = bytes to read */
 	EMU_MSG_ATOMIC_CS,
 	EMU_MSG_ATOMIC_FA,
+	/* UD datagrams (no answer): payload = the network header the receiver
+	 * may write (EMU_UD_F_GRH: the first EMU_GRH_BYTES of it) + the data;
+	 * rkey = Q_Key, raddr = EMU_UD_* fields, dst_qpn/src_qpn the QPs */
+	EMU_MSG_UD_SEND,
+	EMU_MSG_UD_SEND_IMM,
 	/* responses: responder -> requester */
 	EMU_MSG_ACK = 16,   /* every request up to and including psn succeeded */
 	EMU_MSG_NAK,        /* request psn failed: syndrome (requester view) */
@@ -60,6 +65,12 @@ enum emu_msg_type {
 	EMU_MSG_READ_RESP,  /* payload = data read */
 	EMU_MSG_ATOMIC_RESP /* operand[0] = value before the atomic */
 };
+
+/* raddr of a UD datagram */
+#define EMU_UD_F_GRH      (1ull << 56) /* a GRH (or IP header) leads the payload */
+#define EMU_UD_SL_SHIFT   36           /* 4 bits */
+#define EMU_UD_SLID_SHIFT 40           /* 16 bits: the sender's LID (InfiniBand) */
+#define EMU_UD_L3_SHIFT   57           /* 2 bits: EMU_CQE_L3_* of the header (av.h) */
 
 enum {
 	EMU_MSG_F_SOLICITED = 1 << 0,
@@ -125,6 +136,8 @@ static inline uint32_t emu_wire_payload_len(const struct emu_msg *m)
 	case EMU_MSG_WRITE_IMM:
 	case EMU_MSG_SEND:
 	case EMU_MSG_SEND_IMM:
+	case EMU_MSG_UD_SEND:
+	case EMU_MSG_UD_SEND_IMM:
 	case EMU_MSG_READ_RESP:
 		return m->len;
 	default:
@@ -137,7 +150,7 @@ static inline bool emu_wire_msg_valid(const struct emu_msg *m)
 {
 	if (m->len > EMU_WIRE_MAX_MSG)
 		return false;
-	return (m->type >= EMU_MSG_WRITE && m->type <= EMU_MSG_ATOMIC_FA) ||
+	return (m->type >= EMU_MSG_WRITE && m->type <= EMU_MSG_UD_SEND_IMM) ||
 	       (m->type >= EMU_MSG_ACK && m->type <= EMU_MSG_ATOMIC_RESP);
 }
 

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "av.h"
 #include "emu.h"
 
 #define SEND_FLAGS_OK (IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE)
@@ -33,24 +34,25 @@ struct wqe_kind {
 	bool atomic;    /* has an atomic segment */
 	bool imm;       /* carries immediate data */
 	bool inline_ok; /* may carry its payload inline */
+	bool dgram;     /* has a datagram segment (UD) */
 };
 
 static int wqe_kind(enum ibv_wr_opcode op, struct wqe_kind *k)
 {
 	static const struct wqe_kind kinds[] = {
-	    [IBV_WR_SEND] = {GNIC_MLX5_OPCODE_SEND, IBV_WC_SEND, false, false, false, true},
+	    [IBV_WR_SEND] = {GNIC_MLX5_OPCODE_SEND, IBV_WC_SEND, false, false, false, true, false},
 	    [IBV_WR_SEND_WITH_IMM] = {GNIC_MLX5_OPCODE_SEND_IMM, IBV_WC_SEND, false, false, true,
-	                              true},
+	                              true, false},
 	    [IBV_WR_RDMA_WRITE] = {GNIC_MLX5_OPCODE_RDMA_WRITE, IBV_WC_RDMA_WRITE, true, false,
-	                           false, true},
+	                           false, true, false},
 	    [IBV_WR_RDMA_WRITE_WITH_IMM] = {GNIC_MLX5_OPCODE_RDMA_WRITE_IMM, IBV_WC_RDMA_WRITE,
-	                                    true, false, true, true},
+	                                    true, false, true, true, false},
 	    [IBV_WR_RDMA_READ] = {GNIC_MLX5_OPCODE_RDMA_READ, IBV_WC_RDMA_READ, true, false, false,
-	                          false},
+	                          false, false},
 	    [IBV_WR_ATOMIC_CMP_AND_SWP] = {GNIC_MLX5_OPCODE_ATOMIC_CS, IBV_WC_COMP_SWAP, true, true,
-	                                   false, false},
+	                                   false, false, false},
 	    [IBV_WR_ATOMIC_FETCH_AND_ADD] = {GNIC_MLX5_OPCODE_ATOMIC_FA, IBV_WC_FETCH_ADD, true,
-	                                     true, false, false},
+	                                     true, false, false, false},
 	};
 
 	switch (op) {
@@ -65,6 +67,26 @@ static int wqe_kind(enum ibv_wr_opcode op, struct wqe_kind *k)
 		return 0;
 	default:
 		return EINVAL; /* SEND_WITH_INV, LOCAL_INV, BIND_MW, TSO, ... */
+	}
+}
+
+/* The segments the QP type puts after the ctrl segment, as mlx5's
+ * post_send does: RC those of the opcode; UC only a WRITE's remote address
+ * (a READ or atomic gets none, and fails in the NIC); UD the datagram
+ * segment, whatever the opcode. */
+static void type_segments(const struct emu_qp *qp, enum ibv_wr_opcode op, struct wqe_kind *k)
+{
+	switch (qp->ibqp.qp_type) {
+	case IBV_QPT_UC:
+		k->raddr = op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM;
+		k->atomic = false;
+		break;
+	case IBV_QPT_UD:
+		k->raddr = k->atomic = false;
+		k->dgram = true;
+		break;
+	default:
+		break;
 	}
 }
 
@@ -103,7 +125,8 @@ static int check_send_req(const struct emu_qp *qp, const struct emu_send_req *r,
 	uint64_t total;
 
 	if ((r->send_flags & ~SEND_FLAGS_OK) || r->num_sge > (size_t)qp->max_send_sge ||
-	    (r->num_sge && !r->sge) || (r->num_inl && !r->inl))
+	    (r->num_sge && !r->sge) || (r->num_inl && !r->inl) ||
+	    (k->dgram && (!r->ah || r->ah->context != qp->ibqp.context)))
 		return EINVAL;
 	*inline_len = 0;
 	if (!(r->send_flags & IBV_SEND_INLINE)) {
@@ -141,7 +164,7 @@ static uint32_t data_ds(const struct emu_send_req *r)
 
 static uint32_t send_ds(const struct emu_send_req *r, const struct wqe_kind *k, uint32_t inline_len)
 {
-	uint32_t ds = 1 + k->raddr + k->atomic;
+	uint32_t ds = 1 + k->raddr + k->atomic + (k->dgram ? 3 : 0);
 
 	if (r->send_flags & IBV_SEND_INLINE)
 		return ds + inline_ds(inline_len);
@@ -191,6 +214,16 @@ static void set_atomic_seg(struct gnic_mlx5_atomic_seg *a, const struct emu_send
 	}
 }
 
+/* The AH's address vector with the WR's QPN (extended-AV bit set) and Q_Key. */
+static void set_datagram_seg(uint8_t *p, const struct emu_send_req *r)
+{
+	struct emu_mlx5_av *av = (struct emu_mlx5_av *)p;
+
+	memcpy(av, to_eah(r->ah)->av, sizeof(*av));
+	av->dqp_dct = gnic_be32((r->remote_qpn & 0xffffff) | EMU_AV_EXTENDED);
+	av->qkey = gnic_be32(r->remote_qkey);
+}
+
 static void set_data_seg(struct gnic_mlx5_data_seg *d, const struct ibv_sge *sge)
 {
 	d->byte_count = gnic_be32(sge->length);
@@ -233,6 +266,10 @@ static void build_send_wqe(uint8_t *wqe, const struct emu_qp *qp, const struct e
 	uint8_t *p = wqe + GNIC_MLX5_SEG_SIZE;
 
 	set_ctrl_seg((struct gnic_mlx5_ctrl_seg *)wqe, qp, r, k, ds);
+	if (k->dgram) {
+		set_datagram_seg(p, r);
+		p += sizeof(struct emu_mlx5_av);
+	}
 	if (k->raddr)
 		set_raddr_seg((struct gnic_mlx5_raddr_seg *)p, r->raddr, r->rkey);
 	p += k->raddr * GNIC_MLX5_SEG_SIZE;
@@ -265,6 +302,9 @@ int emu_post_one(struct emu_qp *qp, const struct emu_send_req *r, uint64_t *ctrl
 	struct wqe_kind k;
 	uint32_t inline_len, ds, bb, used;
 	int err = wqe_kind(r->opcode, &k);
+
+	if (!err)
+		type_segments(qp, r->opcode, &k);
 
 	/* mlx5's order: the opcode, then a full SQ (always so without an SQ,
 	 * max_send_wr 0), then the request itself */
@@ -302,6 +342,9 @@ static int send_req_of_wr(const struct ibv_send_wr *wr, struct emu_send_req *r)
 	    .imm = wr->imm_data,
 	    .sge = wr->sg_list,
 	    .num_sge = (size_t)wr->num_sge,
+	    .ah = wr->wr.ud.ah,
+	    .remote_qpn = wr->wr.ud.remote_qpn,
+	    .remote_qkey = wr->wr.ud.remote_qkey,
 	};
 	if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
 		r->raddr = wr->wr.atomic.remote_addr;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * RC queue pairs: creation with mlx5 queue sizing, the IB state machine, and
- * teardown.
+ * Queue pairs (RC, UC, UD): creation with mlx5 queue sizing, the IB state
+ * machine, and teardown. What a QP does in the engine is its type's table
+ * (qp_ops.h: rc.c, uc.c, ud.c).
  *
  * A QP's hardware view is what mlx5dv_init_obj hands out: one page-aligned
  * buffer with the RQ at offset 0 and the SQ on the next page boundary, a
@@ -70,16 +71,25 @@ static bool cq_of(struct ibv_cq *cq, struct ibv_context *context)
 	return cq && cq->context == context;
 }
 
-/* send_ops_flags as mlx5_qp_fill_wr_pfns judges them for RC: EOPNOTSUPP for
- * what mlx5 does not know and for what gnic-emu does not emulate. */
-static int check_send_ops(uint64_t ops)
+/* send_ops_flags as mlx5_qp_fill_wr_pfns judges them per QP type:
+ * EOPNOTSUPP for what mlx5 does not know for the type (UC: sends and
+ * writes, UD: sends; RC: all but TSO and ATOMIC_WRITE) and for what
+ * gnic-emu does not emulate. */
+static int check_send_ops(enum ibv_qp_type type, uint64_t ops)
 {
-	if (ops & ~(uint64_t)(SEND_OPS_EMULATED | SEND_OPS_MLX5_RC_ONLY)) {
-		emu_info("create_qp: send_ops_flags 0x%llx: an RC QP of mlx5 has no 0x%llx (TSO, "
-		         "ATOMIC_WRITE or unknown)",
-		         (unsigned long long)ops,
-		         (unsigned long long)(ops & ~(uint64_t)(SEND_OPS_EMULATED |
-		                                                SEND_OPS_MLX5_RC_ONLY)));
+	uint64_t known = SEND_OPS_EMULATED | SEND_OPS_MLX5_RC_ONLY;
+
+	if (type == IBV_QPT_UC)
+		known = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+		        IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+		        IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW;
+	else if (type == IBV_QPT_UD)
+		known = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+	if (ops & ~known) {
+		emu_info(
+		    "create_qp: send_ops_flags 0x%llx: this QP type of mlx5 has no 0x%llx (TSO, "
+		    "ATOMIC_WRITE, an opcode of another type, or unknown)",
+		    (unsigned long long)ops, (unsigned long long)(ops & ~known));
 		return EOPNOTSUPP;
 	}
 	if (ops & SEND_OPS_MLX5_RC_ONLY) {
@@ -100,12 +110,13 @@ static int check_init_attr(struct ibv_context *context, const struct ibv_qp_init
 	if (a->comp_mask & ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
 	                     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
 		return EOPNOTSUPP; /* XRC, RSS, TSO */
-	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && check_send_ops(a->send_ops_flags))
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	    check_send_ops(a->qp_type, a->send_ops_flags))
 		return EOPNOTSUPP;
 	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags)
 		return EOPNOTSUPP;
-	if (a->qp_type != IBV_QPT_RC)
-		return EOPNOTSUPP;
+	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD)
+		return EOPNOTSUPP; /* XRC, raw packet, driver QPs */
 	if (!gemu_is_emu_context(context) || !a->pd || a->pd->context != context ||
 	    !cq_of(a->send_cq, context) || !cq_of(a->recv_cq, context) ||
 	    (a->srq && a->srq->context != context))
@@ -113,10 +124,16 @@ static int check_init_attr(struct ibv_context *context, const struct ibv_qp_init
 	return 0;
 }
 
-/* sq_overhead(): the fixed part of the largest WQE the QP may post. */
+#define SQ_OVERHEAD_UD 64u /* ctrl + datagram segment: UD's opcodes have nothing else */
+
+/* sq_overhead(): the fixed part of the largest WQE the QP may post (UC's is
+ * RC's: mlx5 gives it the same opcodes). */
 static uint32_t sq_overhead(const struct ibv_qp_init_attr_ex *a)
 {
 	uint64_t ops = a->send_ops_flags;
+
+	if (a->qp_type == IBV_QPT_UD)
+		return SQ_OVERHEAD_UD;
 
 	if (!(a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ||
 	    (ops & (IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV)))
@@ -260,8 +277,10 @@ static void init_ibqp(struct emu_qp *qp, const struct ibv_qp_init_attr_ex *a)
 	qp->ibqp.recv_cq = a->recv_cq;
 	qp->ibqp.srq = a->srq;
 	qp->ibqp.state = IBV_QPS_RESET;
-	qp->ibqp.qp_type = IBV_QPT_RC;
-	qp->ops = &emu_rc_qp_ops;
+	qp->ibqp.qp_type = a->qp_type;
+	qp->ops = a->qp_type == IBV_QPT_UD   ? &emu_ud_qp_ops
+	          : a->qp_type == IBV_QPT_UC ? &emu_uc_qp_ops
+	                                     : &emu_rc_qp_ops;
 	pthread_mutex_init(&qp->ibqp.mutex, NULL);
 	pthread_cond_init(&qp->ibqp.cond, NULL);
 	emu_wq_init_lock(&qp->sq);
@@ -387,7 +406,8 @@ static void set_scatter(struct emu_qp *qp, enum emu_scatter scatter)
 	bool on = scatter == EMU_SCATTER_ALLOW ||
 	          (scatter == EMU_SCATTER_DEFAULT && emu_env_scatter_to_cqe());
 
-	qp->scat_recv = on && (qp->rq.wqe_cnt || qp->srq);
+	/* a UD receive starts with its 40-byte GRH: never 32 bytes or less */
+	qp->scat_recv = on && (qp->rq.wqe_cnt || qp->srq) && qp->ibqp.qp_type != IBV_QPT_UD;
 	qp->scat_req = on && (qp->sq_sig_all || scatter == EMU_SCATTER_ALLOW);
 }
 
@@ -412,8 +432,12 @@ struct ibv_qp *emu_create_qp(struct ibv_context *context, struct ibv_qp_init_att
 		}
 	}
 	if (!err)
-		emu_dbg("QP 0x%x: RC, SQ %u basic blocks, RQ %u WQEs, posts through %s",
-		        qp->ibqp.qp_num, qp->sq.wqe_cnt, qp->rq.wqe_cnt,
+		emu_dbg("QP 0x%x: %s, SQ %u basic blocks, RQ %u WQEs, posts through %s",
+		        qp->ibqp.qp_num,
+		        attr->qp_type == IBV_QPT_UD   ? "UD"
+		        : attr->qp_type == IBV_QPT_UC ? "UC"
+		                                      : "RC",
+		        qp->sq.wqe_cnt, qp->rq.wqe_cnt,
 		        qp->wr_api ? "ibv_post_send and ibv_wr_* (send_ops_flags)"
 		                   : "ibv_post_send");
 	if (err) {
@@ -460,35 +484,46 @@ struct transition {
 	int req, opt; /* IBV_QP_* masks besides IBV_QP_STATE */
 };
 
-/* The RC rows of the IB state table that gnic-emu implements. */
-static int transition(int cur, int next, struct transition *t)
+/* The rows of the IB state table (the kernel's ib_modify_qp_is_ok) that
+ * gnic-emu implements, for RC, UC and UD: which attributes each transition
+ * requires and which it allows besides. UD has no path, destination,
+ * sequence, RNR, retry or RDMA attributes, only its Q_Key; UC has no
+ * timeout, retries, RNR timer or RDMA-read depth. */
+static int transition(int type, int cur, int next, struct transition *t)
 {
-	const int rts_opt = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_MIN_RNR_TIMER |
-	                    IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE;
+	const bool ud = type == IBV_QPT_UD, uc = type == IBV_QPT_UC;
+	const int rts_opt = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
+	                    IBV_QP_PATH_MIG_STATE | (uc ? 0 : IBV_QP_MIN_RNR_TIMER);
+	const int init_attr = ud ? IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY
+	                         : IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
 
 	*t = (struct transition){0, 0};
 	if (next == IBV_QPS_RESET || next == IBV_QPS_ERR)
 		t->opt = IBV_QP_CUR_STATE;
 	else if (cur == IBV_QPS_RESET && next == IBV_QPS_INIT)
-		t->req = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+		t->req = init_attr;
 	else if (cur == IBV_QPS_INIT && next == IBV_QPS_INIT)
-		t->opt = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
-	else if (cur == IBV_QPS_INIT && next == IBV_QPS_RTR) {
+		t->opt = init_attr;
+	else if (cur == IBV_QPS_INIT && next == IBV_QPS_RTR && ud) {
+		t->opt = IBV_QP_PKEY_INDEX | IBV_QP_QKEY;
+	} else if (cur == IBV_QPS_INIT && next == IBV_QPS_RTR) {
 		t->req = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-		         IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		         (uc ? 0 : IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
 		t->opt = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX;
 	} else if (cur == IBV_QPS_RTR && next == IBV_QPS_RTS) {
-		t->req = IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-		         IBV_QP_MAX_QP_RD_ATOMIC;
-		t->opt = rts_opt;
+		t->req = IBV_QP_SQ_PSN;
+		if (!ud && !uc)
+			t->req |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			          IBV_QP_MAX_QP_RD_ATOMIC;
+		t->opt = ud ? IBV_QP_CUR_STATE | IBV_QP_QKEY : rts_opt;
 	} else if (cur == IBV_QPS_RTS && next == IBV_QPS_RTS)
-		t->opt = rts_opt;
+		t->opt = ud ? IBV_QP_CUR_STATE | IBV_QP_QKEY : rts_opt;
 	else
 		return EINVAL;
 	return 0;
 }
 
-static int check_mask(int cur, const struct ibv_qp_attr *a, int mask, int *next)
+static int check_mask(int type, int cur, const struct ibv_qp_attr *a, int mask, int *next)
 {
 	struct transition t;
 	int rest = mask & ~IBV_QP_STATE;
@@ -502,7 +537,7 @@ static int check_mask(int cur, const struct ibv_qp_attr *a, int mask, int *next)
 	if (*next < IBV_QPS_RESET || *next > IBV_QPS_ERR || *next == IBV_QPS_SQD ||
 	    *next == IBV_QPS_SQE)
 		return EINVAL;
-	if (transition(cur, *next, &t))
+	if (transition(type, cur, *next, &t))
 		return EINVAL;
 	if ((rest & t.req) != t.req || (rest & ~(t.req | t.opt)))
 		return EINVAL;
@@ -620,6 +655,8 @@ static void commit_attr(struct emu_qp *qp, const struct ibv_qp_attr *a, int mask
 		qp->attr.qp_access_flags = a->qp_access_flags;
 	if (mask & IBV_QP_PKEY_INDEX)
 		qp->attr.pkey_index = a->pkey_index;
+	if (mask & IBV_QP_QKEY)
+		qp->attr.qkey = a->qkey;
 	if (mask & IBV_QP_PORT)
 		qp->attr.port_num = a->port_num;
 	/* PSNs are 24 bits: hardware ignores the rest, so do we */
@@ -706,7 +743,7 @@ EMU_EXPORT int gemu_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int
 	qp = to_eqp(ibqp);
 	emu_qp_ctl_lock(qp);
 	cur = atomic_load(&qp->state); /* the engine may have moved it to ERR */
-	err = check_mask(cur, attr, attr_mask, &next);
+	err = check_mask(ibqp->qp_type, cur, attr, attr_mask, &next);
 	if (!err)
 		err = check_values(qp, attr, attr_mask);
 	if (!err) {
@@ -746,7 +783,7 @@ EMU_EXPORT int gemu_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 	init_attr->recv_cq = ibqp->recv_cq;
 	init_attr->srq = ibqp->srq;
 	init_attr->cap = attr->cap;
-	init_attr->qp_type = IBV_QPT_RC;
+	init_attr->qp_type = ibqp->qp_type;
 	init_attr->sq_sig_all = qp->sq_sig_all;
 	return 0;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The ibv_wr_* post API of an RC QP made with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS
+ * The ibv_wr_* post API of a QP made with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS
  * (struct ibv_qp_ex), with the semantics of rdma-core's mlx5 provider
- * (providers/mlx5/qp.c, mlx5_send_wr_*):
+ * (providers/mlx5/qp.c, mlx5_send_wr_*); a UD WQE takes its destination
+ * from ibv_wr_set_ud_addr between the opcode call and the data setter:
  *
  *   ibv_wr_start      takes the SQ lock and remembers the producer index;
  *   an opcode call    (wr_rdma_write, wr_send, ...) begins a WQE with the
@@ -23,8 +24,8 @@
  * opcode call, an atomic whose SGE is not one of 8 bytes, a QP that is not in
  * RTS (or ERR). The opcodes mlx5 has for RC but gnic-emu does not emulate
  * (wr_send_inv, wr_local_inv, wr_bind_mw) and those mlx5 leaves unset for RC
- * (wr_send_tso, wr_set_ud_addr, wr_set_xrc_srqn, wr_atomic_write) make
- * wr_complete return EOPNOTSUPP.
+ * (wr_send_tso, wr_set_ud_addr outside UD, wr_set_xrc_srqn, wr_atomic_write)
+ * make wr_complete return EOPNOTSUPP.
  *
  * As in mlx5, every opcode call is there whatever send_ops_flags asked for;
  * send_ops_flags only sizes the SQ (qp.c).
@@ -221,10 +222,23 @@ static void wr_send_tso(struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz, uint1
 	not_emulated(qpx, "ibv_wr_send_tso (raw packet QPs only)");
 }
 
+/* UD: the destination of the WQE just begun, as mlx5's wr_set_ud_addr
+ * fills its datagram segment; the data setter then writes the WQE. */
 static void wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey)
 {
-	(void)ah, (void)qpn, (void)qkey;
-	not_emulated(qpx, "ibv_wr_set_ud_addr (UD QPs only)");
+	struct emu_wr_batch *b = &to_eqp_ex(qpx)->wrb;
+
+	if (qpx->qp_base.qp_type != IBV_QPT_UD) {
+		not_emulated(qpx, "ibv_wr_set_ud_addr (UD QPs only)");
+		return;
+	}
+	if (!b->open)
+		batch_fail(b, EINVAL); /* no opcode call before it */
+	if (b->err)
+		return;
+	b->req.ah = ah;
+	b->req.remote_qpn = qpn;
+	b->req.remote_qkey = qkey;
 }
 
 static void wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t srqn)

@@ -44,5 +44,7 @@ struct emu_qp_ops {
 };
 
 extern const struct emu_qp_ops emu_rc_qp_ops; /* rc.c */
+extern const struct emu_qp_ops emu_uc_qp_ops; /* uc.c */
+extern const struct emu_qp_ops emu_ud_qp_ops; /* ud.c */
 
 #endif /* GNIC_EMU_QP_OPS_H */

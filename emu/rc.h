@@ -16,6 +16,16 @@ struct emu_reply_path;
 /* requester.c: drain rung WQEs, timers, responses. Returns work done. */
 int emu_requester_progress(struct emu_qp *qp, uint64_t now_ns);
 void emu_requester_reset(struct emu_qp *qp);
+/* Also for the unreliable types (unrel.c): the newest producer index rung
+ * (doorbell record or register); the key and bounds checks of a WQE's local
+ * buffers (a syndrome: LOCAL_PROT, LOCAL_LENGTH past 2 GiB, or OK); its
+ * payload as one buffer (inline data, a host buffer as is, else the
+ * worker's gather scratch: NULL when that fails), *src the host MR it lies
+ * in or NULL. */
+struct emu_sgl;
+uint16_t emu_sq_doorbell(struct emu_qp *qp);
+uint8_t emu_requester_check_sgl(struct emu_qp *qp, const struct emu_sgl *s, int need);
+const void *emu_requester_gather(struct emu_qp *qp, const struct emu_sgl *s, struct emu_mr **src);
 /* A response or request whose data the fabric has not buffered (a large
  * message: payload NULL, m->len > 0) is carried out only as far as it goes
  * without its data: refused, dropped, answered as a duplicate or RNR-NAKed,

@@ -98,7 +98,7 @@ static uint16_t reg_pi(uint64_t v)
  * the register. Only a source whose raw value changed since the last look is
  * a new doorbell: a stale or never-written half (0) would otherwise read as
  * "ahead" whenever ci comes within one SQ of the 16-bit wrap. */
-static uint16_t sq_doorbell(struct emu_qp *qp)
+uint16_t emu_sq_doorbell(struct emu_qp *qp)
 {
 	uint32_t rec = atomic_load_explicit((_Atomic uint32_t *)&qp->dbrec[GNIC_MLX5_SND_DBR],
 	                                    memory_order_acquire);
@@ -133,7 +133,7 @@ static bool fetch_wqe(struct emu_qp *qp, uint16_t idx, struct emu_wqe *w)
 }
 
 /* Check every local buffer; need = IBV_ACCESS_LOCAL_WRITE when we write it. */
-static uint8_t check_sgl(struct emu_qp *qp, const struct emu_sgl *s, int need)
+uint8_t emu_requester_check_sgl(struct emu_qp *qp, const struct emu_sgl *s, int need)
 {
 	for (int i = 0; i < s->n; i++) {
 		struct emu_mr *mr;
@@ -148,7 +148,7 @@ static uint8_t check_sgl(struct emu_qp *qp, const struct emu_sgl *s, int need)
 /* The payload of a WRITE/SEND as one contiguous buffer: inline data, a single
  * host buffer as is, or everything gathered into the worker's scratch (valid
  * until its next gather: emu_fabric_send copies what it keeps). */
-static const void *gather(struct emu_qp *qp, const struct emu_sgl *s, struct emu_mr **src)
+const void *emu_requester_gather(struct emu_qp *qp, const struct emu_sgl *s, struct emu_mr **src)
 {
 	static const uint8_t empty[1];
 	uint64_t off = 0;
@@ -427,17 +427,17 @@ static int issue(struct emu_qp *qp, struct emu_wqe *w, bool last_in_burst)
 			return fail_local(qp, w, GNIC_MLX5_SYND_LOCAL_QP_OP);
 		if (is_atomic(type) && s.len != 8)
 			return fail_local(qp, w, GNIC_MLX5_SYND_LOCAL_LENGTH);
-		synd = check_sgl(qp, &s, IBV_ACCESS_LOCAL_WRITE);
+		synd = emu_requester_check_sgl(qp, &s, IBV_ACCESS_LOCAL_WRITE);
 		if (synd)
 			return fail_local(qp, w, synd);
 		if (qp->req.rd_atomic_out >= max_rd_atomic(qp))
 			return 0;
 		m.operand[0] = type == EMU_MSG_READ ? s.len : m.operand[0];
 	} else {
-		synd = check_sgl(qp, &s, 0);
+		synd = emu_requester_check_sgl(qp, &s, 0);
 		if (synd)
 			return fail_local(qp, w, synd);
-		payload = gather(qp, &s, &src);
+		payload = emu_requester_gather(qp, &s, &src);
 		if (!payload)
 			return fail_local(qp, w, GNIC_MLX5_SYND_LOCAL_PROT);
 		m.len = (uint32_t)s.len;
@@ -575,7 +575,7 @@ static int flush_sq(struct emu_qp *qp)
 		work++;
 	}
 	qp->req.rd_atomic_out = 0;
-	pi = sq_doorbell(qp);
+	pi = emu_sq_doorbell(qp);
 	while (qp->req.sq_ci != pi && work < BURST) {
 		struct emu_wqe w;
 
@@ -602,7 +602,7 @@ int emu_requester_progress(struct emu_qp *qp, uint64_t now)
 	work += check_timer(qp, now);
 	if (now < qp->req.rnr_resume_ns || qp->req.sq_stalled)
 		return work;
-	pi = sq_doorbell(qp);
+	pi = emu_sq_doorbell(qp);
 	for (int n = 0; n < BURST && qp->req.sq_ci != pi; n++) {
 		struct emu_wqe w;
 		int ret;

@@ -10,8 +10,8 @@
  * work itself, answering in the call's own convention. The rest of the
  * surface lives beside it:
  *
- *   verbs_unsupported.c  public verbs the emulator does not model (AH,
- *                        multicast, resize/rereg, imports, ECE): EOPNOTSUPP
+ *   verbs_unsupported.c  public verbs the emulator does not model
+ *                        (multicast, resize/rereg, imports, ECE): EOPNOTSUPP
  *   verbs_provider.c     the provider interface (IBVERBS_PRIVATE_34) that
  *                        provider libraries linked into a program import
  *   verbs_compat.c       the libibverbs 1.0 ABI (IBVERBS_1.0) and
@@ -306,6 +306,30 @@ struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 }
 
 /* ---- SRQ ------------------------------------------------------------------------ */
+
+/* ---- address handles ------------------------------------------------------ */
+
+struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+	return gemu_create_ah(pd, attr);
+}
+
+int ibv_destroy_ah(struct ibv_ah *ah)
+{
+	return gemu_destroy_ah(ah);
+}
+
+int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num, struct ibv_wc *wc,
+                        struct ibv_grh *grh, struct ibv_ah_attr *ah_attr)
+{
+	return errno_to_minus1(gemu_init_ah_from_wc(context, port_num, wc, grh, ah_attr));
+}
+
+struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh,
+                                     uint8_t port_num)
+{
+	return gemu_create_ah_from_wc(pd, wc, grh, port_num);
+}
 
 struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *srq_init_attr)
 {

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The public verbs of rdma-core 44 that gnic-emu does not model:
- * address handles and UD helpers, multicast, resizing a CQ, re-registering
- * an MR, importing objects of another process, and ECE. Each one fails the
- * way its man page says a failure looks (NULL + errno for objects, an errno
- * value for most int calls, -1 + errno for ibv_init_ah_from_wc), always with
+ * The public verbs of rdma-core 44 that gnic-emu does not model: Ethernet
+ * L2 resolution, multicast, resizing a CQ, re-registering an MR, importing
+ * objects of another process, and ECE. Each one fails the way its man page
+ * says a failure looks (NULL + errno for objects, an errno value for most
+ * int calls, -1 + errno where that is the convention), always with
  * EOPNOTSUPP, so software probing for a feature takes its fallback path.
  *
  * The verbs reached through the context's operation table instead of a
@@ -31,30 +31,7 @@ static int unsupported(void)
 	return EOPNOTSUPP;
 }
 
-/* ---- address handles (UD) -------------------------------------------------------- */
-
-struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
-{
-	return unsupported_ptr();
-}
-
-struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh,
-                                     uint8_t port_num)
-{
-	return unsupported_ptr();
-}
-
-int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num, struct ibv_wc *wc,
-                        struct ibv_grh *grh, struct ibv_ah_attr *ah_attr)
-{
-	errno = EOPNOTSUPP;
-	return -1;
-}
-
-int ibv_destroy_ah(struct ibv_ah *ah)
-{
-	return unsupported();
-}
+/* ---- address handles: ibv_resolve_eth_l2_from_gid (the rest is verbs_shim.c) ---- */
 
 int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr *attr,
                                 uint8_t eth_mac[ETHERNET_LL_SIZE], uint16_t *vid)

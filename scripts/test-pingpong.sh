@@ -2,19 +2,30 @@
 # SPDX-License-Identifier: MIT
 #
 # Debian's unmodified ibv_rc_pingpong and ibv_srq_pingpong (16 QPs sharing
-# one SRQ by default), server and client, over gnic-emu.
+# one SRQ by default), server and client, over gnic-emu; with a second
+# argument ud or uc, ibv_ud_pingpong or ibv_uc_pingpong instead: five rounds
+# with the program's defaults, then other sizes, events and validation.
 #
-#   scripts/test-pingpong.sh <build dir>
+#   scripts/test-pingpong.sh <build dir> [rc|ud|uc]
 #
 # Runs several sizes / iteration counts (some with CQ events, some with
 # buffer validation; for the SRQ, a receive depth small enough that every
 # SRQ WQE is reposted many times), each under `timeout`, on its own TCP
 # port. Both sides must exit 0 and print the bandwidth line. Exit 0 pass,
-# 1 fail, 77 skip (no ibv_rc_pingpong installed; without ibv_srq_pingpong
+# 1 fail, 77 skip (the program is not installed; without ibv_srq_pingpong
 # only its runs are skipped, with a note).
 set -u
 
-PINGPONG=${PINGPONG:-/usr/bin/ibv_rc_pingpong}
+mode=${2:-rc}
+case $mode in
+rc) PINGPONG=${PINGPONG:-/usr/bin/ibv_rc_pingpong} ;;
+ud) PINGPONG=${UD_PINGPONG:-/usr/bin/ibv_ud_pingpong} ;;
+uc) PINGPONG=${UC_PINGPONG:-/usr/bin/ibv_uc_pingpong} ;;
+*)
+	echo "FAIL: mode $mode: rc, ud or uc"
+	exit 1
+	;;
+esac
 SRQ_PINGPONG=${SRQ_PINGPONG:-/usr/bin/ibv_srq_pingpong}
 RUN_TIMEOUT=${RUN_TIMEOUT:-60}
 build=${1:-build}
@@ -82,6 +93,27 @@ run() {
 
 failures=0
 prog=$PINGPONG
+if [ "$mode" != rc ]; then
+	for round in 1 2 3 4 5; do
+		echo "round $round: defaults"
+		run
+	done
+	if [ "$mode" = ud ]; then
+		run -s 4096 -n 500 -c # the port MTU: the largest datagram
+		run -s 1 -n 1000
+		run -s 1024 -n 200 -e -c
+	else
+		run -s 65536 -n 200 -c
+		run -s 1 -n 1000
+		run -s 4096 -m 4096 -n 200 -e -c
+	fi
+	if [ $failures -ne 0 ]; then
+		echo "FAIL: $failures run(s) failed"
+		exit 1
+	fi
+	echo "PASS"
+	exit 0
+fi
 run -s 1 -n 100
 run -s 1 -n 1000
 run -s 4096 -n 1000 -c

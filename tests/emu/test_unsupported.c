@@ -42,17 +42,10 @@ extern bool verbs_allow_disassociate_destroy;
 
 static void test_verbs(struct ibv_context *ctx, struct ibv_pd *pd, struct ibv_cq *cq)
 {
-	struct ibv_ah_attr aa = {.port_num = 1, .is_global = 1};
-	struct ibv_ah_attr out;
-	struct ibv_wc wc = {0};
-	struct ibv_grh grh = {0};
 	char buf[64];
 	struct ibv_mr *mr = t_reg(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
 
-	t_case("AH, multicast, resize, rereg, import: EOPNOTSUPP");
-	CHECK_NULL_ERRNO(ibv_create_ah(pd, &aa), EOPNOTSUPP);
-	CHECK_NULL_ERRNO(ibv_create_ah_from_wc(pd, &wc, &grh, 1), EOPNOTSUPP);
-	CHECK_MINUS1_ERRNO(ibv_init_ah_from_wc(ctx, 1, &wc, &grh, &out), EOPNOTSUPP);
+	t_case("multicast, resize, rereg, import: EOPNOTSUPP");
 	CHECK_RET(ibv_resize_cq(cq, 64), EOPNOTSUPP);
 	errno = 0;
 	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, 0),

@@ -11,6 +11,7 @@
 #include <infiniband/mlx5dv.h>
 
 #include "common.h"
+#include "av.h" /* gnic-emu's datagram layouts */
 #include "gnic/gnic_mlx5.h"
 
 #define FIELD_SIZE(type, field) sizeof(((type *)0)->field)
@@ -308,6 +309,31 @@ static void test_cqe_ownership(void)
 	}
 }
 
+/* emu/av.h: the address vector of a UD WQE and an AH, and the responder
+ * fields of a CQE's first 32 bytes. */
+static void test_ud_layout(void)
+{
+	t_case("datagram segment (address vector) and UD CQE fields");
+	CHECK_EQ(sizeof(struct emu_mlx5_av), sizeof(struct mlx5_wqe_av));
+	CHECK_EQ(sizeof(struct emu_mlx5_av), sizeof(struct mlx5_wqe_datagram_seg));
+	PIN(struct emu_mlx5_av, qkey, struct mlx5_wqe_av, key.qkey.qkey);
+	PIN(struct emu_mlx5_av, dqp_dct, struct mlx5_wqe_av, dqp_dct);
+	PIN(struct emu_mlx5_av, stat_rate_sl, struct mlx5_wqe_av, stat_rate_sl);
+	PIN(struct emu_mlx5_av, fl_mlid, struct mlx5_wqe_av, fl_mlid);
+	PIN(struct emu_mlx5_av, rlid, struct mlx5_wqe_av, rlid);
+	PIN(struct emu_mlx5_av, rmac, struct mlx5_wqe_av, rmac);
+	PIN(struct emu_mlx5_av, tclass, struct mlx5_wqe_av, tclass);
+	PIN(struct emu_mlx5_av, hop_limit, struct mlx5_wqe_av, hop_limit);
+	PIN(struct emu_mlx5_av, grh_gid_fl, struct mlx5_wqe_av, grh_gid_fl);
+	PIN(struct emu_mlx5_av, rgid, struct mlx5_wqe_av, rgid);
+	CHECK_EQ(EMU_AV_EXTENDED, (uint32_t)MLX5_EXTENDED_UD_AV);
+	PIN(struct emu_cqe_resp, ml_path, struct mlx5_cqe64, ml_path);
+	PIN(struct emu_cqe_resp, slid, struct mlx5_cqe64, slid);
+	PIN(struct emu_cqe_resp, flags_rqpn, struct mlx5_cqe64, flags_rqpn);
+	PIN(struct emu_cqe_resp, l4_hdr_type_etc, struct mlx5_cqe64, l4_hdr_type_etc);
+	CHECK_EQ(sizeof(struct emu_cqe_resp), offsetof(struct mlx5_cqe64, srqn_uidx));
+}
+
 int main(void)
 {
 	test_ctrl_seg();
@@ -319,6 +345,7 @@ int main(void)
 	test_byte_swaps();
 	test_ctrl_helpers();
 	test_cqe_ownership();
+	test_ud_layout();
 	printf("PASS\n");
 	return T_EXIT_PASS;
 }
