@@ -324,6 +324,7 @@ struct emu_req_state {
 struct emu_resp_state {
 	uint16_t rq_ci; /* next RQ WQE to consume */
 	uint32_t psn_expected;
+	bool last_wqe_reached;     /* SRQ QPs in ERR: IBV_EVENT_QP_LAST_WQE_REACHED raised */
 	struct emu_atomic_result { /* answers of recent atomics, for duplicates */
 		uint32_t psn;
 		uint64_t old;
