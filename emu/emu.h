@@ -47,6 +47,7 @@
 #ifndef GNIC_EMU_H
 #define GNIC_EMU_H
 
+#include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -356,6 +357,7 @@ struct emu_qp {
 		struct ibv_qp_ex ibqpx; /* ibv_wr_* API (qp_ex.c): wr_api QPs only */
 	};
 	bool wr_api;                  /* made with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS */
+	struct mlx5dv_qp_ex dvqpx;    /* mlx5dv_qp_ex_from_ibv_qp_ex's view (qp_ex.c) */
 	const struct emu_qp_ops *ops; /* its type's engine behaviour (qp_ops.h) */
 	struct emu_context *ctx;
 	struct emu_pd *pd;
@@ -632,6 +634,9 @@ EMU_EXPORT struct ibv_qp *gemu_create_qp_ex(struct ibv_context *context,
 enum emu_scatter { EMU_SCATTER_DEFAULT, EMU_SCATTER_DISABLE, EMU_SCATTER_ALLOW };
 struct ibv_qp *emu_create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr,
                              enum emu_scatter scatter);
+/* The same with mlx5dv_create_qp's send_ops_flags (0: none). */
+struct ibv_qp *emu_create_qp_dv(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr,
+                                enum emu_scatter scatter, uint64_t dv_ops);
 EMU_EXPORT int gemu_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
 EMU_EXPORT int gemu_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
                              struct ibv_qp_init_attr *init_attr);
@@ -648,6 +653,12 @@ bool emu_send_allowed(int state);
 /* qp_ex.c: the ibv_wr_* function pointers of a wr_api QP (at creation). */
 void emu_qp_ex_init(struct emu_qp *qp);
 EMU_EXPORT struct ibv_qp_ex *gemu_qp_to_qp_ex(struct ibv_qp *qp);
+/* qp_ex.c: mlx5dv_create_qp's send_ops_flags (MLX5DV_QP_EX_WITH_*) as mlx5
+ * judges them for RC on this device: 0 or EOPNOTSUPP. emu_qp_ex_init_dv sets
+ * the mlx5dv_wr_* pointers they give an RC QP (at creation). */
+int emu_qp_ex_check_dv(uint64_t dv_ops);
+void emu_qp_ex_init_dv(struct emu_qp *qp, uint64_t dv_ops);
+EMU_EXPORT struct mlx5dv_qp_ex *gemu_mlx5dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex *qpx);
 /* post.c */
 EMU_EXPORT int gemu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 EMU_EXPORT int gemu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);

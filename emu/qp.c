@@ -113,13 +113,17 @@ static int check_init_attr(struct ibv_context *context, const struct ibv_qp_init
 	return 0;
 }
 
-/* sq_overhead(): the fixed part of the largest WQE the QP may post. */
-static uint32_t sq_overhead(const struct ibv_qp_init_attr_ex *a)
+/* sq_overhead(): the fixed part of the largest WQE the QP may post; the
+ * mkey builders of mlx5dv_create_qp's send_ops_flags post UMR WQEs, as big
+ * as a memory-window bind. */
+static uint32_t sq_overhead(const struct ibv_qp_init_attr_ex *a, uint64_t dv_ops)
 {
+	const uint64_t dv_umr = MLX5DV_QP_EX_WITH_MR_INTERLEAVED | MLX5DV_QP_EX_WITH_MR_LIST |
+	                        MLX5DV_QP_EX_WITH_MKEY_CONFIGURE;
 	uint64_t ops = a->send_ops_flags;
 
 	if (!(a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ||
-	    (ops & (IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV)))
+	    (ops & (IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV)) || (dv_ops & dv_umr))
 		return SQ_OVERHEAD_ALL;
 	if (ops & SEND_OPS_ATOMIC)
 		return SQ_OVERHEAD_ATOMIC;
@@ -152,10 +156,11 @@ static uint32_t send_wqe_size(const struct ibv_qp_cap *cap, uint32_t overhead)
  * power of two of basic blocks. *out gets what ibv_create_qp reports: the
  * WQEs that fit, max_send_sge as asked (the kernel echoes it) and the inline
  * room the WQE size leaves. No SQ (max_send_wr 0) checks nothing. */
-static int size_sq(struct emu_qp *qp, const struct ibv_qp_init_attr_ex *a, struct ibv_qp_cap *out)
+static int size_sq(struct emu_qp *qp, const struct ibv_qp_init_attr_ex *a, uint64_t dv_ops,
+                   struct ibv_qp_cap *out)
 {
 	const struct ibv_qp_cap *cap = &a->cap;
-	uint32_t overhead = sq_overhead(a), wqe = send_wqe_size(cap, overhead), wq;
+	uint32_t overhead = sq_overhead(a, dv_ops), wqe = send_wqe_size(cap, overhead), wq;
 
 	qp->sq.stride = 1; /* what mlx5dv reports without an SQ: 1 << 0 */
 	out->max_send_sge = cap->max_send_sge;
@@ -354,7 +359,8 @@ static int publish(struct emu_qp *qp)
 
 /* *cap: what ibv_create_qp reports back (the caller's caps change only when
  * the QP is made). */
-static struct emu_qp *qp_new(const struct ibv_qp_init_attr_ex *a, struct ibv_qp_cap *cap, int *err)
+static struct emu_qp *qp_new(const struct ibv_qp_init_attr_ex *a, uint64_t dv_ops,
+                             struct ibv_qp_cap *cap, int *err)
 {
 	struct emu_qp *qp = calloc(1, sizeof(*qp));
 
@@ -362,7 +368,7 @@ static struct emu_qp *qp_new(const struct ibv_qp_init_attr_ex *a, struct ibv_qp_
 		*err = ENOMEM;
 		return NULL;
 	}
-	*err = size_sq(qp, a, cap);
+	*err = size_sq(qp, a, dv_ops, cap);
 	if (!*err)
 		*err = size_rq(qp, a, cap);
 	if (!*err)
@@ -373,6 +379,7 @@ static struct emu_qp *qp_new(const struct ibv_qp_init_attr_ex *a, struct ibv_qp_
 		return NULL;
 	}
 	init_ibqp(qp, a);
+	emu_qp_ex_init_dv(qp, dv_ops);
 	qp->attr.cap = queried_caps(qp, cap);
 	return qp;
 }
@@ -391,14 +398,16 @@ static void set_scatter(struct emu_qp *qp, enum emu_scatter scatter)
 	qp->scat_req = on && (qp->sq_sig_all || scatter == EMU_SCATTER_ALLOW);
 }
 
-struct ibv_qp *emu_create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr,
-                             enum emu_scatter scatter)
+struct ibv_qp *emu_create_qp_dv(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr,
+                                enum emu_scatter scatter, uint64_t dv_ops)
 {
 	struct emu_qp *qp = NULL;
 	struct ibv_qp_cap cap = {0};
 	int err = check_init_attr(context, attr);
 
-	if (!err && (qp = qp_new(attr, &cap, &err))) {
+	if (!err)
+		err = emu_qp_ex_check_dv(dv_ops);
+	if (!err && (qp = qp_new(attr, dv_ops, &cap, &err))) {
 		set_scatter(qp, scatter);
 		emu_nic_lock();
 		emu_worker_assign(qp);
@@ -422,6 +431,12 @@ struct ibv_qp *emu_create_qp(struct ibv_context *context, struct ibv_qp_init_att
 	}
 	attr->cap = cap;
 	return &qp->ibqp;
+}
+
+struct ibv_qp *emu_create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr,
+                             enum emu_scatter scatter)
+{
+	return emu_create_qp_dv(context, attr, scatter, 0);
 }
 
 EMU_EXPORT struct ibv_qp *gemu_create_qp_ex(struct ibv_context *context,
