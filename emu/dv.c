@@ -27,8 +27,8 @@ static void fill_qp(struct emu_qp *qp, struct mlx5dv_qp *out)
 	out->rq.buf = qp->rq.buf;
 	out->rq.wqe_cnt = qp->rq.wqe_cnt;
 	out->rq.stride = qp->rq.stride;
-	out->bf.reg = (void *)qp->bf_reg;
-	out->bf.size = GNIC_MLX5_BF_SIZE;
+	out->bf.reg = (void *)qp->bf->reg; /* maybe shared with other QPs (uar.c) */
+	out->bf.size = qp->bf->buf_size;
 	/* no UAR mmap offset, raw-packet handles or TIR address to offer */
 	out->comp_mask = 0;
 	out->sqn = qp->ibqp.qp_num;

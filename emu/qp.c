@@ -233,15 +233,13 @@ static int alloc_queues(struct emu_qp *qp)
 		qp->buf_size = EMU_PAGE;
 	qp->buf = emu_alloc_pages(qp->buf_size);
 	qp->dbrec = emu_alloc_pages(EMU_PAGE);
-	qp->uar = emu_alloc_pages(EMU_PAGE);
 	qp->sq_wqe_end = calloc(sq_n, sizeof(*qp->sq_wqe_end));
 	qp->sq_opcode = calloc(sq_n, sizeof(*qp->sq_opcode));
-	if (!qp->buf || !qp->dbrec || !qp->uar || emu_wq_alloc_arrays(&qp->sq) || !qp->sq_wqe_end ||
+	if (!qp->buf || !qp->dbrec || emu_wq_alloc_arrays(&qp->sq) || !qp->sq_wqe_end ||
 	    !qp->sq_opcode || emu_wq_alloc_arrays(&qp->rq))
 		return ENOMEM;
 	qp->rq.buf = qp->rq.wqe_cnt ? qp->buf : NULL;
 	qp->sq.buf = (uint8_t *)qp->buf + sq_off;
-	qp->bf_reg = (volatile uint64_t *)((uint8_t *)qp->uar + GNIC_MLX5_BF_OFFSET);
 	return 0;
 }
 
@@ -249,7 +247,7 @@ static void free_queues(struct emu_qp *qp)
 {
 	free(qp->buf);
 	free(qp->dbrec);
-	free(qp->uar);
+	emu_uar_put(qp->bf);
 	emu_wq_free_arrays(&qp->sq);
 	free(qp->sq_wqe_end);
 	free(qp->sq_opcode);
@@ -373,6 +371,10 @@ static struct emu_qp *qp_new(const struct ibv_qp_init_attr_ex *a, uint64_t dv_op
 		*err = size_rq(qp, a, cap);
 	if (!*err)
 		*err = alloc_queues(qp);
+	if (!*err && !(qp->bf = emu_uar_get(to_ectx(a->pd->context))))
+		*err = ENOMEM;
+	if (!*err)
+		qp->bf_reg = qp->bf->reg;
 	if (*err) {
 		free_queues(qp);
 		free(qp);
@@ -666,11 +668,15 @@ static void reset_queues(struct emu_qp *qp)
 	pthread_spin_lock(&qp->rq.lock);
 	emu_wq_reset(&qp->sq);
 	emu_wq_reset(&qp->rq);
-	qp->bf_offset = 0;
 	memset(qp->dbrec, 0, 2 * sizeof(*qp->dbrec));
 	/* the engine reads the register as memory: an old index left there
-	 * would look like a doorbell for WQEs of the new life */
-	memset((uint8_t *)qp->uar + GNIC_MLX5_BF_OFFSET, 0, 2 * GNIC_MLX5_BF_SIZE);
+	 * would look like a doorbell for WQEs of the new life. Another QP's
+	 * doorbell this may wipe still has its record. The half toggle is the
+	 * register's and stays. */
+	emu_bfreg_lock(qp->bf);
+	for (uint32_t i = 0; i < 2 * GNIC_MLX5_BF_SIZE / sizeof(uint64_t); i++)
+		__atomic_store_n(&qp->bf_reg[i], 0, __ATOMIC_RELAXED);
+	emu_bfreg_unlock(qp->bf);
 	pthread_spin_unlock(&qp->rq.lock);
 	pthread_spin_unlock(&qp->sq.lock);
 	emu_cq_clean(qp->scq, qp->ibqp.qp_num, qp->srq);

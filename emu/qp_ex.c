@@ -100,7 +100,7 @@ static int wr_complete(struct ibv_qp_ex *qpx)
 	if (err) {
 		roll_back(qp);
 	} else if (b->posted) {
-		emu_ring_send_doorbell(qp, b->ctrl8);
+		emu_ring_send_doorbell_nreq(qp, b->ctrl8, b->posted);
 		rung = true;
 	}
 	pthread_spin_unlock(&qp->sq.lock);
