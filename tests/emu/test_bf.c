@@ -181,15 +181,21 @@ struct bpair {
 	uint8_t *a, *b;
 	struct ibv_mr *amr, *bmr;
 	uint32_t qpn;
-	uint32_t bf_off; /* the half the next direct doorbell goes to */
+	uint32_t bf_off;     /* the half the next direct doorbell goes to */
+	struct mlx5dv_cq cq; /* qp[0]'s send CQ, polled directly for direct WQEs */
 };
 
 static void bpair_create_on(struct bpair *x, struct ibv_context *c)
 {
+	struct mlx5dv_obj o = {.cq = {.in = NULL, .out = &x->cq}};
+
 	memset(x, 0, sizeof(*x));
+	o.cq.out = &x->cq;
 	t_pair_create(&x->p, c, NULL, NULL, 64);
 	x->dv = dv_of(x->p.qp[0]);
 	x->qpn = x->p.qp[0]->qp_num;
+	o.cq.in = x->p.scq[0];
+	CHECK_OK(mlx5dv_init_obj(&o, MLX5DV_OBJ_CQ));
 	x->a = t_alloc(BUF_LEN, 0);
 	x->b = t_alloc(BUF_LEN, GUARD);
 	x->amr = t_reg(x->p.pd, x->a, BUF_LEN, T_ACCESS_ALL);
@@ -210,7 +216,7 @@ static uint8_t *sq_bb(struct bpair *x, uint16_t idx)
 	return (uint8_t *)x->dv.sq.buf + (size_t)(idx & (x->dv.sq.wqe_cnt - 1)) * 64;
 }
 
-/* An unsignaled RDMA WRITE WQE of len bytes from a + off to b + off. */
+/* A signaled RDMA WRITE WQE of len bytes from a + off to b + off. */
 static void build_write(struct bpair *x, uint8_t *wqe, uint16_t idx, uint32_t off, uint32_t len)
 {
 	struct mlx5_wqe_ctrl_seg *c = (void *)wqe;
@@ -219,6 +225,7 @@ static void build_write(struct bpair *x, uint8_t *wqe, uint16_t idx, uint32_t of
 	memset(wqe, 0, 64);
 	c->opmod_idx_opcode = htobe32((uint32_t)idx << 8 | MLX5_OPCODE_RDMA_WRITE);
 	c->qpn_ds = htobe32(x->qpn << 8 | 3);
+	c->fm_ce_se = MLX5_WQE_CTRL_CQ_UPDATE;
 	r->raddr = htobe64((uintptr_t)x->b + off);
 	r->rkey = htobe32(x->bmr->rkey);
 	mlx5dv_set_data_seg((void *)(wqe + 32), len, x->amr->lkey, (uintptr_t)x->a + off);
@@ -243,16 +250,37 @@ static void set_dbrec(struct bpair *x, uint16_t pi)
 	__atomic_store_n(&x->dv.dbrec[MLX5_SND_DBR], htobe32(pi), __ATOMIC_RELEASE);
 }
 
-static bool landed(const uint8_t *p, const uint8_t *want, uint32_t len, unsigned ms)
+/* The next send CQE of qp[0] within ms, polled as device code polls (the
+ * consumer index from the doorbell record, which ibv_poll_cq keeps too);
+ * false if none came. Its WQE's data has landed when it is seen. */
+static bool next_cqe(struct bpair *x, unsigned ms, uint16_t *wqe_counter)
 {
+	uint32_t ci = be32toh(x->cq.dbrec[0]) & 0xffffff;
+	struct mlx5_cqe64 *cqe = (void *)((char *)x->cq.buf + 64 * (ci & (x->cq.cqe_cnt - 1)));
 	uint64_t end = t_now_ms() + ms;
 
-	while (memcmp(p, want, len)) {
+	for (;;) {
+		uint8_t op_own = __atomic_load_n(&cqe->op_own, __ATOMIC_ACQUIRE);
+
+		if ((op_own >> 4) != MLX5_CQE_INVALID && (op_own & 1) == !!(ci & x->cq.cqe_cnt)) {
+			CHECK_EQ(op_own >> 4, MLX5_CQE_REQ);
+			*wqe_counter = be16toh(cqe->wqe_counter);
+			__atomic_store_n(&x->cq.dbrec[0], htobe32((ci + 1) & 0xffffff),
+			                 __ATOMIC_RELEASE);
+			return true;
+		}
 		if (t_now_ms() > end)
 			return false;
 		t_sleep_ms(1);
 	}
-	return true;
+}
+
+static void expect_cqe(struct bpair *x, uint16_t idx)
+{
+	uint16_t got;
+
+	CHECK(next_cqe(x, T_WAIT_MS, &got));
+	CHECK_EQ(got, idx);
 }
 
 /* ---- mismatch -------------------------------------------------------------- */
@@ -261,6 +289,7 @@ static void test_mismatch(void)
 {
 	uint8_t x_wqe[64], y_wqe[64];
 	struct bpair x;
+	uint16_t idx;
 
 	bpair_create_on(&x, ctx);
 	t_fill(x.a, BUF_LEN, 3);
@@ -270,23 +299,26 @@ static void test_mismatch(void)
 	build_write(&x, y_wqe, 0, 4096, 512);
 	memcpy(sq_bb(&x, 0), x_wqe, 64);
 	bf_write(&x, y_wqe, true);
-	CHECK(!landed(x.b, x.a, 256, 300));
+	CHECK(!next_cqe(&x, 300, &idx));
 	CHECK_BYTES(x.b, GUARD, BUF_LEN);
 	t_case("mismatch: the doorbell record still rings: X executes, not Y");
 	set_dbrec(&x, 1);
-	CHECK(landed(x.b, x.a, 256, T_WAIT_MS));
+	expect_cqe(&x, 0);
+	CHECK_MEM(x.b, x.a, 256);
 	CHECK_BYTES(x.b + 256, GUARD, BUF_LEN - 256);
 
 	t_case("mismatch: a BlueFlame write equal to the SQ's WQE, no record: executes");
 	build_write(&x, x_wqe, 1, 1024, 128);
 	memcpy(sq_bb(&x, 1), x_wqe, 64);
 	bf_write(&x, x_wqe, true);
-	CHECK(landed(x.b + 1024, x.a + 1024, 128, T_WAIT_MS));
+	expect_cqe(&x, 1);
+	CHECK_MEM(x.b + 1024, x.a + 1024, 128);
 	t_case("mismatch: an 8-byte doorbell (the ctrl's first 8 bytes) alone: executes");
 	build_write(&x, x_wqe, 2, 2048, 64);
 	memcpy(sq_bb(&x, 2), x_wqe, 64);
 	bf_write(&x, x_wqe, false);
-	CHECK(landed(x.b + 2048, x.a + 2048, 64, T_WAIT_MS));
+	expect_cqe(&x, 2);
+	CHECK_MEM(x.b + 2048, x.a + 2048, 64);
 	CHECK_BYTES(x.b + 4096, GUARD, BUF_LEN - 4096); /* Y never ran */
 	bpair_destroy(&x);
 }
@@ -390,7 +422,8 @@ static void test_shared(void)
 		memcpy(&v, w, sizeof(v));
 		__atomic_store_n((uint64_t *)((uint8_t *)x[k].dv.bf.reg + GNIC_MLX5_BF_SIZE), v,
 		                 __ATOMIC_RELEASE);
-		CHECK(landed(x[k].b + 6144, x[k].a + 6144, 256, T_WAIT_MS));
+		expect_cqe(&x[k], pi);
+		CHECK_MEM(x[k].b + 6144, x[k].a + 6144, 256);
 	}
 	for (int i = 0; i < 3; i++)
 		bpair_destroy(&x[i]);

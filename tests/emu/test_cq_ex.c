@@ -490,13 +490,13 @@ static void drain_async_events(void)
 
 /* OVR_WRITES signaled 64-byte WRITEs, write i of byte i + 1 to b + 64 * i;
  * sq_idx[i]: write i's WQE index (the SQ producer counter before it). */
-static void overrun_post(struct xcq *x, uint16_t sq_idx[OVR_WRITES])
+static void overrun_post_range(struct xcq *x, uint16_t sq_idx[OVR_WRITES], int from, int to)
 {
 	struct mlx5dv_qp dq;
 	struct mlx5dv_obj o = {.qp = {.in = x->p.qp[0], .out = &dq}};
 
 	CHECK_OK(mlx5dv_init_obj(&o, MLX5DV_OBJ_QP));
-	for (int i = 0; i < OVR_WRITES; i++) {
+	for (int i = from; i < to; i++) {
 		struct ibv_sge s = {(uintptr_t)x->a + 64 * i, 64, x->amr->lkey};
 		struct ibv_send_wr wr = {.wr_id = 100 + i,
 		                         .sg_list = &s,
@@ -510,6 +510,11 @@ static void overrun_post(struct xcq *x, uint16_t sq_idx[OVR_WRITES])
 		sq_idx[i] = (uint16_t)be32toh(dq.dbrec[MLX5_SND_DBR]);
 		t_post_send(x->p.qp[0], &wr);
 	}
+}
+
+static void overrun_post(struct xcq *x, uint16_t sq_idx[OVR_WRITES])
+{
+	overrun_post_range(x, sq_idx, 0, OVR_WRITES);
 }
 
 static void test_overrun_error(void)
@@ -539,19 +544,21 @@ static void test_overrun_error(void)
 	xcq_destroy(&x);
 }
 
-/* The CQE in slot n of the 2-CQE ring, read as the NIC left it. */
-static void overrun_wait_cqe(struct mlx5dv_cq *dcq, uint32_t slot, uint16_t want_idx)
+/* Wait until slot's op_own holds a requester CQE with this owner bit. Only
+ * op_own is read (acquire), as the NIC may be writing the slot meanwhile. */
+static void overrun_wait_owner(struct mlx5dv_cq *dcq, uint32_t slot, uint8_t owner)
 {
 	const struct mlx5_cqe64 *cqe = (const void *)((char *)dcq->buf + 64 * slot);
 	uint64_t end = t_now_ms() + T_WAIT_MS;
+	uint8_t op_own;
 
-	while (be16toh(__atomic_load_n(&cqe->wqe_counter, __ATOMIC_ACQUIRE)) != want_idx) {
+	while (op_own = __atomic_load_n(&cqe->op_own, __ATOMIC_ACQUIRE),
+	       (op_own >> 4) != MLX5_CQE_REQ || (op_own & 1) != owner) {
 		if (t_now_ms() > end)
-			T_FAIL("slot %u: no CQE for WQE %u within %d ms (wqe_counter %u)", slot,
-			       want_idx, T_WAIT_MS, be16toh(cqe->wqe_counter));
+			T_FAIL("slot %u: no CQE with owner %u within %d ms (op_own 0x%02x)", slot,
+			       owner, T_WAIT_MS, op_own);
 		t_sleep_ms(1);
 	}
-	CHECK_EQ(__atomic_load_n(&cqe->op_own, __ATOMIC_ACQUIRE) >> 4, MLX5_CQE_REQ);
 }
 
 static void overrun_ignored(enum scq_kind kind, const char *how)
@@ -572,9 +579,16 @@ static void overrun_ignored(enum scq_kind kind, const char *how)
 	t_case("overrun: %s IGNORE_OVERRUN: %d WRITEs, no CQE polled: the last two CQEs "
 	       "overwrote the ring, no event, the QP in RTS",
 	       how, OVR_WRITES);
-	overrun_post(&x, idx);
-	overrun_wait_cqe(&dcq, (OVR_WRITES - 1) % 2, idx[OVR_WRITES - 1]);
-	overrun_wait_cqe(&dcq, (OVR_WRITES - 2) % 2, idx[OVR_WRITES - 2]);
+	/* CQE n lands in slot n % 2 with owner bit n / 2 % 2: CQEs 0..3 end
+	 * with owner 1 in slot 1; CQEs 4 and 5 then make both slots owner 0,
+	 * and nothing is written after them (what is read is then stable) */
+	overrun_post_range(&x, idx, 0, 4);
+	overrun_wait_owner(&dcq, 1, 1);
+	overrun_post_range(&x, idx, 4, OVR_WRITES);
+	overrun_wait_owner(&dcq, 0, 0);
+	overrun_wait_owner(&dcq, 1, 0);
+	CHECK_EQ(be16toh(((const struct mlx5_cqe64 *)dcq.buf)[0].wqe_counter), idx[4]);
+	CHECK_EQ(be16toh(((const struct mlx5_cqe64 *)dcq.buf)[1].wqe_counter), idx[5]);
 	for (int i = 0; i < OVR_WRITES; i++)
 		CHECK_BYTES(x.b + 64 * i, i + 1, 64);
 	CHECK(!async_event(&ev, 100));
