@@ -139,7 +139,7 @@ static int reg_doorbell(struct emu_qp *qp, int half, uint64_t v, uint16_t *pi)
 	    (const _Atomic uint64_t *)((const uint8_t *)qp->bf_reg + half * GNIC_MLX5_BF_SIZE);
 	struct gnic_mlx5_ctrl_seg c;
 	uint32_t ds, qpn;
-	bool ok;
+	bool ok, fresh;
 
 	cur[0] = v;
 	for (uint32_t w = 1; w < GNIC_MLX5_BF_SIZE / 8; w++)
@@ -147,7 +147,11 @@ static int reg_doorbell(struct emu_qp *qp, int half, uint64_t v, uint16_t *pi)
 	memcpy(&c, &v, sizeof(v));
 	ds = gnic_be32(c.qpn_ds) & 0x3f;
 	qpn = gnic_be32(c.qpn_ds) >> 8;
-	ok = qpn == qp->ibqp.qp_num && (!ds || reg_matches_sq(qp, cur, snap, ds));
+	/* only a WQE not executed yet can be compared: software may be writing
+	 * a new one over an executed WQE's slot (consider() judges the rest) */
+	fresh = (uint16_t)(((gnic_be32(c.opmod_idx_opcode) >> 8) & 0xffff) - qp->req.sq_ci) <
+	        qp->sq.wqe_cnt;
+	ok = qpn == qp->ibqp.qp_num && (!ds || !fresh || reg_matches_sq(qp, cur, snap, ds));
 	if (!ok && qpn == qp->ibqp.qp_num) {
 		static struct emu_log_limit limit;
 
