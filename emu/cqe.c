@@ -33,6 +33,11 @@ void emu_cqe_unlock(struct emu_cq *cq)
 	atomic_store_explicit(&cq->write_lock, 0, memory_order_release);
 }
 
+/* Is there a free CQE? The consumer index in the doorbell record is the only
+ * thing that says so. A CQ made with IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN has
+ * the CQ context's oi bit: the NIC never checks and writes on over CQEs
+ * software has not read (no error, no event). The NIC never reads or
+ * re-marks CQEs: their initial op_own (0xF0, invalid) is the creator's. */
 static bool cq_has_room(struct emu_cq *cq)
 {
 	uint32_t ci;
@@ -96,7 +101,9 @@ static void maybe_notify(struct emu_cq *cq, const struct emu_cqe_info *in)
 		emu_channel_notify(cq);
 }
 
-static bool cqe_write(struct emu_cq *cq, const struct emu_cqe_info *in)
+/* *overran: this CQE found the CQ full (the first time: the CQ goes to
+ * error, which its creator hears of as IBV_EVENT_CQ_ERR). */
+static bool cqe_write(struct emu_cq *cq, const struct emu_cqe_info *in, bool *overran)
 {
 	struct gnic_mlx5_cqe64 *cqe;
 	uint8_t op_own;
@@ -105,6 +112,7 @@ static bool cqe_write(struct emu_cq *cq, const struct emu_cqe_info *in)
 		return false;
 	if (!cq_has_room(cq)) {
 		cq->overrun = true;
+		*overran = true;
 		emu_err("CQ 0x%x overrun: %u CQEs not consumed (CQ holds %u); no more CQEs "
 		        "will be written to it",
 		        cq->cqn, cq->cqe_cnt, cq->cqe_cnt);
@@ -127,12 +135,23 @@ static bool cqe_write(struct emu_cq *cq, const struct emu_cqe_info *in)
 	return true;
 }
 
+/* As mlx5 reports a CQ error (MLX5_EVENT_TYPE_CQ_ERROR, mlx5_ib_cq_event):
+ * IBV_EVENT_CQ_ERR naming the CQ. */
+static void cq_error_event(struct emu_cq *cq)
+{
+	struct ibv_async_event ev = {.element.cq = &cq->ibcq, .event_type = IBV_EVENT_CQ_ERR};
+
+	emu_async_event(to_ectx(cq->ibcq.context), &ev);
+}
+
 bool emu_cqe_write(struct emu_cq *cq, const struct emu_cqe_info *in)
 {
-	bool ok;
+	bool overran = false, ok;
 
 	emu_cqe_lock(cq);
-	ok = cqe_write(cq, in);
+	ok = cqe_write(cq, in, &overran);
 	emu_cqe_unlock(cq);
+	if (overran)
+		cq_error_event(cq);
 	return ok;
 }

@@ -368,10 +368,16 @@ EMU_EXPORT struct ibv_context *gemu_open_device(struct ibv_device *device)
 	ctx->vctx.context.cmd_fd = -1;
 	ctx->async_pipe[0] = ctx->async_pipe[1] = -1;
 	ctx->vctx.context.num_comp_vectors = 1;
-	ret = context_open_fds(ctx);
+	ret = emu_uars_open(ctx);
+	if (!ret) {
+		ret = context_open_fds(ctx);
+		if (ret)
+			emu_uars_close(ctx);
+	}
 	if (!ret)
 		ret = engine_get(dev);
 	if (ret) {
+		emu_uars_close(ctx);
 		context_close_fds(ctx);
 		free(ctx);
 		errno = ret;
@@ -390,6 +396,7 @@ EMU_EXPORT int gemu_close_device(struct ibv_context *context)
 		return EINVAL;
 	ctx = to_ectx(context);
 	engine_put(ctx->dev);
+	emu_uars_close(ctx);
 	context_close_fds(ctx);
 	pthread_mutex_destroy(&context->mutex);
 	free(ctx);

@@ -27,8 +27,8 @@ static void fill_qp(struct emu_qp *qp, struct mlx5dv_qp *out)
 	out->rq.buf = qp->rq.buf;
 	out->rq.wqe_cnt = qp->rq.wqe_cnt;
 	out->rq.stride = qp->rq.stride;
-	out->bf.reg = (void *)qp->bf_reg;
-	out->bf.size = GNIC_MLX5_BF_SIZE;
+	out->bf.reg = (void *)qp->bf->reg; /* maybe shared with other QPs (uar.c) */
+	out->bf.size = qp->bf->buf_size;
 	/* no UAR mmap offset, raw-packet handles or TIR address to offer */
 	out->comp_mask = 0;
 	out->sqn = qp->ibqp.qp_num;
@@ -135,15 +135,19 @@ EMU_EXPORT bool gemu_mlx5dv_is_supported(struct ibv_device *device)
 /* mlx5dv_create_qp: an RC QP as ibv_create_qp_ex makes it, with the mlx5
  * create flags that concern scatter-to-CQE (what GPU networking code sets:
  * DISABLE, since its receive buffers may be GPU memory the provider cannot
- * copy into). Other mlx5 attributes (DC, tunnel offloads, ...) are not
- * emulated: EOPNOTSUPP. DISABLE with ALLOW is EINVAL, as in rdma-core. */
+ * copy into) and mlx5's send_ops_flags (the mlx5dv_wr_* builders, qp_ex.c).
+ * Other mlx5 attributes (DC, tunnel offloads, ...) are not emulated:
+ * EOPNOTSUPP. DISABLE with ALLOW is EINVAL, as in rdma-core. */
 EMU_EXPORT struct ibv_qp *gemu_mlx5dv_create_qp(struct ibv_context *context,
                                                 struct ibv_qp_init_attr_ex *attr,
                                                 struct mlx5dv_qp_init_attr *mlx5_attr)
 {
 	const uint32_t scatter_flags =
 	    MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE | MLX5DV_QP_CREATE_ALLOW_SCATTER_TO_CQE;
+	const uint64_t known =
+	    MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS | MLX5DV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS;
 	enum emu_scatter scatter = EMU_SCATTER_DEFAULT;
+	uint64_t dv_ops = 0;
 	uint32_t flags = 0;
 
 	if (!emu_obj(context) || !attr) {
@@ -151,12 +155,14 @@ EMU_EXPORT struct ibv_qp *gemu_mlx5dv_create_qp(struct ibv_context *context,
 		return NULL;
 	}
 	if (mlx5_attr) {
-		if (mlx5_attr->comp_mask & ~(uint64_t)MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS) {
+		if (mlx5_attr->comp_mask & ~known) {
 			errno = EOPNOTSUPP;
 			return NULL;
 		}
 		if (mlx5_attr->comp_mask & MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS)
 			flags = mlx5_attr->create_flags;
+		if (mlx5_attr->comp_mask & MLX5DV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS)
+			dv_ops = mlx5_attr->send_ops_flags;
 	}
 	if (flags & ~scatter_flags) {
 		errno = EOPNOTSUPP;
@@ -170,5 +176,5 @@ EMU_EXPORT struct ibv_qp *gemu_mlx5dv_create_qp(struct ibv_context *context,
 		scatter = EMU_SCATTER_DISABLE;
 	else if (flags & MLX5DV_QP_CREATE_ALLOW_SCATTER_TO_CQE)
 		scatter = EMU_SCATTER_ALLOW;
-	return emu_create_qp(context, attr, scatter);
+	return emu_create_qp_dv(context, attr, scatter, dv_ops);
 }

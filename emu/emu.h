@@ -48,6 +48,7 @@
 #ifndef GNIC_EMU_H
 #define GNIC_EMU_H
 
+#include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -191,8 +192,30 @@ struct emu_device {
 struct emu_context {
 	struct verbs_context vctx; /* vctx.context is the ibv_context */
 	struct emu_device *dev;
-	int async_pipe[2]; /* async events: struct ibv_async_event records */
+	int async_pipe[2];     /* async events: struct ibv_async_event records */
+	struct emu_uars *uars; /* its doorbell registers (uar.c) */
 };
+
+/* One doorbell (BlueFlame) register of a context, as rdma-core's mlx5 hands
+ * them to QPs (uar.c): dedicated to one QP or shared by several. */
+struct emu_bfreg {
+	volatile uint64_t *reg; /* UAR page + 0x800 or 0xa00: two halves of buf_size */
+	uint32_t buf_size;      /* a half, 256; 0: no BlueFlame (8-byte doorbells at reg) */
+	uint32_t offset;        /* the half the next doorbell goes to (posters, under lock) */
+	bool shared;            /* posters take lock for the write and the toggle */
+	pthread_spinlock_t lock;
+	int count, index; /* QPs using it, its number: under the context's UAR lock */
+	struct emu_uars *owner;
+};
+/* uar.c: at open (0, EINVAL or ENOMEM for MLX5_TOTAL_UUARS /
+ * MLX5_NUM_LOW_LAT_UUARS that rdma-core refuses) and close of a context; a
+ * QP's register (NULL: ENOMEM) and its release. */
+int emu_uars_open(struct emu_context *ctx);
+void emu_uars_close(struct emu_context *ctx);
+struct emu_bfreg *emu_uar_get(struct emu_context *ctx);
+void emu_uar_put(struct emu_bfreg *b);
+void emu_bfreg_lock(struct emu_bfreg *b); /* only shared registers have a lock */
+void emu_bfreg_unlock(struct emu_bfreg *b);
 
 struct emu_pd {
 	struct ibv_pd ibpd;
@@ -320,10 +343,17 @@ struct emu_outstanding {
 
 /* The requester's state (RC: requester.c), its worker's own. */
 struct emu_req_state {
-	uint16_t sq_ci;              /* next basic block to fetch */
-	uint16_t db_pi;              /* newest producer index rung */
-	uint32_t db_last_rec;        /* raw doorbell record / register halves last seen: */
-	uint64_t db_last_reg[2];     /* only a changed value is a new doorbell */
+	uint16_t sq_ci;          /* next basic block to fetch */
+	uint16_t db_pi;          /* newest producer index rung */
+	uint32_t db_last_rec;    /* raw doorbell record / register halves last seen: */
+	uint64_t db_last_reg[2]; /* only a changed value is a new doorbell */
+	/* the register halves as last seen: bytes beyond the first 8 that
+	 * changed are a BlueFlame copy of the WQE, which must match the SQ */
+	uint8_t db_snap[2][GNIC_MLX5_BF_SIZE];
+	/* a copy that did not match, kept to see whether it was still being
+	 * written (it is dropped if the next look finds the same bytes) */
+	uint8_t db_pend[2][GNIC_MLX5_BF_SIZE];
+	bool db_pend_set[2];
 	uint32_t psn_next;           /* next request sequence number */
 	struct emu_outstanding *ost; /* ring of sq.wqe_cnt entries */
 	uint32_t ost_head, ost_tail; /* tail = oldest unanswered */
@@ -340,6 +370,7 @@ struct emu_req_state {
 struct emu_resp_state {
 	uint16_t rq_ci; /* next RQ WQE to consume */
 	uint32_t psn_expected;
+	bool last_wqe_reached;     /* SRQ QPs in ERR: IBV_EVENT_QP_LAST_WQE_REACHED raised */
 	struct emu_atomic_result { /* answers of recent atomics, for duplicates */
 		uint32_t psn;
 		uint64_t old;
@@ -371,6 +402,7 @@ struct emu_qp {
 		struct ibv_qp_ex ibqpx; /* ibv_wr_* API (qp_ex.c): wr_api QPs only */
 	};
 	bool wr_api;                  /* made with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS */
+	struct mlx5dv_qp_ex dvqpx;    /* mlx5dv_qp_ex_from_ibv_qp_ex's view (qp_ex.c) */
 	const struct emu_qp_ops *ops; /* its type's engine behaviour (qp_ops.h) */
 	struct emu_context *ctx;
 	struct emu_pd *pd;
@@ -394,15 +426,14 @@ struct emu_qp {
 	 * buf NULL then) */
 	struct emu_wq sq, rq;
 	__be32 *dbrec;             /* own page: [0] RQ head, [1] SQ producer */
-	void *uar;                 /* own page: doorbell register at +0x800 */
-	volatile uint64_t *bf_reg; /* uar + GNIC_MLX5_BF_OFFSET, two halves */
+	struct emu_bfreg *bf;      /* its doorbell register, maybe shared (uar.c) */
+	volatile uint64_t *bf_reg; /* bf->reg */
 
-	/* verbs side (post.c / cq.c poll); sq.lock guards the sq_* fields and
-	 * bf_offset, poll_cq reads an entry's after its CQE; the rest is set
+	/* verbs side (post.c / cq.c poll); sq.lock guards the sq_* fields,
+	 * poll_cq reads an entry's after its CQE; the rest is set
 	 * at creation (scat_* are read by the engine too) */
 	uint32_t *sq_wqe_end;                       /* sq.head after that WQE: tail on retire */
 	uint8_t *sq_opcode;                         /* ibv_wc_opcode of that WQE */
-	uint32_t bf_offset;                         /* alternates 0 / GNIC_MLX5_BF_SIZE */
 	struct emu_wr_batch wrb;                    /* the ibv_wr_* batch being built */
 	int max_send_sge, max_recv_sge, max_inline; /* what post_* allows */
 	bool sq_sig_all;
@@ -659,6 +690,9 @@ EMU_EXPORT struct ibv_qp *gemu_create_qp_ex(struct ibv_context *context,
 enum emu_scatter { EMU_SCATTER_DEFAULT, EMU_SCATTER_DISABLE, EMU_SCATTER_ALLOW };
 struct ibv_qp *emu_create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr,
                              enum emu_scatter scatter);
+/* The same with mlx5dv_create_qp's send_ops_flags (0: none). */
+struct ibv_qp *emu_create_qp_dv(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr,
+                                enum emu_scatter scatter, uint64_t dv_ops);
 EMU_EXPORT int gemu_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
 EMU_EXPORT int gemu_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
                              struct ibv_qp_init_attr *init_attr);
@@ -671,10 +705,19 @@ EMU_EXPORT int gemu_destroy_qp(struct ibv_qp *qp);
 int emu_post_one(struct emu_qp *qp, const struct emu_send_req *r, uint64_t *ctrl8);
 uint64_t emu_send_inline_len(const struct emu_send_req *r);
 void emu_ring_send_doorbell(struct emu_qp *qp, uint64_t ctrl8);
+/* The same for nreq WQEs: one (of 2 to 16 segments) is copied whole into a
+ * BlueFlame register, as rdma-core's post_send_db does. */
+void emu_ring_send_doorbell_nreq(struct emu_qp *qp, uint64_t ctrl8, unsigned int nreq);
 bool emu_send_allowed(int state);
 /* qp_ex.c: the ibv_wr_* function pointers of a wr_api QP (at creation). */
 void emu_qp_ex_init(struct emu_qp *qp);
 EMU_EXPORT struct ibv_qp_ex *gemu_qp_to_qp_ex(struct ibv_qp *qp);
+/* qp_ex.c: mlx5dv_create_qp's send_ops_flags (MLX5DV_QP_EX_WITH_*) as mlx5
+ * judges them for RC on this device: 0 or EOPNOTSUPP. emu_qp_ex_init_dv sets
+ * the mlx5dv_wr_* pointers they give an RC QP (at creation). */
+int emu_qp_ex_check_dv(uint64_t dv_ops);
+void emu_qp_ex_init_dv(struct emu_qp *qp, uint64_t dv_ops);
+EMU_EXPORT struct mlx5dv_qp_ex *gemu_mlx5dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex *qpx);
 /* post.c */
 EMU_EXPORT int gemu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 EMU_EXPORT int gemu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);

@@ -117,6 +117,12 @@ struct ibv_context *mlx5dv_open_device(struct ibv_device *device, struct mlx5dv_
 	return gemu_open_device(device);
 }
 
+/* The mlx5dv_wr_* builders of an extended QP (qp_ex.c). */
+struct mlx5dv_qp_ex *mlx5dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex *qp)
+{
+	return gemu_mlx5dv_qp_ex_from_ibv_qp_ex(qp);
+}
+
 /* ---- CQ ------------------------------------------------------------------------ */
 
 struct ibv_cq_ex *mlx5dv_create_cq(struct ibv_context *context, struct ibv_cq_init_attr_ex *cq_attr,

@@ -591,13 +591,6 @@ int mlx5dv_dek_destroy(struct mlx5dv_dek *dek)
 
 /* ---- QP extras ----------------------------------------------------------------------- */
 
-/* The mlx5dv_wr_* builders (mkeys, DC addresses, raw WQEs, memcpy) are not
- * emulated; a QP's ibv_wr_* calls are (ibv_qp_to_qp_ex). */
-struct mlx5dv_qp_ex *mlx5dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex *qp)
-{
-	return unsupported_ptr();
-}
-
 /* The number of work requests cancelled, or -errno. */
 int mlx5dv_qp_cancel_posted_send_wrs(struct mlx5dv_qp_ex *mqp, uint64_t wr_id)
 {

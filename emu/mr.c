@@ -131,9 +131,11 @@ static struct ibv_mr *mr_create(struct ibv_pd *ibpd, void *addr, uint64_t length
 		errno = ret;
 		return NULL;
 	}
-	emu_dbg("MR key 0x%x: %s va %p iova 0x%llx len %llu access 0x%x", mr->ibmr.lkey,
-	        mem_type == EMU_MEM_CUDA ? "CUDA" : "host", addr, (unsigned long long)iova,
-	        (unsigned long long)length, mr->access);
+	/* asked: with the optional flags (IBV_ACCESS_RELAXED_ORDERING, ...), which
+	 * a ConnectX takes as hints and the emulator accepts and ignores */
+	emu_dbg("MR key 0x%x: %s va %p iova 0x%llx len %llu access 0x%x (asked 0x%x)",
+	        mr->ibmr.lkey, mem_type == EMU_MEM_CUDA ? "CUDA" : "host", addr,
+	        (unsigned long long)iova, (unsigned long long)length, mr->access, access);
 	return &mr->ibmr;
 }
 

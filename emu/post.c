@@ -368,15 +368,51 @@ static int post_one(struct emu_qp *qp, const struct ibv_send_wr *wr, uint64_t *c
 
 /* Record, then register: the 8-byte register write carries the first 8
  * bytes of the newest WQE's ctrl segment, into the BlueFlame half in turn. */
-void emu_ring_send_doorbell(struct emu_qp *qp, uint64_t ctrl8)
+/* The WQE whose ctrl segment begins with ctrl8, copied from the SQ into a
+ * register half in whole 64-byte blocks, ctrl first (mlx5_bf_copy). The
+ * 8 bytes that would make it a doorbell go last, so the engine, which reads
+ * the register as memory, never takes half a copy for a new one. */
+static void bf_copy(struct emu_qp *qp, volatile uint64_t *reg, uint64_t ctrl8, uint32_t ds)
 {
-	volatile uint64_t *reg = qp->bf_reg + qp->bf_offset / sizeof(uint64_t);
+	struct gnic_mlx5_ctrl_seg c;
+	uint32_t idx, words;
 
+	memcpy(&c, &ctrl8, sizeof(ctrl8));
+	idx = (gnic_be32(c.opmod_idx_opcode) >> 8) & 0xffff;
+	words = (ds * GNIC_MLX5_SEG_SIZE + 63) / 64 * 8;
+	for (uint32_t w = 1; w < words; w++) {
+		const uint64_t *src = (const uint64_t *)emu_wq_at(&qp->sq, idx + w / 8) + w % 8;
+
+		__atomic_store_n(reg + w, *src, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(reg, ctrl8, __ATOMIC_RELEASE);
+}
+
+void emu_ring_send_doorbell_nreq(struct emu_qp *qp, uint64_t ctrl8, unsigned int nreq)
+{
+	struct emu_bfreg *bf = qp->bf;
+	struct gnic_mlx5_ctrl_seg c;
+	volatile uint64_t *reg;
+	uint32_t ds;
+
+	memcpy(&c, &ctrl8, sizeof(ctrl8));
+	ds = gnic_be32(c.qpn_ds) & 0x3f;
 	/* WQEs before the record, the record before the register */
 	__atomic_store_n(&qp->dbrec[GNIC_MLX5_SND_DBR], gnic_be32(qp->sq.head & 0xffff),
 	                 __ATOMIC_RELEASE);
-	__atomic_store_n(reg, ctrl8, __ATOMIC_RELEASE);
-	qp->bf_offset ^= GNIC_MLX5_BF_SIZE;
+	emu_bfreg_lock(bf); /* a shared register: one poster at a time, toggle included */
+	reg = bf->reg + bf->offset / sizeof(uint64_t);
+	if (nreq == 1 && bf->buf_size && ds > 1 && ds <= bf->buf_size / GNIC_MLX5_SEG_SIZE)
+		bf_copy(qp, reg, ctrl8, ds);
+	else
+		__atomic_store_n(reg, ctrl8, __ATOMIC_RELEASE);
+	bf->offset ^= bf->buf_size;
+	emu_bfreg_unlock(bf);
+}
+
+void emu_ring_send_doorbell(struct emu_qp *qp, uint64_t ctrl8)
+{
+	emu_ring_send_doorbell_nreq(qp, ctrl8, 2);
 }
 
 bool emu_send_allowed(int state)
@@ -404,7 +440,7 @@ EMU_EXPORT int gemu_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struc
 		wr = wr->next;
 	}
 	if (posted)
-		emu_ring_send_doorbell(qp, ctrl8);
+		emu_ring_send_doorbell_nreq(qp, ctrl8, (unsigned int)posted);
 	pthread_spin_unlock(&qp->sq.lock);
 	if (posted)
 		emu_engine_kick(qp);

@@ -127,16 +127,20 @@ static int check_init_attr(struct ibv_context *context, const struct ibv_qp_init
 #define SQ_OVERHEAD_UD 64u /* ctrl + datagram segment: UD's opcodes have nothing else */
 
 /* sq_overhead(): the fixed part of the largest WQE the QP may post (UC's is
- * RC's: mlx5 gives it the same opcodes). */
-static uint32_t sq_overhead(const struct ibv_qp_init_attr_ex *a)
+ * RC's: mlx5 gives it the same opcodes); the mkey builders of
+ * mlx5dv_create_qp's send_ops_flags post UMR WQEs, as big as a memory-window
+ * bind. */
+static uint32_t sq_overhead(const struct ibv_qp_init_attr_ex *a, uint64_t dv_ops)
 {
+	const uint64_t dv_umr = MLX5DV_QP_EX_WITH_MR_INTERLEAVED | MLX5DV_QP_EX_WITH_MR_LIST |
+	                        MLX5DV_QP_EX_WITH_MKEY_CONFIGURE;
 	uint64_t ops = a->send_ops_flags;
 
 	if (a->qp_type == IBV_QPT_UD)
 		return SQ_OVERHEAD_UD;
 
 	if (!(a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ||
-	    (ops & (IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV)))
+	    (ops & (IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV)) || (dv_ops & dv_umr))
 		return SQ_OVERHEAD_ALL;
 	if (ops & SEND_OPS_ATOMIC)
 		return SQ_OVERHEAD_ATOMIC;
@@ -169,10 +173,11 @@ static uint32_t send_wqe_size(const struct ibv_qp_cap *cap, uint32_t overhead)
  * power of two of basic blocks. *out gets what ibv_create_qp reports: the
  * WQEs that fit, max_send_sge as asked (the kernel echoes it) and the inline
  * room the WQE size leaves. No SQ (max_send_wr 0) checks nothing. */
-static int size_sq(struct emu_qp *qp, const struct ibv_qp_init_attr_ex *a, struct ibv_qp_cap *out)
+static int size_sq(struct emu_qp *qp, const struct ibv_qp_init_attr_ex *a, uint64_t dv_ops,
+                   struct ibv_qp_cap *out)
 {
 	const struct ibv_qp_cap *cap = &a->cap;
-	uint32_t overhead = sq_overhead(a), wqe = send_wqe_size(cap, overhead), wq;
+	uint32_t overhead = sq_overhead(a, dv_ops), wqe = send_wqe_size(cap, overhead), wq;
 
 	qp->sq.stride = 1; /* what mlx5dv reports without an SQ: 1 << 0 */
 	out->max_send_sge = cap->max_send_sge;
@@ -245,15 +250,13 @@ static int alloc_queues(struct emu_qp *qp)
 		qp->buf_size = EMU_PAGE;
 	qp->buf = emu_alloc_pages(qp->buf_size);
 	qp->dbrec = emu_alloc_pages(EMU_PAGE);
-	qp->uar = emu_alloc_pages(EMU_PAGE);
 	qp->sq_wqe_end = calloc(sq_n, sizeof(*qp->sq_wqe_end));
 	qp->sq_opcode = calloc(sq_n, sizeof(*qp->sq_opcode));
-	if (!qp->buf || !qp->dbrec || !qp->uar || emu_wq_alloc_arrays(&qp->sq) || !qp->sq_wqe_end ||
+	if (!qp->buf || !qp->dbrec || emu_wq_alloc_arrays(&qp->sq) || !qp->sq_wqe_end ||
 	    !qp->sq_opcode || emu_wq_alloc_arrays(&qp->rq))
 		return ENOMEM;
 	qp->rq.buf = qp->rq.wqe_cnt ? qp->buf : NULL;
 	qp->sq.buf = (uint8_t *)qp->buf + sq_off;
-	qp->bf_reg = (volatile uint64_t *)((uint8_t *)qp->uar + GNIC_MLX5_BF_OFFSET);
 	return 0;
 }
 
@@ -261,7 +264,7 @@ static void free_queues(struct emu_qp *qp)
 {
 	free(qp->buf);
 	free(qp->dbrec);
-	free(qp->uar);
+	emu_uar_put(qp->bf);
 	emu_wq_free_arrays(&qp->sq);
 	free(qp->sq_wqe_end);
 	free(qp->sq_opcode);
@@ -373,7 +376,8 @@ static int publish(struct emu_qp *qp)
 
 /* *cap: what ibv_create_qp reports back (the caller's caps change only when
  * the QP is made). */
-static struct emu_qp *qp_new(const struct ibv_qp_init_attr_ex *a, struct ibv_qp_cap *cap, int *err)
+static struct emu_qp *qp_new(const struct ibv_qp_init_attr_ex *a, uint64_t dv_ops,
+                             struct ibv_qp_cap *cap, int *err)
 {
 	struct emu_qp *qp = calloc(1, sizeof(*qp));
 
@@ -381,17 +385,22 @@ static struct emu_qp *qp_new(const struct ibv_qp_init_attr_ex *a, struct ibv_qp_
 		*err = ENOMEM;
 		return NULL;
 	}
-	*err = size_sq(qp, a, cap);
+	*err = size_sq(qp, a, dv_ops, cap);
 	if (!*err)
 		*err = size_rq(qp, a, cap);
 	if (!*err)
 		*err = alloc_queues(qp);
+	if (!*err && !(qp->bf = emu_uar_get(to_ectx(a->pd->context))))
+		*err = ENOMEM;
+	if (!*err)
+		qp->bf_reg = qp->bf->reg;
 	if (*err) {
 		free_queues(qp);
 		free(qp);
 		return NULL;
 	}
 	init_ibqp(qp, a);
+	emu_qp_ex_init_dv(qp, dv_ops);
 	qp->attr.cap = queried_caps(qp, cap);
 	return qp;
 }
@@ -411,14 +420,16 @@ static void set_scatter(struct emu_qp *qp, enum emu_scatter scatter)
 	qp->scat_req = on && (qp->sq_sig_all || scatter == EMU_SCATTER_ALLOW);
 }
 
-struct ibv_qp *emu_create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr,
-                             enum emu_scatter scatter)
+struct ibv_qp *emu_create_qp_dv(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr,
+                                enum emu_scatter scatter, uint64_t dv_ops)
 {
 	struct emu_qp *qp = NULL;
 	struct ibv_qp_cap cap = {0};
 	int err = check_init_attr(context, attr);
 
-	if (!err && (qp = qp_new(attr, &cap, &err))) {
+	if (!err)
+		err = emu_qp_ex_check_dv(dv_ops);
+	if (!err && (qp = qp_new(attr, dv_ops, &cap, &err))) {
 		set_scatter(qp, scatter);
 		emu_nic_lock();
 		emu_worker_assign(qp);
@@ -446,6 +457,12 @@ struct ibv_qp *emu_create_qp(struct ibv_context *context, struct ibv_qp_init_att
 	}
 	attr->cap = cap;
 	return &qp->ibqp;
+}
+
+struct ibv_qp *emu_create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr,
+                             enum emu_scatter scatter)
+{
+	return emu_create_qp_dv(context, attr, scatter, 0);
 }
 
 EMU_EXPORT struct ibv_qp *gemu_create_qp_ex(struct ibv_context *context,
@@ -688,11 +705,15 @@ static void reset_queues(struct emu_qp *qp)
 	pthread_spin_lock(&qp->rq.lock);
 	emu_wq_reset(&qp->sq);
 	emu_wq_reset(&qp->rq);
-	qp->bf_offset = 0;
 	memset(qp->dbrec, 0, 2 * sizeof(*qp->dbrec));
 	/* the engine reads the register as memory: an old index left there
-	 * would look like a doorbell for WQEs of the new life */
-	memset((uint8_t *)qp->uar + GNIC_MLX5_BF_OFFSET, 0, 2 * GNIC_MLX5_BF_SIZE);
+	 * would look like a doorbell for WQEs of the new life. Another QP's
+	 * doorbell this may wipe still has its record. The half toggle is the
+	 * register's and stays. */
+	emu_bfreg_lock(qp->bf);
+	for (uint32_t i = 0; i < 2 * GNIC_MLX5_BF_SIZE / sizeof(uint64_t); i++)
+		__atomic_store_n(&qp->bf_reg[i], 0, __ATOMIC_RELAXED);
+	emu_bfreg_unlock(qp->bf);
 	pthread_spin_unlock(&qp->rq.lock);
 	pthread_spin_unlock(&qp->sq.lock);
 	emu_cq_clean(qp->scq, qp->ibqp.qp_num, qp->srq);

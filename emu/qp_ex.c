@@ -29,6 +29,22 @@
  *
  * As in mlx5, every opcode call is there whatever send_ops_flags asked for;
  * send_ops_flags only sizes the SQ (qp.c).
+ *
+ * mlx5dv_qp_ex_from_ibv_qp_ex gives the QP's struct mlx5dv_qp_ex, whose
+ * mlx5dv_wr_* builders join the same batch. As mlx5 sets them for RC, they
+ * are there only when mlx5dv_create_qp named mlx5 send_ops_flags (else every
+ * pointer is NULL), and then all of them but the DC ones, whichever flags:
+ *   mlx5dv_wr_raw_wqe     copies the caller's WQE (ds from its ctrl segment)
+ *                         into the SQ, puts the WQE index into its ctrl
+ *                         segment, completes as IBV_WC_DRIVER2; emulated;
+ *   mlx5dv_wr_mr_*, _mkey_configure and its setters (access flags, layouts,
+ *                         signature, crypto): need an mkey, which
+ *                         mlx5dv_create_mkey cannot make here: the batch
+ *                         fails with EOPNOTSUPP;
+ *   mlx5dv_wr_memcpy      the device has no DMA engine (max_wr_memcpy_length
+ *                         0): EINVAL, as mlx5 answers a length over the
+ *                         device's; MLX5DV_QP_EX_WITH_MEMCPY at creation is
+ *                         EOPNOTSUPP, as mlx5 answers without DMA MMO.
  */
 #include <errno.h>
 
@@ -85,7 +101,7 @@ static int wr_complete(struct ibv_qp_ex *qpx)
 	if (err) {
 		roll_back(qp);
 	} else if (b->posted) {
-		emu_ring_send_doorbell(qp, b->ctrl8);
+		emu_ring_send_doorbell_nreq(qp, b->ctrl8, b->posted);
 		rung = true;
 	}
 	pthread_spin_unlock(&qp->sq.lock);
@@ -339,6 +355,172 @@ static void wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t n,
                                     const struct ibv_data_buf *bufs)
 {
 	set_inline(qpx, n, bufs);
+}
+
+/* ---- mlx5dv_wr_*: mlx5's own builders ---------------------------------------- */
+
+#define DV_OPS_MLX5                                                                                \
+	(MLX5DV_QP_EX_WITH_MR_INTERLEAVED | MLX5DV_QP_EX_WITH_MR_LIST |                            \
+	 MLX5DV_QP_EX_WITH_MKEY_CONFIGURE | MLX5DV_QP_EX_WITH_RAW_WQE | MLX5DV_QP_EX_WITH_MEMCPY)
+
+static struct emu_qp *dv_to_eqp(struct mlx5dv_qp_ex *dvx)
+{
+	return container_of(dvx, struct emu_qp, dvqpx);
+}
+
+static void dv_not_emulated(struct mlx5dv_qp_ex *dvx, const char *what)
+{
+	not_emulated(&dv_to_eqp(dvx)->ibqpx, what);
+}
+
+/* The WQE as the caller built it, but for the index, which is the SQ's. */
+static void dv_wr_raw_wqe(struct mlx5dv_qp_ex *dvx, const void *wqe)
+{
+	struct emu_qp *qp = dv_to_eqp(dvx);
+	struct emu_wr_batch *b = &qp->wrb;
+	struct gnic_mlx5_ctrl_seg c;
+	_Alignas(64) uint8_t tmp[GNIC_MLX5_MAX_WQE_BB * GNIC_MLX5_SEND_WQE_BB];
+	uint32_t ds, bb, slot;
+
+	if (b->open)
+		batch_fail(b, EINVAL); /* the previous opcode call got no setter */
+	if (b->err)
+		return;
+	memcpy(&c, wqe, sizeof(c));
+	ds = gnic_be32(c.qpn_ds) & 0x3f;
+	bb = (ds + 3) / 4;
+	if (!ds) {
+		batch_fail(b, EINVAL); /* mlx5 would post a WQE of no size */
+		return;
+	}
+	if (emu_wq_used(&qp->sq) + bb > qp->sq.wqe_cnt) {
+		batch_fail(b, ENOMEM);
+		return;
+	}
+	/* mlx5 copies ds * 16 bytes: the rest of the last basic block stays */
+	emu_wq_copy_out(&qp->sq, qp->sq.head, tmp, bb);
+	memcpy(tmp, wqe, (size_t)ds * GNIC_MLX5_SEG_SIZE);
+	c.opmod_idx_opcode = gnic_be32((gnic_be32(c.opmod_idx_opcode) & 0xff0000ffu) |
+	                               ((qp->sq.head & 0xffffu) << 8));
+	memcpy(tmp, &c.opmod_idx_opcode, sizeof(c.opmod_idx_opcode));
+	emu_wq_copy_in(&qp->sq, qp->sq.head, tmp, bb);
+	memcpy(&b->ctrl8, tmp, sizeof(b->ctrl8));
+	slot = emu_wq_slot(&qp->sq, qp->sq.head);
+	qp->sq.wrid[slot] = qp->ibqpx.wr_id;
+	qp->sq_wqe_end[slot] = qp->sq.head + bb;
+	qp->sq_opcode[slot] = IBV_WC_DRIVER2;
+	qp->sq.head += bb;
+	b->posted++;
+}
+
+static void dv_wr_mr_interleaved(struct mlx5dv_qp_ex *dvx, struct mlx5dv_mkey *mkey,
+                                 uint32_t access, uint32_t repeat, uint16_t n,
+                                 struct mlx5dv_mr_interleaved *data)
+{
+	(void)mkey, (void)access, (void)repeat, (void)n, (void)data;
+	dv_not_emulated(dvx, "mlx5dv_wr_mr_interleaved (no mkeys)");
+}
+
+static void dv_wr_mr_list(struct mlx5dv_qp_ex *dvx, struct mlx5dv_mkey *mkey, uint32_t access,
+                          uint16_t n, struct ibv_sge *sge)
+{
+	(void)mkey, (void)access, (void)n, (void)sge;
+	dv_not_emulated(dvx, "mlx5dv_wr_mr_list (no mkeys)");
+}
+
+static void dv_wr_mkey_configure(struct mlx5dv_qp_ex *dvx, struct mlx5dv_mkey *mkey,
+                                 uint8_t num_setters, struct mlx5dv_mkey_conf_attr *attr)
+{
+	(void)mkey, (void)num_setters, (void)attr;
+	dv_not_emulated(dvx, "mlx5dv_wr_mkey_configure (no mkeys)");
+}
+
+static void dv_wr_set_mkey_access_flags(struct mlx5dv_qp_ex *dvx, uint32_t access)
+{
+	(void)access;
+	dv_not_emulated(dvx, "mlx5dv_wr_set_mkey_access_flags (no mkeys)");
+}
+
+static void dv_wr_set_mkey_layout_list(struct mlx5dv_qp_ex *dvx, uint16_t n,
+                                       const struct ibv_sge *sge)
+{
+	(void)n, (void)sge;
+	dv_not_emulated(dvx, "mlx5dv_wr_set_mkey_layout_list (no mkeys)");
+}
+
+static void dv_wr_set_mkey_layout_interleaved(struct mlx5dv_qp_ex *dvx, uint32_t repeat, uint16_t n,
+                                              const struct mlx5dv_mr_interleaved *data)
+{
+	(void)repeat, (void)n, (void)data;
+	dv_not_emulated(dvx, "mlx5dv_wr_set_mkey_layout_interleaved (no mkeys)");
+}
+
+static void dv_wr_set_mkey_sig_block(struct mlx5dv_qp_ex *dvx,
+                                     const struct mlx5dv_sig_block_attr *attr)
+{
+	(void)attr;
+	dv_not_emulated(dvx, "mlx5dv_wr_set_mkey_sig_block (no mkeys)");
+}
+
+static void dv_wr_set_mkey_crypto(struct mlx5dv_qp_ex *dvx, const struct mlx5dv_crypto_attr *attr)
+{
+	(void)attr;
+	dv_not_emulated(dvx, "mlx5dv_wr_set_mkey_crypto (no mkeys)");
+}
+
+/* mlx5's check of the length against the device's DMA limit, here 0 */
+static void dv_wr_memcpy(struct mlx5dv_qp_ex *dvx, uint32_t dest_lkey, uint64_t dest_addr,
+                         uint32_t src_lkey, uint64_t src_addr, size_t length)
+{
+	struct emu_qp *qp = dv_to_eqp(dvx);
+
+	(void)dest_lkey, (void)dest_addr, (void)src_lkey, (void)src_addr, (void)length;
+	emu_dbg("QP 0x%x: mlx5dv_wr_memcpy: the device has no DMA engine (max_wr_memcpy_length 0)",
+	        qp->ibqp.qp_num);
+	batch_fail(&qp->wrb, EINVAL);
+}
+
+int emu_qp_ex_check_dv(uint64_t dv_ops)
+{
+	if (dv_ops & ~(uint64_t)DV_OPS_MLX5) {
+		emu_info("mlx5dv_create_qp: send_ops_flags 0x%llx: unknown to mlx5",
+		         (unsigned long long)dv_ops);
+		return EOPNOTSUPP;
+	}
+	if (dv_ops & MLX5DV_QP_EX_WITH_MEMCPY) {
+		emu_info("mlx5dv_create_qp: MLX5DV_QP_EX_WITH_MEMCPY: the device has no DMA "
+		         "engine (no DMA MMO)");
+		return EOPNOTSUPP;
+	}
+	return 0;
+}
+
+void emu_qp_ex_init_dv(struct emu_qp *qp, uint64_t dv_ops)
+{
+	struct mlx5dv_qp_ex *d = &qp->dvqpx;
+
+	if (!dv_ops)
+		return;
+	d->wr_raw_wqe = dv_wr_raw_wqe;
+	d->wr_mr_interleaved = dv_wr_mr_interleaved;
+	d->wr_mr_list = dv_wr_mr_list;
+	d->wr_mkey_configure = dv_wr_mkey_configure;
+	d->wr_set_mkey_access_flags = dv_wr_set_mkey_access_flags;
+	d->wr_set_mkey_layout_list = dv_wr_set_mkey_layout_list;
+	d->wr_set_mkey_layout_interleaved = dv_wr_set_mkey_layout_interleaved;
+	d->wr_set_mkey_sig_block = dv_wr_set_mkey_sig_block;
+	d->wr_set_mkey_crypto = dv_wr_set_mkey_crypto;
+	d->wr_memcpy = dv_wr_memcpy;
+}
+
+/* rdma-core's: the mlx5dv_qp_ex inside the QP of an ibv_qp_ex. */
+EMU_EXPORT struct mlx5dv_qp_ex *gemu_mlx5dv_qp_ex_from_ibv_qp_ex(struct ibv_qp_ex *qpx)
+{
+	if (!qpx || !gemu_is_emu_context(qpx->qp_base.context)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return &to_eqp_ex(qpx)->dvqpx;
 }
 
 /* ---- setup ---------------------------------------------------------------- */

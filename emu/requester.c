@@ -94,6 +94,85 @@ static uint16_t reg_pi(uint64_t v)
 	return (uint16_t)((w0 >> 8) + (ds ? (ds * 16 + 63) / 64 : 0));
 }
 
+/* Does a register value that copies a WQE's ctrl segment (ds != 0) agree
+ * with the SQ? Hardware executes a BlueFlame write only if it is the WQE
+ * the SQ holds at that index; one that is not is dropped (the doorbell
+ * record still rings). cur: the half now, snap: as last seen. Bytes past
+ * the first 8 that changed are a BlueFlame copy (up to the WQE's size in
+ * 64-byte blocks, at most the half), which must equal the SQ's bytes; else
+ * it was an 8-byte doorbell, whose 8 bytes must equal the WQE's. */
+static bool reg_matches_sq(const struct emu_qp *qp, const uint64_t *cur, const uint64_t *snap,
+                           uint32_t ds)
+{
+	uint32_t words = (ds * 16 + 63) / 64 * 8, max = qp->bf->buf_size / 8, idx;
+	bool copy = false;
+
+	memcpy(&idx, cur, sizeof(idx));
+	idx = (gnic_be32(idx) >> 8) & 0xffff;
+	if (words > max)
+		words = max ? max : 1;
+	for (uint32_t w = 1; w < words && !copy; w++)
+		copy = cur[w] != snap[w];
+	if (!copy)
+		words = 1;
+	for (uint32_t w = 0; w < words; w++) {
+		const uint64_t *sq = (const uint64_t *)emu_wq_at(&qp->sq, idx + w / 8) + w % 8;
+
+		if (cur[w] != __atomic_load_n(sq, __ATOMIC_RELAXED))
+			return false;
+	}
+	return true;
+}
+
+/* One register half whose first 8 bytes changed to v: 1 and *pi if it is a
+ * doorbell of this QP, 0 if not, -1 to look again in the next pass. The
+ * register may be shared (uar.c): a doorbell names its QP in its second
+ * word, as hardware routes it, so another QP's is not ours. The engine reads
+ * the register as memory and may catch a BlueFlame copy half written, so a
+ * copy that does not match the SQ is dropped only when the next look finds
+ * the same bytes. */
+static int reg_doorbell(struct emu_qp *qp, int half, uint64_t v, uint16_t *pi)
+{
+	uint64_t cur[GNIC_MLX5_BF_SIZE / 8];
+	uint64_t *snap = (uint64_t *)qp->req.db_snap[half];
+	const _Atomic uint64_t *reg =
+	    (const _Atomic uint64_t *)((const uint8_t *)qp->bf_reg + half * GNIC_MLX5_BF_SIZE);
+	struct gnic_mlx5_ctrl_seg c;
+	uint32_t ds, qpn;
+	bool ok, fresh;
+
+	cur[0] = v;
+	for (uint32_t w = 1; w < GNIC_MLX5_BF_SIZE / 8; w++)
+		cur[w] = atomic_load_explicit(&reg[w], memory_order_relaxed);
+	memcpy(&c, &v, sizeof(v));
+	ds = gnic_be32(c.qpn_ds) & 0x3f;
+	qpn = gnic_be32(c.qpn_ds) >> 8;
+	/* only a WQE not executed yet can be compared: software may be writing
+	 * a new one over an executed WQE's slot (consider() judges the rest) */
+	fresh = (uint16_t)(((gnic_be32(c.opmod_idx_opcode) >> 8) & 0xffff) - qp->req.sq_ci) <
+	        qp->sq.wqe_cnt;
+	ok = qpn == qp->ibqp.qp_num && (!ds || !fresh || reg_matches_sq(qp, cur, snap, ds));
+	if (!ok && qpn == qp->ibqp.qp_num) {
+		static struct emu_log_limit limit;
+
+		if (!qp->req.db_pend_set[half] || memcmp(qp->req.db_pend[half], cur, sizeof(cur))) {
+			memcpy(qp->req.db_pend[half], cur, sizeof(cur));
+			qp->req.db_pend_set[half] = true;
+			return -1; /* maybe still being written */
+		}
+		emu_warn_limited(&limit,
+		                 "QP 0x%x: a doorbell register write for index %u does not match "
+		                 "the WQE in the SQ there; dropped, as hardware drops it (the "
+		                 "doorbell record still counts)",
+		                 qp->ibqp.qp_num, (gnic_be32(c.opmod_idx_opcode) >> 8) & 0xffff);
+	}
+	qp->req.db_pend_set[half] = false;
+	memcpy(snap, cur, sizeof(cur));
+	if (ok)
+		*pi = reg_pi(v);
+	return ok;
+}
+
 /* Newest producer index rung through the doorbell record or either half of
  * the register. Only a source whose raw value changed since the last look is
  * a new doorbell: a stale or never-written half (0) would otherwise read as
@@ -114,10 +193,15 @@ uint16_t emu_sq_doorbell(struct emu_qp *qp)
 		const _Atomic uint64_t *reg =
 		    (const _Atomic uint64_t *)((uint8_t *)qp->bf_reg + half * GNIC_MLX5_BF_SIZE);
 		uint64_t v = atomic_load_explicit(reg, memory_order_acquire);
+		uint16_t pi;
 
 		if (v != qp->req.db_last_reg[half]) {
-			qp->req.db_last_reg[half] = v;
-			consider(qp, reg_pi(v), &best);
+			int r = reg_doorbell(qp, half, v, &pi);
+
+			if (r >= 0)
+				qp->req.db_last_reg[half] = v;
+			if (r > 0)
+				consider(qp, pi, &best);
 		}
 	}
 	qp->req.db_pi = best;
@@ -631,8 +715,20 @@ void emu_requester_reset(struct emu_qp *qp)
 {
 	qp->req.sq_ci = 0;
 	qp->req.db_pi = 0;
-	qp->req.db_last_rec = 0; /* RESET zeroes the record and the register */
-	qp->req.db_last_reg[0] = qp->req.db_last_reg[1] = 0;
+	qp->req.db_last_rec = 0; /* RESET zeroes the record */
+	/* the register as it is now (RESET zeroed it; a new QP's may hold an
+	 * earlier QP's doorbells, or another's if shared): nothing new yet */
+	for (int half = 0; half < 2; half++) {
+		const _Atomic uint64_t *reg =
+		    (const _Atomic uint64_t *)((const uint8_t *)qp->bf_reg +
+		                               half * GNIC_MLX5_BF_SIZE);
+		uint64_t *snap = (uint64_t *)qp->req.db_snap[half];
+
+		for (uint32_t w = 0; w < GNIC_MLX5_BF_SIZE / 8; w++)
+			snap[w] = atomic_load_explicit(&reg[w], memory_order_relaxed);
+		qp->req.db_last_reg[half] = snap[0];
+		qp->req.db_pend_set[half] = false;
+	}
 	qp->req.ost_head = qp->req.ost_tail = 0;
 	qp->req.rd_atomic_out = 0;
 	qp->req.timer_deadline_ns = 0;

@@ -441,10 +441,29 @@ bool emu_responder_on_request(struct emu_qp *qp, struct emu_reply_path *from,
 	return execute(from, qp, m, payload);
 }
 
+/* A QP of an SRQ in ERR consumes no more of the SRQ's WQEs (their WQEs are
+ * not flushed: they belong to the SRQ): the NIC says so once, with
+ * IBV_EVENT_QP_LAST_WQE_REACHED (mlx5's SRQ_LAST_WQE event), after the CQE
+ * of the last WQE it took. This runs in the first pass that sees the QP in
+ * ERR, so after whatever CQE the pass that moved it there wrote. */
+static int srq_last_wqe(struct emu_qp *qp)
+{
+	struct ibv_async_event ev = {.element.qp = &qp->ibqp,
+	                             .event_type = IBV_EVENT_QP_LAST_WQE_REACHED};
+
+	if (qp->resp.last_wqe_reached)
+		return 0;
+	qp->resp.last_wqe_reached = true;
+	emu_async_event(qp->ctx, &ev);
+	return 1;
+}
+
 int emu_responder_progress(struct emu_qp *qp)
 {
 	int work = 0;
 
+	if (qp->srq)
+		return srq_last_wqe(qp);
 	if (!qp->rq.wqe_cnt)
 		return 0;
 	while (work < RQ_FLUSH_BURST && rq_available(qp)) {
@@ -458,5 +477,6 @@ void emu_responder_reset(struct emu_qp *qp)
 {
 	qp->resp.rq_ci = 0;
 	qp->resp.psn_expected = 0;
+	qp->resp.last_wqe_reached = false;
 	memset(qp->resp.atomic_cache, 0xff, sizeof(qp->resp.atomic_cache));
 }

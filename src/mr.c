@@ -7,6 +7,12 @@
  * driver (no kernel module beyond the GPU driver needed), and if that fails
  * through plain reg_mr, which works when nvidia-peermem is loaded. gnic-emu
  * recognises CUDA memory itself, so plain reg_mr is right there.
+ *
+ * GPU memory is registered with IBV_ACCESS_RELAXED_ORDERING, as NCCL and
+ * UCX do: the NIC's writes into it may then be reordered by PCIe, which is
+ * what GPUs need for full peer-to-peer bandwidth on many hosts. It is an
+ * optional access flag: libibverbs drops it where the kernel does not take
+ * optional flags, and the kernel where the device cannot do it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -119,7 +125,9 @@ GNIC_API gnic_status_t gnic_mr_reg(struct gnic_ctx *ctx, void *addr, size_t len,
 		return gnic_error(GNIC_ERR_NOMEM, "mr_reg: out of memory");
 	mr->gpu = is_gpu_mem(ctx, addr);
 	errno = 0;
-	mr->ibmr = reg(ctx, addr, len, to_ibv_access(access), mr->gpu);
+	mr->ibmr =
+	    reg(ctx, addr, len, to_ibv_access(access) | (mr->gpu ? IBV_ACCESS_RELAXED_ORDERING : 0),
+	        mr->gpu);
 	if (!mr->ibmr) {
 		st = gnic_error(GNIC_ERR_SYSTEM, "reg_mr(%p, %zu, access %#x) on %s %s memory: %s",
 		                addr, len, access, ctx->device, mr->gpu ? "GPU" : "host",

@@ -225,6 +225,21 @@ GNIC_DEVFN void gnic_copy_words(void *dst, const void *src, uint32_t bytes)
 		((gnic_word_t *)dst)[i] = ((const gnic_word_t *)src)[i];
 }
 
+/* The body of a BlueFlame copy (after its first word). On a GPU: word
+ * stores to the mapped register. On CPU threads gnic-emu reads the register
+ * as memory while they are written: word-sized atomic stores (relaxed: the
+ * first word's release store orders the WQE; the NIC checks the copy). */
+GNIC_DEVFN void gnic_bf_copy_words(void *reg, const void *src, uint32_t bytes)
+{
+#if defined(__CUDACC__)
+	gnic_copy_words(reg, src, bytes);
+#else
+	for (uint32_t i = 0; i < bytes / 8; i++)
+		__atomic_store_n((uint64_t *)reg + i, ((const gnic_u64a_t *)src)[i],
+		                 __ATOMIC_RELAXED);
+#endif
+}
+
 /* Tell the NIC that every WQE below pi is ready. bf_wqe: the last WQE (nbb
  * BBs, starting at pi - nbb), copied whole in BlueFlame mode. Caller holds
  * the doorbell lock (or owns the QP). */
@@ -250,8 +265,8 @@ GNIC_DEVFN void gnic_ring_locked(struct gnic_dev_qp *qp, uint64_t pi, const void
 		if (bf_wqe && nbb * GNIC_MLX5_SEND_WQE_BB <= qp->bf_size &&
 		    qp->sq_rung == pi - nbb) {
 			gnic_mmio_store64(half, ((const gnic_u64a_t *)bf_wqe)[0]);
-			gnic_copy_words(half + 1, (const gnic_u64a_t *)bf_wqe + 1,
-			                nbb * GNIC_MLX5_SEND_WQE_BB - 8);
+			gnic_bf_copy_words(half + 1, (const gnic_u64a_t *)bf_wqe + 1,
+			                   nbb * GNIC_MLX5_SEND_WQE_BB - 8);
 			gnic_store_rel64(&qp->sq_rung, pi);
 			return;
 		}

@@ -11,7 +11,10 @@
  *     rewritten, the proxy's state rewound) and reconnect;
  *   - nothing stays registered or allocated once the context is gone;
  *   - (argument "nomap", with GNIC_DB_MAP=off) AUTO falls back to the proxy
- *     in the GPU placement, with the reason logged by default; SM is refused.
+ *     in the GPU placement, with the reason logged by default; SM is refused;
+ *   - (argument "mr", with GNIC_EMU_LOG=3) GPU memory is registered with
+ *     IBV_ACCESS_RELAXED_ORDERING, host memory without, as gnic-emu's
+ *     debug line of each registration shows; both registrations work.
  */
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -228,10 +231,77 @@ static void test_nomap(void)
 	check_released();
 }
 
+/* The access gnic-emu's debug line says registration `kind` ("CUDA" or
+ * "host") asked for, or -1. */
+static long logged_access(const char *log, const char *kind)
+{
+	char pat[32];
+	const char *p = log, *q;
+
+	snprintf(pat, sizeof(pat), ": %s va ", kind);
+	while ((p = strstr(p, "MR key ")) && (q = strstr(p, "\n"))) {
+		const char *k = strstr(p, pat), *a = strstr(p, "(asked ");
+
+		if (k && k < q && a && a < q)
+			return strtol(a + strlen("(asked "), NULL, 16);
+		p = q;
+	}
+	return -1;
+}
+
+static void test_mr(void)
+{
+	struct gnic_ctx *ctx = open_ctx();
+	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	int (*mem_alloc)(uint64_t *, size_t), (*mem_free)(uint64_t);
+	char path[] = "/tmp/gnic-fake-gpu-mr-XXXXXX", log[16384];
+	int fd = mkstemp(path), saved = dup(2);
+	struct gnic_mr *gmr = NULL, *hmr = NULL;
+	uint64_t dptr = 0;
+	void *host = t_alloc(LEN, 0);
+	long ga, ha;
+	ssize_t n;
+
+	t_case("mr: GPU memory with IBV_ACCESS_RELAXED_ORDERING, host memory without");
+	CHECK(lib != NULL && fd >= 0 && saved >= 0);
+	*(void **)&mem_alloc = dlsym(lib, "cuMemAlloc_v2");
+	*(void **)&mem_free = dlsym(lib, "cuMemFree_v2");
+	CHECK(mem_alloc && mem_free);
+	CHECK_EQ(mem_alloc(&dptr, LEN), 0);
+	unlink(path);
+	fflush(stderr);
+	CHECK(dup2(fd, 2) == 2);
+	CHECK_GNIC(gnic_mr_reg(ctx, (void *)(uintptr_t)dptr, LEN, GNIC_ACCESS_ALL, &gmr));
+	CHECK_GNIC(gnic_mr_reg(ctx, host, LEN, GNIC_ACCESS_ALL, &hmr));
+	fflush(stderr);
+	CHECK(dup2(saved, 2) == 2);
+	close(saved);
+	n = pread(fd, log, sizeof(log) - 1, 0);
+	close(fd);
+	log[n > 0 ? n : 0] = 0;
+	ga = logged_access(log, "CUDA");
+	ha = logged_access(log, "host");
+	printf("GPU MR asked 0x%lx, host MR asked 0x%lx\n", ga, ha);
+	CHECK(ga >= 0 && ha >= 0);
+	CHECK_EQ(ga & IBV_ACCESS_RELAXED_ORDERING, IBV_ACCESS_RELAXED_ORDERING);
+	CHECK_EQ(ha & IBV_ACCESS_RELAXED_ORDERING, 0);
+	CHECK_EQ(ga & ~IBV_ACCESS_RELAXED_ORDERING, ha); /* otherwise the same access */
+	CHECK_NE(gnic_mr_lkey(gmr), 0);
+	gnic_mr_dereg(gmr);
+	gnic_mr_dereg(hmr);
+	CHECK_EQ(mem_free(dptr), 0);
+	free(host);
+	gnic_ctx_destroy(ctx);
+	dlclose(lib);
+	check_released();
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "nomap"))
 		test_nomap();
+	else if (argc > 1 && !strcmp(argv[1], "mr"))
+		test_mr();
 	else
 		test_placement();
 	return T_EXIT_PASS;

@@ -11,7 +11,11 @@
  *           locked; a comp_mask: EINVAL;
  *   ring    a 4-entry CQ polled hundreds of times around: end_poll hands the
  *           CQEs back to the NIC (else the CQ overruns), next_poll ENOENT;
- *   events  the CQ's ibv_cq works with a completion channel.
+ *   events  the CQ's ibv_cq works with a completion channel;
+ *   overrun a full CQ: IBV_EVENT_CQ_ERR and its QP in ERR; with
+ *           IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN (ibv_create_cq_ex and
+ *           mlx5dv_create_cq), no event, the QP stays in RTS and the NIC
+ *           writes on over the unread CQEs (the CQ context's oi bit).
  */
 #include <infiniband/mlx5dv.h>
 #include <poll.h>
@@ -29,6 +33,23 @@ static struct ibv_cq_ex *cq_ex(struct ibv_context *c, uint32_t cqe, uint64_t wc_
 	struct ibv_cq_init_attr_ex a = {.cqe = cqe, .channel = ch, .wc_flags = wc_flags};
 
 	return CHECK_PTR(ibv_create_cq_ex(c, &a));
+}
+
+/* How xcq_create makes qp[0]'s send CQ. */
+enum scq_kind { SCQ_PLAIN, SCQ_IGNORE_OVERRUN, SCQ_DV_IGNORE_OVERRUN };
+
+static struct ibv_cq_ex *send_cq_ex(uint32_t cqe, struct ibv_comp_channel *ch, enum scq_kind k)
+{
+	struct ibv_cq_init_attr_ex a = {
+	    .cqe = cqe, .channel = ch, .wc_flags = IBV_WC_STANDARD_FLAGS};
+
+	if (k == SCQ_PLAIN)
+		return CHECK_PTR(ibv_create_cq_ex(ctx, &a));
+	a.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS;
+	a.flags = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN;
+	if (k == SCQ_IGNORE_OVERRUN)
+		return CHECK_PTR(ibv_create_cq_ex(ctx, &a));
+	return CHECK_PTR(mlx5dv_create_cq(ctx, &a, NULL));
 }
 
 static void check_refused(struct ibv_cq_init_attr_ex a, int want, const char *what)
@@ -149,7 +170,8 @@ struct xcq {
 	struct ibv_mr *amr, *bmr;
 };
 
-static void xcq_create(struct xcq *x, uint32_t cqe, struct ibv_comp_channel *ch)
+static void xcq_create_kind(struct xcq *x, uint32_t cqe, struct ibv_comp_channel *ch,
+                            enum scq_kind kind)
 {
 	struct t_pair *p = &x->p;
 	struct t_qp_caps caps;
@@ -159,7 +181,7 @@ static void xcq_create(struct xcq *x, uint32_t cqe, struct ibv_comp_channel *ch)
 	t_conn_opts_default(&p->opts);
 	p->ctx = ctx;
 	p->pd = CHECK_PTR(ibv_alloc_pd(ctx));
-	x->scq = cq_ex(ctx, cqe, IBV_WC_STANDARD_FLAGS, ch);
+	x->scq = send_cq_ex(cqe, ch, kind);
 	x->rcq = cq_ex(ctx, cqe, IBV_WC_STANDARD_FLAGS, NULL);
 	p->scq[0] = ibv_cq_ex_to_cq(x->scq);
 	p->rcq[1] = ibv_cq_ex_to_cq(x->rcq);
@@ -175,6 +197,11 @@ static void xcq_create(struct xcq *x, uint32_t cqe, struct ibv_comp_channel *ch)
 	x->b = t_alloc(BUF_LEN, GUARD);
 	x->amr = t_reg(p->pd, x->a, BUF_LEN, T_ACCESS_ALL);
 	x->bmr = t_reg(p->pd, x->b, BUF_LEN, T_ACCESS_ALL);
+}
+
+static void xcq_create(struct xcq *x, uint32_t cqe, struct ibv_comp_channel *ch)
+{
+	xcq_create_kind(x, cqe, ch, SCQ_PLAIN);
 }
 
 static void xcq_destroy(struct xcq *x)
@@ -438,9 +465,175 @@ static void test_events(void)
 	CHECK_OK(ibv_destroy_comp_channel(ch));
 }
 
+/* ---- overrun ----------------------------------------------------------------- */
+
+/* The next async event within ms (false: none came). */
+static bool async_event(struct ibv_async_event *ev, int ms)
+{
+	struct pollfd pfd = {.fd = ctx->async_fd, .events = POLLIN};
+
+	if (poll(&pfd, 1, ms) != 1)
+		return false;
+	CHECK_OK(ibv_get_async_event(ctx, ev));
+	return true;
+}
+
+static void drain_async_events(void)
+{
+	struct ibv_async_event ev;
+
+	while (async_event(&ev, 0))
+		ibv_ack_async_event(&ev);
+}
+
+#define OVR_WRITES 6 /* through a CQ of 2 CQEs, none polled */
+
+/* OVR_WRITES signaled 64-byte WRITEs, write i of byte i + 1 to b + 64 * i;
+ * sq_idx[i]: write i's WQE index (the SQ producer counter before it). */
+static void overrun_post_range(struct xcq *x, uint16_t sq_idx[OVR_WRITES], int from, int to)
+{
+	struct mlx5dv_qp dq;
+	struct mlx5dv_obj o = {.qp = {.in = x->p.qp[0], .out = &dq}};
+
+	CHECK_OK(mlx5dv_init_obj(&o, MLX5DV_OBJ_QP));
+	for (int i = from; i < to; i++) {
+		struct ibv_sge s = {(uintptr_t)x->a + 64 * i, 64, x->amr->lkey};
+		struct ibv_send_wr wr = {.wr_id = 100 + i,
+		                         .sg_list = &s,
+		                         .num_sge = 1,
+		                         .opcode = IBV_WR_RDMA_WRITE,
+		                         .send_flags = IBV_SEND_SIGNALED};
+
+		memset(x->a + 64 * i, i + 1, 64);
+		wr.wr.rdma.remote_addr = (uintptr_t)x->b + 64 * i;
+		wr.wr.rdma.rkey = x->bmr->rkey;
+		sq_idx[i] = (uint16_t)be32toh(dq.dbrec[MLX5_SND_DBR]);
+		t_post_send(x->p.qp[0], &wr);
+	}
+}
+
+static void overrun_post(struct xcq *x, uint16_t sq_idx[OVR_WRITES])
+{
+	overrun_post_range(x, sq_idx, 0, OVR_WRITES);
+}
+
+static void test_overrun_error(void)
+{
+	struct ibv_async_event ev;
+	uint16_t idx[OVR_WRITES];
+	struct xcq x;
+	struct ibv_wc wc[2];
+
+	drain_async_events();
+	xcq_create(&x, 1, NULL);
+	t_case("overrun: %d WRITEs through a CQ of %d CQEs, none polled: IBV_EVENT_CQ_ERR",
+	       OVR_WRITES, x.p.scq[0]->cqe + 1);
+	CHECK_EQ(x.p.scq[0]->cqe, 1);
+	overrun_post(&x, idx);
+	CHECK(async_event(&ev, T_WAIT_MS));
+	CHECK_EQ(ev.event_type, IBV_EVENT_CQ_ERR);
+	CHECK(ev.element.cq == x.p.scq[0]);
+	ibv_ack_async_event(&ev);
+	t_case("overrun: the QP that found the CQ full is in ERR; the CQEs written stay");
+	CHECK_EQ(t_qp_state(x.p.qp[0]), IBV_QPS_ERR);
+	t_poll(x.p.scq[0], 2, wc, "the two CQEs before the overrun");
+	CHECK_WC(&wc[0], 100, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	CHECK_WC(&wc[1], 101, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	t_expect_empty(x.p.scq[0], "a CQ in error");
+	CHECK(!async_event(&ev, 100)); /* one event per CQ error */
+	xcq_destroy(&x);
+}
+
+/* Wait until slot's op_own holds a requester CQE with this owner bit. Only
+ * op_own is read (acquire), as the NIC may be writing the slot meanwhile. */
+static void overrun_wait_owner(struct mlx5dv_cq *dcq, uint32_t slot, uint8_t owner)
+{
+	const struct mlx5_cqe64 *cqe = (const void *)((char *)dcq->buf + 64 * slot);
+	uint64_t end = t_now_ms() + T_WAIT_MS;
+	uint8_t op_own;
+
+	while (op_own = __atomic_load_n(&cqe->op_own, __ATOMIC_ACQUIRE),
+	       (op_own >> 4) != MLX5_CQE_REQ || (op_own & 1) != owner) {
+		if (t_now_ms() > end)
+			T_FAIL("slot %u: no CQE with owner %u within %d ms (op_own 0x%02x)", slot,
+			       owner, T_WAIT_MS, op_own);
+		t_sleep_ms(1);
+	}
+}
+
+static void overrun_ignored(enum scq_kind kind, const char *how)
+{
+	struct ibv_async_event ev;
+	uint16_t idx[OVR_WRITES];
+	struct mlx5dv_cq dcq;
+	struct mlx5dv_obj o;
+	struct ibv_wc wc[2];
+	struct xcq x;
+
+	drain_async_events();
+	xcq_create_kind(&x, 1, NULL, kind);
+	o.cq.in = x.p.scq[0];
+	o.cq.out = &dcq;
+	CHECK_OK(mlx5dv_init_obj(&o, MLX5DV_OBJ_CQ));
+	CHECK_EQ(dcq.cqe_cnt, 2);
+	t_case("overrun: %s IGNORE_OVERRUN: %d WRITEs, no CQE polled: the last two CQEs "
+	       "overwrote the ring, no event, the QP in RTS",
+	       how, OVR_WRITES);
+	/* CQE n lands in slot n % 2 with owner bit n / 2 % 2: CQEs 0..3 end
+	 * with owner 1 in slot 1; CQEs 4 and 5 then make both slots owner 0,
+	 * and nothing is written after them (what is read is then stable) */
+	overrun_post_range(&x, idx, 0, 4);
+	overrun_wait_owner(&dcq, 1, 1);
+	overrun_post_range(&x, idx, 4, OVR_WRITES);
+	overrun_wait_owner(&dcq, 0, 0);
+	overrun_wait_owner(&dcq, 1, 0);
+	CHECK_EQ(be16toh(((const struct mlx5_cqe64 *)dcq.buf)[0].wqe_counter), idx[4]);
+	CHECK_EQ(be16toh(((const struct mlx5_cqe64 *)dcq.buf)[1].wqe_counter), idx[5]);
+	for (int i = 0; i < OVR_WRITES; i++)
+		CHECK_BYTES(x.b + 64 * i, i + 1, 64);
+	CHECK(!async_event(&ev, 100));
+	CHECK_EQ(t_qp_state(x.p.qp[0]), IBV_QPS_RTS);
+	/* slot 0 holds CQE 4, slot 1 CQE 5: the owner bits of passes 0 and 2
+	 * are equal, so software at consumer index 0 reads them as its next two */
+	t_poll(x.p.scq[0], 2, wc, "the two CQEs left in the ring");
+	CHECK_WC(&wc[0], 100 + OVR_WRITES - 2, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	CHECK_WC(&wc[1], 100 + OVR_WRITES - 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	xcq_destroy(&x);
+}
+
+/* Each on a context of its own: the async events of the other cases name
+ * objects that are gone (gnic-emu keeps the events of a destroyed object
+ * queued, which the kernel drops). */
+static void on_own_context(void (*fn)(void))
+{
+	struct ibv_context *saved = ctx;
+
+	ctx = t_open(T_DEVICE);
+	fn();
+	CHECK_OK(ibv_close_device(ctx));
+	ctx = saved;
+}
+
+static void overrun_ignored_ex(void)
+{
+	overrun_ignored(SCQ_IGNORE_OVERRUN, "ibv_create_cq_ex");
+}
+
+static void overrun_ignored_dv(void)
+{
+	overrun_ignored(SCQ_DV_IGNORE_OVERRUN, "mlx5dv_create_cq");
+}
+
+static void test_overrun(void)
+{
+	on_own_context(test_overrun_error);
+	on_own_context(overrun_ignored_ex);
+	on_own_context(overrun_ignored_dv);
+}
+
 static const struct t_named_case cases[] = {
     {"create", test_create}, {"poll", test_poll},     {"empty", test_empty},
-    {"ring", test_ring},     {"events", test_events},
+    {"ring", test_ring},     {"events", test_events}, {"overrun", test_overrun},
 };
 
 int main(int argc, char **argv)

@@ -18,7 +18,11 @@
  *           are left, then disarmed; modify checks;
  *   errors  a SEND too big for the WQE: a receive error CQE with the WQE's
  *           wr_id; a QP reset drops CQEs and their WQEs return to the SRQ;
- *           a SEND with no WQE posted waits (RNR) until one is.
+ *           a SEND with no WQE posted waits (RNR) until one is;
+ *   lastwqe IBV_EVENT_QP_LAST_WQE_REACHED, once, for a QP of the SRQ that
+ *           enters ERR (modify_qp, or a receive error: after its error CQE),
+ *           again after a reset; none for a QP without an SRQ; the SRQ's
+ *           WQEs stay for its other QPs.
  */
 #include <infiniband/mlx5dv.h>
 #include <poll.h>
@@ -470,9 +474,97 @@ static void test_errors(void)
 	sset_destroy(&s);
 }
 
+/* ---- last WQE reached ---------------------------------------------------------- */
+
+static void drain_async_events(void)
+{
+	struct ibv_async_event ev;
+
+	while (async_event(&ev, 0))
+		ibv_ack_async_event(&ev);
+}
+
+/* The next event must be LAST_WQE_REACHED for qp, and no other follows. */
+static void expect_last_wqe(struct ibv_qp *qp)
+{
+	struct ibv_async_event ev;
+
+	CHECK(async_event(&ev, T_WAIT_MS));
+	CHECK_EQ(ev.event_type, IBV_EVENT_QP_LAST_WQE_REACHED);
+	CHECK(ev.element.qp == qp);
+	ibv_ack_async_event(&ev);
+	CHECK(!async_event(&ev, 200));
+}
+
+static void last_wqe(void)
+{
+	struct ibv_async_event ev;
+	struct ibv_wc wc;
+	struct sset s;
+
+	sset_create(&s, 16, 1);
+	drain_async_events();
+	for (uint32_t n = 0; n < 4; n++)
+		CHECK_OK(post_srq(&s, n, 64, NULL));
+	t_case("lastwqe: modify_qp to ERR of a QP of the SRQ: LAST_WQE_REACHED naming it, once");
+	CHECK_OK(t_qp_to(s.rx[0], IBV_QPS_ERR));
+	expect_last_wqe(s.rx[0]);
+	t_expect_empty(s.rcq, "an SRQ QP in ERR (the SRQ's WQEs are not flushed)");
+
+	t_case("lastwqe: the SRQ's WQEs stay for its other QPs");
+	send_from(&s, 1, 48, 5, 1);
+	t_poll(s.scq, 1, &wc, "SEND to another QP of the SRQ");
+	CHECK_WC(&wc, 1, IBV_WC_SUCCESS, IBV_WC_SEND);
+	t_poll(s.rcq, 1, &wc, "its receive");
+	CHECK_WC(&wc, 1000, IBV_WC_SUCCESS, IBV_WC_RECV);
+	CHECK_EQ(wc.qp_num, s.rx[1]->qp_num);
+
+	t_case("lastwqe: a receive error takes the QP to ERR: the event comes after its CQE");
+	send_from(&s, 2, 200, 6, 2);        /* 200 bytes into a 64-byte WQE */
+	CHECK(async_event(&ev, T_WAIT_MS)); /* the responder's invalid request error first */
+	CHECK_EQ(ev.event_type, IBV_EVENT_QP_REQ_ERR);
+	CHECK(ev.element.qp == s.rx[2]);
+	ibv_ack_async_event(&ev);
+	CHECK(async_event(&ev, T_WAIT_MS));
+	CHECK_EQ(ev.event_type, IBV_EVENT_QP_LAST_WQE_REACHED);
+	CHECK(ev.element.qp == s.rx[2]);
+	ibv_ack_async_event(&ev);
+	CHECK_EQ(ibv_poll_cq(s.rcq, 1, &wc), 1); /* already there: no waiting */
+	CHECK_WC_STATUS(&wc, 1001, IBV_WC_LOC_LEN_ERR);
+	CHECK_EQ(wc.qp_num, s.rx[2]->qp_num);
+	t_poll(s.scq, 1, &wc, "the SEND's error");
+	CHECK_WC_STATUS(&wc, 2, IBV_WC_REM_INV_REQ_ERR);
+	CHECK(!async_event(&ev, 200));
+
+	t_case("lastwqe: a QP without an SRQ enters ERR: no LAST_WQE_REACHED");
+	CHECK_OK(t_qp_to(s.tx[3], IBV_QPS_ERR));
+	CHECK(!async_event(&ev, 300));
+
+	t_case("lastwqe: after RESET the next ERR raises it again; RESET to ERR too");
+	CHECK_OK(t_qp_to(s.rx[0], IBV_QPS_RESET));
+	CHECK(!async_event(&ev, 200));
+	CHECK_OK(t_qp_to(s.rx[0], IBV_QPS_ERR));
+	expect_last_wqe(s.rx[0]);
+	sset_destroy(&s);
+}
+
+/* On a context of its own: the async events of the other cases name
+ * objects that are gone (gnic-emu keeps the events of a destroyed object
+ * queued, which the kernel drops). */
+static void test_last_wqe(void)
+{
+	struct ibv_context *saved = ctx;
+
+	ctx = t_open(T_DEVICE);
+	last_wqe();
+	CHECK_OK(ibv_close_device(ctx));
+	ctx = saved;
+}
+
 static const struct t_named_case cases[] = {
-    {"create", test_create}, {"format", test_format}, {"shared", test_shared},
-    {"full", test_full},     {"limit", test_limit},   {"errors", test_errors},
+    {"create", test_create},    {"format", test_format}, {"shared", test_shared},
+    {"full", test_full},        {"limit", test_limit},   {"errors", test_errors},
+    {"lastwqe", test_last_wqe},
 };
 
 int main(int argc, char **argv)
