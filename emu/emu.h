@@ -100,6 +100,7 @@ struct emu_config {
 	int link_ib;            /* GNIC_EMU_LINK=ib: InfiniBand ports (LIDs), else RoCE */
 	char secret[1024];      /* GNIC_EMU_SECRET; "" = unset. Never printed */
 	char secret_file[4096]; /* GNIC_EMU_SECRET_FILE; "" = the per-user file */
+	char eth_if[256];       /* GNIC_EMU_ETH_IF: interfaces of the Ethernet ports */
 };
 extern struct emu_config emu_cfg;
 void emu_config_load(void);
@@ -243,6 +244,7 @@ struct emu_cq {
 	/* ibv_start_poll .. ibv_end_poll (cq_ex.c), under poll_lock, which is
 	 * held in between: the completion the ibv_wc_read_* calls read */
 	struct ibv_wc cur;
+	uint32_t cur_flow_tag; /* its flow tag (Ethernet receives), for read_flow_tag */
 	/* control path */
 	int refcnt;                    /* QPs using it (under nic.lock): destroy -> EBUSY */
 	uint32_t comp_events_reported; /* handed out by get_cq_event (under ibcq.mutex) */
@@ -472,6 +474,12 @@ struct emu_cqe_info {
 	bool solicited;
 	const void *inl; /* scatter-to-CQE: inl_len (<= 32) data bytes for the CQE */
 	uint32_t inl_len;
+	/* a receive CQE of an Ethernet RQ (RAW_PACKET QP, raw.c): srqn_uidx
+	 * names the QP, sop_drop_qpn carries flow_tag, and the header types and
+	 * checksum bits (gnic_mlx5.h) are set */
+	bool eth;
+	uint32_t flow_tag;
+	uint8_t hds_ip_ext, l4_hdr_type_etc;
 };
 bool emu_cqe_write(struct emu_cq *cq, const struct emu_cqe_info *info);
 

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "emu.h"
+#include "eth.h"
 #include "worker.h"
 
 #define QP_ACCESS_OK                                                                               \
@@ -37,6 +38,7 @@
 #define SQ_OVERHEAD_CTRL   16u
 #define SQ_OVERHEAD_RDMA   32u
 #define SQ_OVERHEAD_ATOMIC 48u
+#define SQ_OVERHEAD_RAW    48u /* ctrl + the 32-byte Ethernet segment */
 #define SEND_OPS_RDMA                                                                              \
 	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ)
 #define SEND_OPS_ATOMIC (IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
@@ -92,6 +94,23 @@ static int check_send_ops(uint64_t ops)
 	return 0;
 }
 
+/* A RAW_PACKET QP of mlx5 sends SEND and TSO; gnic-emu has no TSO. */
+static int check_send_ops_raw(uint64_t ops)
+{
+	if (ops & ~(uint64_t)IBV_QP_EX_WITH_SEND) {
+		emu_info("create_qp: send_ops_flags 0x%llx: a RAW_PACKET QP of gnic-emu sends "
+		         "SEND only (no TSO)",
+		         (unsigned long long)ops);
+		return EOPNOTSUPP;
+	}
+	return 0;
+}
+
+static bool is_raw(const struct ibv_qp_init_attr_ex *a)
+{
+	return a->qp_type == IBV_QPT_RAW_PACKET;
+}
+
 static int check_init_attr(struct ibv_context *context, const struct ibv_qp_init_attr_ex *a)
 {
 	if (!context || !a || (a->comp_mask & ~QP_INIT_ATTR_KNOWN) ||
@@ -100,12 +119,18 @@ static int check_init_attr(struct ibv_context *context, const struct ibv_qp_init
 	if (a->comp_mask & ~(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
 	                     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
 		return EOPNOTSUPP; /* XRC, RSS, TSO */
-	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && check_send_ops(a->send_ops_flags))
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	    (is_raw(a) ? check_send_ops_raw(a->send_ops_flags) : check_send_ops(a->send_ops_flags)))
 		return EOPNOTSUPP;
 	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags)
 		return EOPNOTSUPP;
-	if (a->qp_type != IBV_QPT_RC)
+	if (a->qp_type != IBV_QPT_RC && !is_raw(a))
 		return EOPNOTSUPP;
+	if (is_raw(a) && a->srq) {
+		emu_info(
+		    "create_qp: a RAW_PACKET QP of gnic-emu has its own receive queue (no SRQ)");
+		return EOPNOTSUPP;
+	}
 	if (!gemu_is_emu_context(context) || !a->pd || a->pd->context != context ||
 	    !cq_of(a->send_cq, context) || !cq_of(a->recv_cq, context) ||
 	    (a->srq && a->srq->context != context))
@@ -118,6 +143,8 @@ static uint32_t sq_overhead(const struct ibv_qp_init_attr_ex *a)
 {
 	uint64_t ops = a->send_ops_flags;
 
+	if (is_raw(a))
+		return SQ_OVERHEAD_RAW;
 	if (!(a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ||
 	    (ops & (IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV)))
 		return SQ_OVERHEAD_ALL;
@@ -260,8 +287,8 @@ static void init_ibqp(struct emu_qp *qp, const struct ibv_qp_init_attr_ex *a)
 	qp->ibqp.recv_cq = a->recv_cq;
 	qp->ibqp.srq = a->srq;
 	qp->ibqp.state = IBV_QPS_RESET;
-	qp->ibqp.qp_type = IBV_QPT_RC;
-	qp->ops = &emu_rc_qp_ops;
+	qp->ibqp.qp_type = a->qp_type;
+	qp->ops = is_raw(a) ? &emu_raw_qp_ops : &emu_rc_qp_ops;
 	pthread_mutex_init(&qp->ibqp.mutex, NULL);
 	pthread_cond_init(&qp->ibqp.cond, NULL);
 	emu_wq_init_lock(&qp->sq);
@@ -387,6 +414,8 @@ static void set_scatter(struct emu_qp *qp, enum emu_scatter scatter)
 	bool on = scatter == EMU_SCATTER_ALLOW ||
 	          (scatter == EMU_SCATTER_DEFAULT && emu_env_scatter_to_cqe());
 
+	if (qp->ibqp.qp_type == IBV_QPT_RAW_PACKET)
+		on = false; /* an Ethernet RQ writes frames to memory */
 	qp->scat_recv = on && (qp->rq.wqe_cnt || qp->srq);
 	qp->scat_req = on && (qp->sq_sig_all || scatter == EMU_SCATTER_ALLOW);
 }
@@ -402,7 +431,12 @@ struct ibv_qp *emu_create_qp(struct ibv_context *context, struct ibv_qp_init_att
 		set_scatter(qp, scatter);
 		emu_nic_lock();
 		emu_worker_assign(qp);
-		err = publish(qp);
+		err = is_raw(attr) ? -emu_eth_port_get(qp->ctx->dev) : 0;
+		if (!err) {
+			err = publish(qp);
+			if (err && is_raw(attr))
+				emu_eth_port_put(qp->ctx->dev);
+		}
 		emu_nic_unlock();
 		if (err) {
 			emu_worker_unassign(qp);
@@ -412,8 +446,9 @@ struct ibv_qp *emu_create_qp(struct ibv_context *context, struct ibv_qp_init_att
 		}
 	}
 	if (!err)
-		emu_dbg("QP 0x%x: RC, SQ %u basic blocks, RQ %u WQEs, posts through %s",
-		        qp->ibqp.qp_num, qp->sq.wqe_cnt, qp->rq.wqe_cnt,
+		emu_dbg("QP 0x%x: %s, SQ %u basic blocks, RQ %u WQEs, posts through %s",
+		        qp->ibqp.qp_num, is_raw(attr) ? "RAW_PACKET" : "RC", qp->sq.wqe_cnt,
+		        qp->rq.wqe_cnt,
 		        qp->wr_api ? "ibv_post_send and ibv_wr_* (send_ops_flags)"
 		                   : "ibv_post_send");
 	if (err) {
@@ -460,6 +495,27 @@ struct transition {
 	int req, opt; /* IBV_QP_* masks besides IBV_QP_STATE */
 };
 
+/* The RAW_PACKET rows of the kernel's state table: the port at RESET ->
+ * INIT (INIT -> INIT may change it), nothing else on the way to RTS. */
+static int transition_raw(int cur, int next, struct transition *t)
+{
+	*t = (struct transition){0, 0};
+	if (next == IBV_QPS_RESET || next == IBV_QPS_ERR)
+		t->opt = IBV_QP_CUR_STATE;
+	else if (cur == IBV_QPS_RESET && next == IBV_QPS_INIT)
+		t->req = IBV_QP_PORT;
+	else if (cur == IBV_QPS_INIT && next == IBV_QPS_INIT)
+		t->opt = IBV_QP_PORT;
+	else if ((cur == IBV_QPS_INIT && next == IBV_QPS_RTR) ||
+	         (cur == IBV_QPS_RTR && next == IBV_QPS_RTS))
+		return 0;
+	else if (cur == IBV_QPS_RTS && next == IBV_QPS_RTS)
+		t->opt = IBV_QP_CUR_STATE;
+	else
+		return EINVAL;
+	return 0;
+}
+
 /* The RC rows of the IB state table that gnic-emu implements. */
 static int transition(int cur, int next, struct transition *t)
 {
@@ -488,7 +544,8 @@ static int transition(int cur, int next, struct transition *t)
 	return 0;
 }
 
-static int check_mask(int cur, const struct ibv_qp_attr *a, int mask, int *next)
+static int check_mask(const struct emu_qp *qp, int cur, const struct ibv_qp_attr *a, int mask,
+                      int *next)
 {
 	struct transition t;
 	int rest = mask & ~IBV_QP_STATE;
@@ -502,7 +559,8 @@ static int check_mask(int cur, const struct ibv_qp_attr *a, int mask, int *next)
 	if (*next < IBV_QPS_RESET || *next > IBV_QPS_ERR || *next == IBV_QPS_SQD ||
 	    *next == IBV_QPS_SQE)
 		return EINVAL;
-	if (transition(cur, *next, &t))
+	if (qp->ibqp.qp_type == IBV_QPT_RAW_PACKET ? transition_raw(cur, *next, &t)
+	                                           : transition(cur, *next, &t))
 		return EINVAL;
 	if ((rest & t.req) != t.req || (rest & ~(t.req | t.opt)))
 		return EINVAL;
@@ -706,7 +764,7 @@ EMU_EXPORT int gemu_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int
 	qp = to_eqp(ibqp);
 	emu_qp_ctl_lock(qp);
 	cur = atomic_load(&qp->state); /* the engine may have moved it to ERR */
-	err = check_mask(cur, attr, attr_mask, &next);
+	err = check_mask(qp, cur, attr, attr_mask, &next);
 	if (!err)
 		err = check_values(qp, attr, attr_mask);
 	if (!err) {
@@ -741,7 +799,7 @@ EMU_EXPORT int gemu_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 	init_attr->recv_cq = ibqp->recv_cq;
 	init_attr->srq = ibqp->srq;
 	init_attr->cap = attr->cap;
-	init_attr->qp_type = IBV_QPT_RC;
+	init_attr->qp_type = ibqp->qp_type;
 	init_attr->sq_sig_all = qp->sq_sig_all;
 	return 0;
 }
@@ -761,6 +819,12 @@ EMU_EXPORT int gemu_destroy_qp(struct ibv_qp *ibqp)
 		return EINVAL;
 	}
 	emu_worker_lock(qp->worker);
+	if (ibqp->qp_type == IBV_QPT_RAW_PACKET && emu_flow_qp_busy(qp)) {
+		/* each flow holds a reference on its QP, as in the kernel */
+		emu_worker_unlock(qp->worker);
+		emu_nic_unlock();
+		return EBUSY;
+	}
 	emu_engine_qp_remove(qp);
 	emu_worker_qp_del(qp);
 	emu_nic.qps[ibqp->qp_num - EMU_QPN_BASE] = NULL;
@@ -770,6 +834,8 @@ EMU_EXPORT int gemu_destroy_qp(struct ibv_qp *ibqp)
 		emu_cq_clean(qp->rcq, ibqp->qp_num, qp->srq);
 	emu_worker_unlock(qp->worker);
 	hold_refs(qp, -1);
+	if (ibqp->qp_type == IBV_QPT_RAW_PACKET)
+		emu_eth_port_put(qp->ctx->dev);
 	emu_nic_unlock();
 	destroy_ibqp(qp);
 	free_queues(qp);

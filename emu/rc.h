@@ -16,6 +16,9 @@ struct emu_reply_path;
 /* requester.c: drain rung WQEs, timers, responses. Returns work done. */
 int emu_requester_progress(struct emu_qp *qp, uint64_t now_ns);
 void emu_requester_reset(struct emu_qp *qp);
+/* The newest SQ producer index rung (record or register), also for the SQ
+ * of a RAW_PACKET QP (raw.c), which keeps its consumer in req.sq_ci. */
+uint16_t emu_sq_doorbell(struct emu_qp *qp);
 /* A response or request whose data the fabric has not buffered (a large
  * message: payload NULL, m->len > 0) is carried out only as far as it goes
  * without its data: refused, dropped, answered as a duplicate or RNR-NAKed,
