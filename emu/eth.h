@@ -73,6 +73,7 @@ struct emu_eth_counters {
 	_Atomic uint64_t rx_no_wqe;    /* the QP had no receive WQE posted (or was not ready) */
 	_Atomic uint64_t rx_too_long;  /* longer than the receive WQE's buffers */
 	_Atomic uint64_t rx_bad_wqe;   /* the receive WQE named memory it may not write */
+	_Atomic uint64_t rx_overrun;   /* the kernel dropped it: the port's socket was full */
 	_Atomic uint64_t tx_frames;    /* frames sent by RAW_PACKET QPs */
 	_Atomic uint64_t tx_dropped;   /* ... that the port could not send */
 };

@@ -39,6 +39,7 @@
 
 #define RX_WAIT_MS 100
 #define RX_BATCH   32
+#define RX_SOCKBUF (8 << 20) /* frames waiting for the receive thread */
 
 struct eth_port {
 	int refs; /* RAW_PACKET QPs of the device (under nic.lock) */
@@ -137,6 +138,18 @@ static int rx_one(struct emu_device *dev, struct eth_port *p, int i)
 	return (int)as_on_wire(p->buf[i], (uint32_t)n, aux);
 }
 
+/* Frames the kernel dropped because the socket was full (its counter
+ * restarts at each read). */
+static void count_overrun(struct emu_device *dev, struct eth_port *p)
+{
+	struct tpacket_stats st;
+	socklen_t len = sizeof(st);
+
+	if (getsockopt(p->fd, SOL_PACKET, PACKET_STATISTICS, &st, &len) == 0 && st.tp_drops)
+		atomic_fetch_add_explicit(&emu_eth_counters(dev)->rx_overrun, st.tp_drops,
+		                          memory_order_relaxed);
+}
+
 static void *rx_main(void *arg)
 {
 	struct emu_device *dev = arg;
@@ -147,8 +160,10 @@ static void *rx_main(void *arg)
 		struct pollfd pfd = {.fd = p->fd, .events = POLLIN};
 		int n = 0, got = 0;
 
-		if (poll(&pfd, 1, RX_WAIT_MS) <= 0)
+		if (poll(&pfd, 1, RX_WAIT_MS) <= 0) {
+			count_overrun(dev, p);
 			continue;
+		}
 		if (!(pfd.revents & POLLIN)) { /* an error only: the interface went away */
 			usleep(RX_WAIT_MS * 1000);
 			continue;
@@ -162,7 +177,10 @@ static void *rx_main(void *arg)
 		for (int i = 0; i < n; i++)
 			emu_flow_rx(dev, p->buf[i], p->len[i]);
 		emu_worker_unlock(w);
+		if (n == RX_BATCH)
+			count_overrun(dev, p);
 	}
+	count_overrun(dev, p);
 	return NULL;
 }
 
@@ -208,6 +226,9 @@ static int bind_if(struct eth_port *p)
 		return ret;
 	/* Linux >= 4.20; without it PACKET_OUTGOING frames are skipped one by one */
 	setsockopt(p->fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
+	/* past net.core.rmem_max where allowed (CAP_NET_ADMIN); else what it gives */
+	if (setsockopt(p->fd, SOL_SOCKET, SO_RCVBUFFORCE, &(int){RX_SOCKBUF}, sizeof(int)))
+		setsockopt(p->fd, SOL_SOCKET, SO_RCVBUF, &(int){RX_SOCKBUF}, sizeof(int));
 	return 0;
 }
 
@@ -247,7 +268,7 @@ static void log_counters(const struct emu_device *dev, const char *where)
 
 	emu_info("%s: Ethernet port (%s) closed: rx %llu frames, %llu delivered, dropped: "
 	         "%llu no rule, %llu drop rule, %llu no receive WQE, %llu too long, %llu bad "
-	         "WQE; tx %llu frames, %llu dropped",
+	         "WQE, %llu overrun; tx %llu frames, %llu dropped",
 	         dev->ibdev.name, where, (unsigned long long)atomic_load(&c->rx_frames),
 	         (unsigned long long)atomic_load(&c->rx_delivered),
 	         (unsigned long long)atomic_load(&c->rx_no_rule),
@@ -255,6 +276,7 @@ static void log_counters(const struct emu_device *dev, const char *where)
 	         (unsigned long long)atomic_load(&c->rx_no_wqe),
 	         (unsigned long long)atomic_load(&c->rx_too_long),
 	         (unsigned long long)atomic_load(&c->rx_bad_wqe),
+	         (unsigned long long)atomic_load(&c->rx_overrun),
 	         (unsigned long long)atomic_load(&c->tx_frames),
 	         (unsigned long long)atomic_load(&c->tx_dropped));
 }

@@ -471,6 +471,7 @@ EMU_EXPORT int gemu_eth_stats(struct ibv_context *context, struct gemu_eth_stats
 	out->rx_no_wqe = atomic_load(&c->rx_no_wqe);
 	out->rx_too_long = atomic_load(&c->rx_too_long);
 	out->rx_bad_wqe = atomic_load(&c->rx_bad_wqe);
+	out->rx_overrun = atomic_load(&c->rx_overrun);
 	out->tx_frames = atomic_load(&c->tx_frames);
 	out->tx_dropped = atomic_load(&c->tx_dropped);
 	return 0;

@@ -24,6 +24,7 @@ struct gemu_eth_stats {
 	uint64_t rx_no_wqe;    /* its QP had no receive WQE (or was not in RTR/RTS) */
 	uint64_t rx_too_long;  /* longer than the receive WQE's buffers */
 	uint64_t rx_bad_wqe;   /* the receive WQE named memory it may not write */
+	uint64_t rx_overrun;   /* lost before steering: the port's socket buffer was full */
 	uint64_t tx_frames;    /* sent by RAW_PACKET QPs */
 	uint64_t tx_dropped;   /* ... that the port could not send */
 };

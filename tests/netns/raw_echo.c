@@ -264,11 +264,12 @@ int main(int argc, char **argv)
 	                                                                      "gemu_eth_stats");
 	if (stats)
 		stats(e.ctx, &s);
-	printf("echoed %llu bad %llu rx_frames %llu rx_no_rule %llu rx_no_wqe %llu tx_frames %llu "
-	       "tx_dropped %llu\n",
+	printf("echoed %llu bad %llu rx_frames %llu rx_no_rule %llu rx_no_wqe %llu rx_overrun %llu "
+	       "tx_frames %llu tx_dropped %llu\n",
 	       (unsigned long long)echoed, (unsigned long long)bad, (unsigned long long)s.rx_frames,
 	       (unsigned long long)s.rx_no_rule, (unsigned long long)s.rx_no_wqe,
-	       (unsigned long long)s.tx_frames, (unsigned long long)s.tx_dropped);
+	       (unsigned long long)s.rx_overrun, (unsigned long long)s.tx_frames,
+	       (unsigned long long)s.tx_dropped);
 	if (teardown(&e))
 		return 1;
 	return echoed >= count && bad == 0 ? 0 : 1;
