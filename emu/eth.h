@@ -81,6 +81,8 @@ struct emu_eth_counters *emu_eth_counters(const struct emu_device *dev);
 
 /* Steer one frame received by dev's port (worker 0's lock held). */
 void emu_flow_rx(struct emu_device *dev, const uint8_t *frame, uint32_t len);
+/* A frame a QP of dev sends: its copies for the sniffer rules (worker 0). */
+void emu_flow_sniff_tx(struct emu_device *dev, const uint8_t *frame, uint32_t len);
 /* Does a rule name qp? (A QP with rules cannot be destroyed: EBUSY, as
  * with the kernel's reference from each flow.) Control path, worker 0's
  * lock held. */

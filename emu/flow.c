@@ -11,13 +11,15 @@
  * (rx_no_rule): a port without rules receives nothing. A rule's action is
  * delivery to its QP, with the flow tag of an ACTION_TAG spec (0 without),
  * or, with ACTION_DROP, dropping the frame (counted, rx_drop_rule).
+ * SNIFFER rules take a copy of every frame the port receives and of every
+ * frame its QPs send, whatever the other rules do with it.
  *
  * Specs: ETH (destination and source MAC, EtherType, VLAN tag), IPV4 (source
  * and destination), IPV4_EXT (+ protocol, TOS, TTL), IPV6 (source,
  * destination, flow label, next header, traffic class, hop limit), TCP and
  * UDP (ports), each with a mask; an L3 spec also matches the IP version, an
  * L4 spec the protocol, as mlx5 sets them. Not emulated (EOPNOTSUPP):
- * SNIFFER rules, DONT_TRAP and EGRESS flags, ESP, tunnel, GRE, MPLS and
+ * DONT_TRAP and EGRESS flags, ESP, tunnel, GRE, MPLS and
  * inner specs, flow actions by handle, counters, IPv4 flags.
  *
  * The rules are read by steering with worker 0's lock held (eth.h), so
@@ -53,6 +55,7 @@ struct emu_flow {
 /* Per device: its rules (sorted as steering reads them) and counters. */
 static struct {
 	struct emu_flow *rules;
+	int sniffers; /* SNIFFER rules among them */
 	struct emu_eth_counters cnt;
 } steer[EMU_MAX_DEVICES];
 
@@ -164,6 +167,24 @@ static const struct emu_flow *lookup(const struct emu_flow *rules, const struct 
 	return NULL;
 }
 
+/* A copy of p to every sniffer rule's QP (they sort last). */
+static void sniff(const struct emu_flow *rules, const struct emu_pkt *p)
+{
+	for (const struct emu_flow *f = rules; f; f = f->next)
+		if (f->type == IBV_FLOW_ATTR_SNIFFER)
+			emu_raw_deliver(f->qp, p, f->tag);
+}
+
+void emu_flow_sniff_tx(struct emu_device *dev, const uint8_t *frame, uint32_t len)
+{
+	struct emu_pkt p;
+
+	if (!steer[dev->index].sniffers)
+		return;
+	emu_pkt_parse(&p, frame, len);
+	sniff(steer[dev->index].rules, &p);
+}
+
 void emu_flow_rx(struct emu_device *dev, const uint8_t *frame, uint32_t len)
 {
 	struct emu_eth_counters *c = &steer[dev->index].cnt;
@@ -172,6 +193,8 @@ void emu_flow_rx(struct emu_device *dev, const uint8_t *frame, uint32_t len)
 
 	atomic_fetch_add_explicit(&c->rx_frames, 1, memory_order_relaxed);
 	emu_pkt_parse(&p, frame, len);
+	if (steer[dev->index].sniffers)
+		sniff(steer[dev->index].rules, &p);
 	f = lookup(steer[dev->index].rules, &p);
 	if (!f)
 		atomic_fetch_add_explicit(&c->rx_no_rule, 1, memory_order_relaxed);
@@ -311,10 +334,8 @@ static int check_attr(const struct ibv_flow_attr *a)
 		return 0;
 	case IBV_FLOW_ATTR_ALL_DEFAULT:
 	case IBV_FLOW_ATTR_MC_DEFAULT:
-		return a->num_of_specs ? EINVAL : 0;
 	case IBV_FLOW_ATTR_SNIFFER:
-		emu_info("create_flow: sniffer rules are not emulated");
-		return EOPNOTSUPP;
+		return a->num_of_specs ? EINVAL : 0;
 	default:
 		return EINVAL;
 	}
@@ -357,10 +378,19 @@ static int parse_rule(struct emu_flow *f, const struct ibv_flow_attr *a)
 }
 
 /* Where f goes: NORMAL rules by priority (after those of its own), then
- * MC_DEFAULT, then ALL_DEFAULT. */
+ * MC_DEFAULT, then ALL_DEFAULT, then SNIFFER. */
 static int rank(const struct emu_flow *f)
 {
-	return f->type == IBV_FLOW_ATTR_NORMAL ? 0 : f->type == IBV_FLOW_ATTR_MC_DEFAULT ? 1 : 2;
+	switch (f->type) {
+	case IBV_FLOW_ATTR_NORMAL:
+		return 0;
+	case IBV_FLOW_ATTR_MC_DEFAULT:
+		return 1;
+	case IBV_FLOW_ATTR_ALL_DEFAULT:
+		return 2;
+	default:
+		return 3;
+	}
 }
 
 static bool goes_before(const struct emu_flow *f, const struct emu_flow *g)
@@ -410,6 +440,7 @@ EMU_EXPORT struct ibv_flow *gemu_create_flow(struct ibv_qp *ibqp, struct ibv_flo
 	f->ibflow.handle = qp->ibqp.qp_num;
 	emu_qp_ctl_lock(qp);
 	insert(&steer[qp->ctx->dev->index].rules, f);
+	steer[qp->ctx->dev->index].sniffers += f->type == IBV_FLOW_ATTR_SNIFFER;
 	emu_qp_ctl_unlock(qp);
 	emu_dbg("QP 0x%x: flow rule type %d priority %u%s tag 0x%x", ibqp->qp_num, f->type,
 	        f->priority, f->drop ? " drop" : "", f->tag);
@@ -422,6 +453,7 @@ static bool unlink_rule(struct emu_flow *f)
 	for (struct emu_flow **pp = &steer[f->qp->ctx->dev->index].rules; *pp; pp = &(*pp)->next) {
 		if (*pp == f) {
 			*pp = f->next;
+			steer[f->qp->ctx->dev->index].sniffers -= f->type == IBV_FLOW_ATTR_SNIFFER;
 			return true;
 		}
 	}

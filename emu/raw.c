@@ -135,6 +135,7 @@ static bool send_one(struct emu_qp *qp, struct emu_wqe *w)
 	/* the frame is out (on a loopback port: steered, maybe received)
 	 * before its CQE, as a NIC completes a send once on the wire */
 	atomic_fetch_add_explicit(&emu_eth_counters(dev)->tx_frames, 1, memory_order_relaxed);
+	emu_flow_sniff_tx(dev, buf, len);
 	emu_eth_port_tx(dev, buf, len);
 	send_cqe(qp, w, 0);
 	return true;

@@ -12,6 +12,8 @@
  *              the matching frame arrives byte for byte, one differing in
  *              that field does not and is counted as "no rule"
  *   order      priorities, drop rules, MC_DEFAULT and ALL_DEFAULT
+ *   sniffer    a SNIFFER rule's QP gets a copy of each frame sent and of
+ *              each received, besides the QP steering picks
  *   flow_errs  what ibv_create_flow refuses, and a QP with rules is busy
  *   csum       IBV_SEND_IP_CSUM: IPv4 header, UDP and TCP checksums over
  *              IPv4 and IPv6 against this file's own reference
@@ -23,6 +25,9 @@
  *              IBV_SEND_INLINE
  *   drops      no receive WQE, a QP not yet in RTR, a frame longer than
  *              the WQE: counted, WQE kept
+ *   errors     a receive WQE with a bad lkey: LOCAL_PROT, the QP in ERR,
+ *              the rest of its RQ and SQ flushed; a send WQE with a bad
+ *              lkey: LOCAL_PROT on the send side
  */
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -836,6 +841,78 @@ static void test_order(void)
 	CHECK_OK(ibv_destroy_flow(f1));
 }
 
+/* Every receive completion waiting on rcqx (at most n): QP and tag. */
+static int take_all(struct ibv_wc *wc, uint32_t *tag, int n)
+{
+	struct ibv_poll_cq_attr pa = {0};
+	int k = 0;
+
+	if (ibv_start_poll(rcqx, &pa))
+		return 0;
+	do {
+		CHECK(k < n);
+		wc[k].wr_id = rcqx->wr_id;
+		wc[k].status = rcqx->status;
+		wc[k].qp_num = ibv_wc_read_qp_num(rcqx);
+		wc[k].byte_len = ibv_wc_read_byte_len(rcqx);
+		tag[k++] = ibv_wc_read_flow_tag(rcqx);
+	} while (ibv_next_poll(rcqx) == 0);
+	ibv_end_poll(rcqx);
+	rcq_seen += (uint32_t)k;
+	return k;
+}
+
+static void test_sniffer(void)
+{
+	struct rule r;
+	struct frame_opts o = udp4();
+	uint8_t f[SLOT];
+	uint32_t at, len = build(f, &o, &at), tag[4];
+	struct ibv_flow *sn, *nf;
+	struct ibv_wc wc[4];
+	int n;
+
+	t_case("sniffer: a copy of the frame leaving and of it arriving (loopback), besides the "
+	       "steered one");
+	memset(&r, 0, sizeof(r));
+	r.attr.type = IBV_FLOW_ATTR_SNIFFER;
+	r.attr.port = 1;
+	r.attr.size = sizeof(r.attr);
+	sn = flow(rx2, &r); /* no specs, so no tag either: 0 */
+	rule_init(&r, 0);
+	add_tag(&r, 11);
+	nf = flow(rx, &r);
+	for (int i = 0; i < 2; i++)
+		post_rx(rx2, 10 + i, SLOT);
+	post_rx(rx, 12, SLOT);
+	send_frame(f, len, 0);
+	n = take_all(wc, tag, 4);
+	CHECK_EQ(n, 3);
+	for (int i = 0; i < n; i++) {
+		CHECK_EQ(wc[i].status, IBV_WC_SUCCESS);
+		CHECK_EQ(wc[i].byte_len, len);
+		CHECK_EQ(tag[i], wc[i].qp_num == rx2->qp_num ? 0u : 11u);
+		CHECK_MEM(buf + (size_t)wc[i].wr_id * SLOT, f, len);
+	}
+	CHECK_EQ((wc[0].qp_num == rx->qp_num) + (wc[1].qp_num == rx->qp_num) +
+	             (wc[2].qp_num == rx->qp_num),
+	         1);
+
+	t_case("sniffer: a frame no rule takes is still copied (and counted as no rule)");
+	CHECK_OK(ibv_destroy_flow(nf));
+	for (int i = 0; i < 2; i++)
+		post_rx(rx2, 13 + i, SLOT);
+	{
+		struct gemu_eth_stats s0 = stats();
+
+		send_frame(f, len, 0);
+		CHECK_EQ(take_all(wc, tag, 4), 2);
+		CHECK_EQ(stats().rx_no_rule, s0.rx_no_rule + 1);
+	}
+	CHECK_OK(ibv_destroy_flow(sn));
+	reset_rx(rx);
+}
+
 static void test_flow_errs(void)
 {
 	struct rule r;
@@ -844,7 +921,8 @@ static void test_flow_errs(void)
 
 	rule_init(&r, 0);
 	r.attr.type = IBV_FLOW_ATTR_SNIFFER;
-	flow_refused(rx, &r, EOPNOTSUPP, "a sniffer rule");
+	rule_add(&r, &e, sizeof(e));
+	flow_refused(rx, &r, EINVAL, "a sniffer rule with specs");
 	rule_init(&r, 0);
 	r.attr.flags = IBV_FLOW_ATTR_FLAGS_DONT_TRAP;
 	flow_refused(rx, &r, EOPNOTSUPP, "DONT_TRAP");
@@ -1229,6 +1307,72 @@ static void test_drops(void)
 	CHECK_OK(ibv_destroy_qp(q));
 }
 
+static void test_errors(void)
+{
+	struct ibv_cq *cq = t_cq(ctx, 64);
+	struct ibv_qp *q = raw_qp(cq), *saved = tx;
+	struct frame_opts o = udp4();
+	uint8_t f[SLOT];
+	uint32_t at, len = build(f, &o, &at);
+	struct gemu_eth_stats s0 = stats();
+	struct ibv_wc wc[4];
+	struct rule r;
+	struct ibv_flow *fl;
+
+	to_rts(q);
+	rule_init(&r, 0);
+	fl = flow(q, &r);
+
+	t_case("errors: a receive WQE with a bad lkey: LOCAL_PROT, counted, QP in ERR");
+	t_post_recv_buf(q, 50, buf, SLOT, mr->lkey ^ 0x5500);
+	t_post_recv_buf(q, 51, buf + SLOT, SLOT, mr->lkey);
+	send_frame(f, len, 0);
+	wc[0] = t_poll1(cq, "the bad receive's error CQE");
+	CHECK_WC_STATUS(&wc[0], 50, IBV_WC_LOC_PROT_ERR);
+	CHECK_EQ(stats().rx_bad_wqe, s0.rx_bad_wqe + 1);
+	CHECK_EQ(t_qp_state(q), IBV_QPS_ERR);
+
+	t_case("errors: in ERR the rest of the RQ flushes, and so do new sends");
+	wc[0] = t_poll1(cq, "the flushed receive");
+	CHECK_WC_STATUS(&wc[0], 51, IBV_WC_WR_FLUSH_ERR);
+	{
+		struct ibv_sge sge = {(uintptr_t)buf, 64, mr->lkey};
+		struct ibv_send_wr wr = {.wr_id = 52,
+		                         .sg_list = &sge,
+		                         .num_sge = 1,
+		                         .opcode = IBV_WR_SEND,
+		                         .send_flags = IBV_SEND_SIGNALED},
+		                   *bad;
+
+		CHECK_OK(ibv_post_send(q, &wr, &bad));
+		wc[0] = t_poll1(scq, "the flushed send"); /* raw_qp's send CQ */
+		CHECK_WC_STATUS(&wc[0], 52, IBV_WC_WR_FLUSH_ERR);
+	}
+	CHECK_OK(ibv_destroy_flow(fl));
+
+	t_case("errors: a send WQE with a bad lkey: LOCAL_PROT, nothing sent");
+	reset_rx(q);
+	{
+		struct ibv_sge sge = {(uintptr_t)buf, 64, mr->lkey ^ 0x5500};
+		struct ibv_send_wr wr = {.wr_id = 53,
+		                         .sg_list = &sge,
+		                         .num_sge = 1,
+		                         .opcode = IBV_WR_SEND,
+		                         .send_flags = IBV_SEND_SIGNALED},
+		                   *bad;
+		struct gemu_eth_stats s1 = stats();
+
+		CHECK_OK(ibv_post_send(q, &wr, &bad));
+		wc[0] = t_poll1(scq, "the bad send's error CQE");
+		CHECK_WC_STATUS(&wc[0], 53, IBV_WC_LOC_PROT_ERR);
+		CHECK_EQ(stats().tx_frames, s1.tx_frames);
+		CHECK_EQ(t_qp_state(q), IBV_QPS_ERR);
+	}
+	tx = saved;
+	CHECK_OK(ibv_destroy_qp(q));
+	CHECK_OK(ibv_destroy_cq(cq));
+}
+
 int main(int argc, char **argv)
 {
 	static const struct t_named_case cases[] = {
@@ -1237,11 +1381,13 @@ int main(int argc, char **argv)
 	    {"steer_ip", test_steer_ip},
 	    {"steer_l4", test_steer_l4},
 	    {"order", test_order},
+	    {"sniffer", test_sniffer},
 	    {"flow_errs", test_flow_errs},
 	    {"csum", test_csum},
 	    {"cqe", test_cqe},
 	    {"dv_wqe", test_dv_wqe},
 	    {"drops", test_drops},
+	    {"errors", test_errors},
 	};
 
 	setup();
