@@ -105,7 +105,5 @@ int emu_eth_port_get(struct emu_device *dev);
 void emu_eth_port_put(struct emu_device *dev);
 /* Send one frame out of dev's port (worker 0, its lock held). */
 void emu_eth_port_tx(struct emu_device *dev, const uint8_t *frame, uint32_t len);
-/* The interface name dev's port is bound to, or NULL (loopback). */
-const char *emu_eth_port_ifname(const struct emu_device *dev);
 
 #endif /* GNIC_EMU_ETH_H */

@@ -75,13 +75,6 @@ static bool ifname_of(int index, char *name)
 	return true;
 }
 
-const char *emu_eth_port_ifname(const struct emu_device *dev)
-{
-	const struct eth_port *p = &ports[dev->index];
-
-	return p->fd >= 0 && p->refs ? p->ifname : NULL;
-}
-
 /* ---- receive ------------------------------------------------------------------- */
 
 /* The frame as the wire carried it: the VLAN tag back in place (the kernel
