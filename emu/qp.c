@@ -496,7 +496,8 @@ struct transition {
 };
 
 /* The RAW_PACKET rows of the kernel's state table: the port at RESET ->
- * INIT (INIT -> INIT may change it), nothing else on the way to RTS. */
+ * INIT, no attribute on any other step (the kernel's RATE_LIMIT, which
+ * gnic-emu does not pace, is refused with the rest). */
 static int transition_raw(int cur, int next, struct transition *t)
 {
 	*t = (struct transition){0, 0};
@@ -504,13 +505,11 @@ static int transition_raw(int cur, int next, struct transition *t)
 		t->opt = IBV_QP_CUR_STATE;
 	else if (cur == IBV_QPS_RESET && next == IBV_QPS_INIT)
 		t->req = IBV_QP_PORT;
-	else if (cur == IBV_QPS_INIT && next == IBV_QPS_INIT)
-		t->opt = IBV_QP_PORT;
-	else if ((cur == IBV_QPS_INIT && next == IBV_QPS_RTR) ||
-	         (cur == IBV_QPS_RTR && next == IBV_QPS_RTS))
+	else if ((cur == IBV_QPS_INIT && next == IBV_QPS_INIT) ||
+	         (cur == IBV_QPS_INIT && next == IBV_QPS_RTR) ||
+	         (cur == IBV_QPS_RTR && next == IBV_QPS_RTS) ||
+	         (cur == IBV_QPS_RTS && next == IBV_QPS_RTS))
 		return 0;
-	else if (cur == IBV_QPS_RTS && next == IBV_QPS_RTS)
-		t->opt = IBV_QP_CUR_STATE;
 	else
 		return EINVAL;
 	return 0;

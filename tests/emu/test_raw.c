@@ -453,7 +453,10 @@ static void test_qp(void)
 	qa.port_num = 1;
 	CHECK_OK(ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PORT));
 
-	t_case("qp: INIT->RTR and RTR->RTS take no attributes (no AV, PSN, timeouts)");
+	t_case("qp: INIT->INIT takes no port; INIT->RTR and RTR->RTS no AV, PSN, timeouts");
+	qa.qp_state = IBV_QPS_INIT;
+	CHECK_RET(ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PORT), EINVAL);
+	CHECK_OK(ibv_modify_qp(qp, &qa, IBV_QP_STATE));
 	qa.qp_state = IBV_QPS_RTR;
 	CHECK_RET(ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_AV), EINVAL);
 	CHECK_RET(ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_RQ_PSN), EINVAL);
