@@ -8,7 +8,8 @@
  *       into the SQ/RQ buffers, updates doorbell records, writes the doorbell
  *       register and parses CQEs. It never executes anything.
  *   engine (engine.c, wqe.c, cqe.c, and per QP type an ops table: RC's is
- *       rc.c over requester.c responder.c): the NIC's processor. Its only
+ *       rc.c over requester.c responder.c, RAW_PACKET's raw.c with the
+ *       Ethernet port's steering and socket, eth.h): the NIC's processor. Its only
  *       inputs are WQE bytes + doorbells (written by the verbs side or by a
  *       GPU thread through mlx5dv) and fabric messages; its only outputs are
  *       CQE bytes, target memory and fabric messages. The engine and the
