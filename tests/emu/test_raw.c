@@ -45,6 +45,8 @@
 #define TXOFF  (NSLOT * SLOT)
 #define BUFLEN (TXOFF + 4 * SLOT)
 
+int gemu_qp_engine_worker(struct ibv_qp *qp); /* libgnic_emu */
+
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
 static struct ibv_cq *scq;
@@ -443,6 +445,12 @@ static void test_qp(void)
 	CHECK_OK(ibv_query_qp(qp, &qa, IBV_QP_STATE, &qi));
 	CHECK_EQ(qi.qp_type, IBV_QPT_RAW_PACKET);
 	CHECK_EQ(qa.qp_state, IBV_QPS_RESET);
+
+	t_case("qp: every RAW_PACKET QP is engine worker 0's (steering runs under its lock)");
+	CHECK_EQ(gemu_qp_engine_worker(qp), 0);
+	CHECK_EQ(gemu_qp_engine_worker(tx), 0);
+	CHECK_EQ(gemu_qp_engine_worker(rx), 0);
+	CHECK_EQ(gemu_qp_engine_worker(rx2), 0);
 
 	t_case("qp: RESET->INIT needs the port and takes no P_Key or access flags");
 	qa.qp_state = IBV_QPS_INIT;
