@@ -157,7 +157,15 @@ static void *rx_main(void *arg)
 			count_overrun(dev, p);
 			continue;
 		}
-		if (!(pfd.revents & POLLIN)) { /* an error only: the interface went away */
+		if (!(pfd.revents & POLLIN)) {
+			/* an error only (the interface went down or away): take it,
+			 * so the next poll waits for frames again */
+			int err = 0;
+			socklen_t len = sizeof(err);
+
+			getsockopt(p->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+			emu_dbg("%s: Ethernet port on %s: %s", dev->ibdev.name, p->ifname,
+			        strerror(err));
 			usleep(RX_WAIT_MS * 1000);
 			continue;
 		}
