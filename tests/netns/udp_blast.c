@@ -62,7 +62,8 @@ static int sock(void)
 	return fd;
 }
 
-int main(int argc, char **argv)
+/* The run; main frees what it allocated whatever this returns. */
+static int blast(int argc, char **argv, uint64_t **sent_at_p, uint64_t **tries_p)
 {
 	struct sockaddr_in dst = {.sin_family = AF_INET}, other;
 	uint64_t count, window, next = 0, done = 0, resent = 0, others = 0;
@@ -81,8 +82,8 @@ int main(int argc, char **argv)
 	other.sin_port = htons((uint16_t)(atoi(argv[2]) + 1));
 	count = strtoull(argv[3], NULL, 0);
 	window = argc > 4 ? strtoull(argv[4], NULL, 0) : 64;
-	sent_at = calloc(count + 1, sizeof(*sent_at));
-	tries = calloc(count + 1, sizeof(*tries));
+	sent_at = *sent_at_p = calloc(count + 1, sizeof(*sent_at));
+	tries = *tries_p = calloc(count + 1, sizeof(*tries));
 	if (!sent_at || !tries)
 		return 2;
 	fd = sock();
@@ -168,4 +169,14 @@ int main(int argc, char **argv)
 		       s > 0 ? (double)count / s : 0.0);
 	}
 	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t *sent_at = NULL, *tries = NULL;
+	int rc = blast(argc, argv, &sent_at, &tries);
+
+	free(sent_at);
+	free(tries);
+	return rc;
 }
