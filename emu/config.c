@@ -85,6 +85,11 @@ static const struct knob knobs[] = {
     {"GNIC_EMU_LINK", KNOB_LINK, CFG(link_ib), "roce", 0, 0,
      "roce|ib: the ports' link layer; ib: LIDs (the low 16 bits of each device's IPv4 "
      "address, which must be a unicast LID), a GID table of one IB GID, GRH optional"},
+    {"GNIC_EMU_ETH_IF", KNOB_STR, CFG(eth_if), "", 1, sizeof(emu_cfg.eth_if) - 1,
+     "network interfaces backing the devices' Ethernet ports, device 0's first "
+     "(\"veth0\" or \"eth1,,eth2\"; an empty entry: none): RAW_PACKET QPs send and receive "
+     "there through an AF_PACKET socket (CAP_NET_RAW). Unset = a loopback port: frames sent "
+     "come back into the same device's steering"},
     {"GNIC_EMU_PENDING_MAX", KNOB_INT, CFG(pending_max), "256", 1, 65536,
      "most inbound fabric connections still in their handshake (and at most a quarter of "
      "RLIMIT_NOFILE); over it the oldest one is dropped"},

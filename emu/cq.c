@@ -204,8 +204,14 @@ struct gnic_mlx5_cqe64 *emu_cq_next(struct emu_cq *cq, uint32_t n)
 	return cqe_ready(cq, n, memory_order_acquire);
 }
 
+/* The CQE's QP: by its user index where the CQE has one (an Ethernet RQ's
+ * receive CQE, whose sop_drop_qpn holds the flow tag), else by QPN. */
 static uint32_t cqe_qpn(const struct gnic_mlx5_cqe64 *cqe)
 {
+	uint32_t uidx = gnic_be32(cqe->srqn_uidx) & 0xffffff;
+
+	if (uidx && gnic_mlx5_cqe_opcode(cqe->op_own) == GNIC_MLX5_CQE_RESP_SEND)
+		return uidx;
 	return gnic_be32(cqe->sop_drop_qpn) & 0xffffff;
 }
 
@@ -342,6 +348,18 @@ static void parse_resp_ud(const struct gnic_mlx5_cqe64 *cqe, struct ibv_wc *wc)
 		wc->wc_flags |= IBV_WC_GRH;
 }
 
+/* rdma-core's get_csum_ok: IPv4 with both the L3 and the L4 checksum right. */
+static unsigned raw_csum_ok(const struct gnic_mlx5_cqe64 *cqe)
+{
+	const uint8_t *b = (const uint8_t *)cqe;
+	uint8_t ok = GNIC_MLX5_CQE_L3_OK | GNIC_MLX5_CQE_L4_OK;
+
+	return ((b[GNIC_MLX5_CQE_HDS_IP_EXT] & ok) == ok &&
+	        ((b[GNIC_MLX5_CQE_L4_HDR_TYPE_ETC] >> 2) & 3) == GNIC_MLX5_CQE_L3_HDR_TYPE_IPV4)
+	           ? IBV_WC_IP_CSUM_OK
+	           : 0;
+}
+
 static int parse_resp(struct emu_qp *qp, const struct gnic_mlx5_cqe64 *cqe, uint8_t opcode,
                       struct ibv_wc *wc)
 {
@@ -356,6 +374,8 @@ static int parse_resp(struct emu_qp *qp, const struct gnic_mlx5_cqe64 *cqe, uint
 		return -1;
 	wc->byte_len = gnic_be32(cqe->byte_cnt);
 	wc->opcode = opcode == GNIC_MLX5_CQE_RESP_WR_IMM ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
+	if (qp->ibqp.qp_type == IBV_QPT_RAW_PACKET)
+		wc->wc_flags = raw_csum_ok(cqe);
 	switch (opcode) {
 	case GNIC_MLX5_CQE_RESP_WR_IMM:
 	case GNIC_MLX5_CQE_RESP_SEND_IMM:
@@ -404,6 +424,10 @@ int emu_cq_parse(struct emu_cq *cq, const struct gnic_mlx5_cqe64 *cqe, struct ib
 		return 0;
 	}
 	wc_clear(wc, qp);
+	cq->cur_flow_tag =
+	    qp->ibqp.qp_type == IBV_QPT_RAW_PACKET && opcode == GNIC_MLX5_CQE_RESP_SEND
+	        ? gnic_be32(cqe->sop_drop_qpn) & GNIC_MLX5_FLOW_TAG_MASK
+	        : 0;
 	switch (opcode) {
 	case GNIC_MLX5_CQE_REQ:
 		parse_req(qp, cqe, wc);

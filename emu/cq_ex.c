@@ -19,9 +19,9 @@
  * wc_flags: the standard set (byte_len, imm, qp_num, src_qp, slid, sl,
  * dlid_path_bits), whose read_* calls are set only when asked for, as mlx5
  * sets them. mlx5's others need what the emulated device has not: a clock
- * (COMPLETION_TIMESTAMP, _WALLCLOCK), VLANs (CVLAN), flow steering
- * (FLOW_TAG), tag matching (TM_INFO): EOPNOTSUPP, as for flags mlx5 does not
- * know.
+ * (COMPLETION_TIMESTAMP, _WALLCLOCK), VLANs (CVLAN), tag matching
+ * (TM_INFO): EOPNOTSUPP, as for flags mlx5 does not know. FLOW_TAG reads
+ * the flow tag of a RAW_PACKET QP's receive (0 for other completions).
  */
 #include <errno.h>
 #include <infiniband/mlx5dv.h>
@@ -29,7 +29,7 @@
 
 #include "emu.h"
 
-#define CQ_WC_FLAGS_OK    IBV_WC_STANDARD_FLAGS
+#define CQ_WC_FLAGS_OK    (IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_FLOW_TAG)
 #define CQ_COMP_MASK_MLX5 (IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD)
 #define CQ_CREATE_FLAGS_MLX5                                                                       \
 	(IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)
@@ -145,6 +145,11 @@ static uint8_t read_dlid_path_bits(struct ibv_cq_ex *cqx)
 	return to_ecq_ex(cqx)->cur.dlid_path_bits;
 }
 
+static uint32_t read_flow_tag(struct ibv_cq_ex *cqx)
+{
+	return to_ecq_ex(cqx)->cur_flow_tag;
+}
+
 static void fill_ops(struct ibv_cq_ex *x, uint64_t wc_flags)
 {
 	x->start_poll = start_poll;
@@ -167,6 +172,8 @@ static void fill_ops(struct ibv_cq_ex *x, uint64_t wc_flags)
 		x->read_sl = read_sl;
 	if (wc_flags & IBV_WC_EX_WITH_DLID_PATH_BITS)
 		x->read_dlid_path_bits = read_dlid_path_bits;
+	if (wc_flags & IBV_WC_EX_WITH_FLOW_TAG)
+		x->read_flow_tag = read_flow_tag;
 }
 
 /* ---- create ---------------------------------------------------------------- */
@@ -180,7 +187,7 @@ static int check_attr(const struct ibv_cq_init_attr_ex *a)
 		return EINVAL;
 	if (a->wc_flags & ~(uint64_t)CQ_WC_FLAGS_OK) {
 		emu_info("create_cq_ex: wc_flags 0x%llx: gnic-emu completes with the standard "
-		         "fields only (no timestamps, VLANs, flow tags or tag matching)",
+		         "fields and flow tags only (no timestamps, VLANs or tag matching)",
 		         (unsigned long long)a->wc_flags);
 		return EOPNOTSUPP;
 	}

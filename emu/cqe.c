@@ -61,6 +61,12 @@ static void fill_ok(struct gnic_mlx5_cqe64 *cqe, const struct emu_cqe_info *in)
 
 	if (in->opcode == GNIC_MLX5_CQE_REQ)
 		sop |= (uint32_t)in->wqe_opcode << 24;
+	if (in->eth) { /* the QP by its user index; the word holds the flow tag */
+		cqe->srqn_uidx = gnic_be32(in->qpn & 0xffffff);
+		sop = in->flow_tag & GNIC_MLX5_FLOW_TAG_MASK;
+		((uint8_t *)cqe)[GNIC_MLX5_CQE_HDS_IP_EXT] = in->hds_ip_ext;
+		((uint8_t *)cqe)[GNIC_MLX5_CQE_L4_HDR_TYPE_ETC] = in->l4_hdr_type_etc;
+	}
 	if (in->inl_len) { /* scatter-to-CQE: the data in bytes 0..31 */
 		memcpy(cqe, in->inl, in->inl_len);
 	} else if (in->flags_rqpn || in->slid || in->l3_hdr_type) {

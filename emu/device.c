@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "emu.h"
+#include "eth.h"
 
 /* A ConnectX-7's identity, so that software keyed on it (perftest, UCX, NCCL,
  * ...) takes its mlx5 path: the vendor ID, the part ID and a firmware version
@@ -294,6 +295,8 @@ static void context_fill_ops(struct emu_context *ctx)
 	vctx->query_device_ex = gemu_query_device_ex;
 	vctx->create_qp_ex = gemu_create_qp_ex;
 	vctx->create_cq_ex = gemu_create_cq_ex;
+	vctx->ibv_create_flow = gemu_create_flow; /* RAW_PACKET steering (flow.c) */
+	vctx->ibv_destroy_flow = gemu_destroy_flow;
 	vctx->sz = sizeof(struct verbs_context);
 	vctx->context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 }
@@ -419,10 +422,12 @@ static void device_attr_fill(struct emu_device *dev, struct ibv_device_attr *a)
 	a->max_qp = EMU_MAX_QP - 1;
 	a->max_qp_wr = EMU_MAX_QP_WR;
 	/* the ConnectX-7 flags the emulator honours; not: P_Key/Q_Key violation
-	 * counters, path migration, port change, memory windows, XRC, UD, raw
-	 * packet checksums, memory management extensions, flow steering */
-	a->device_cap_flags =
-	    IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID;
+	 * counters, path migration, port change, memory windows, XRC, UD,
+	 * memory management extensions; raw packet checksums and flow steering
+	 * are RAW_PACKET QPs' (raw.c, flow.c) */
+	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT |
+	                      IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RAW_IP_CSUM |
+	                      IBV_DEVICE_MANAGED_FLOW_STEERING;
 	a->max_sge = EMU_MAX_SGE;
 	a->max_sge_rd = EMU_MAX_SGE;
 	a->max_cq = EMU_MAX_CQ - 1;
@@ -470,6 +475,8 @@ EMU_EXPORT int gemu_query_device_ex(struct ibv_context *context,
 		attr->device_cap_flags_ex = (uint64_t)attr->orig_attr.device_cap_flags;
 	if (vext_field_avail(struct ibv_device_attr_ex, phys_port_cnt_ex, attr_size))
 		attr->phys_port_cnt_ex = 1;
+	if (vext_field_avail(struct ibv_device_attr_ex, raw_packet_caps, attr_size))
+		attr->raw_packet_caps = IBV_RAW_PACKET_CAP_IP_CSUM;
 	return 0;
 }
 

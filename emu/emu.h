@@ -8,7 +8,8 @@
  *       into the SQ/RQ buffers, updates doorbell records, writes the doorbell
  *       register and parses CQEs. It never executes anything.
  *   engine (engine.c, wqe.c, cqe.c, and per QP type an ops table: RC's is
- *       rc.c over requester.c responder.c): the NIC's processor. Its only
+ *       rc.c over requester.c responder.c, RAW_PACKET's raw.c with the
+ *       Ethernet port's steering and socket, eth.h): the NIC's processor. Its only
  *       inputs are WQE bytes + doorbells (written by the verbs side or by a
  *       GPU thread through mlx5dv) and fabric messages; its only outputs are
  *       CQE bytes, target memory and fabric messages. The engine and the
@@ -103,6 +104,7 @@ struct emu_config {
 	int link_ib;            /* GNIC_EMU_LINK=ib: InfiniBand ports (LIDs), else RoCE */
 	char secret[1024];      /* GNIC_EMU_SECRET; "" = unset. Never printed */
 	char secret_file[4096]; /* GNIC_EMU_SECRET_FILE; "" = the per-user file */
+	char eth_if[256];       /* GNIC_EMU_ETH_IF: interfaces of the Ethernet ports */
 };
 extern struct emu_config emu_cfg;
 void emu_config_load(void);
@@ -270,6 +272,7 @@ struct emu_cq {
 	/* ibv_start_poll .. ibv_end_poll (cq_ex.c), under poll_lock, which is
 	 * held in between: the completion the ibv_wc_read_* calls read */
 	struct ibv_wc cur;
+	uint32_t cur_flow_tag; /* its flow tag (Ethernet receives), for read_flow_tag */
 	/* control path */
 	int refcnt;                    /* QPs using it (under nic.lock): destroy -> EBUSY */
 	uint32_t comp_events_reported; /* handed out by get_cq_event (under ibcq.mutex) */
@@ -531,6 +534,12 @@ struct emu_cqe_info {
 	uint32_t flags_rqpn;
 	uint16_t slid;
 	uint8_t l3_hdr_type;
+	/* a receive CQE of an Ethernet RQ (RAW_PACKET QP, raw.c): srqn_uidx
+	 * names the QP, sop_drop_qpn carries flow_tag, and the header types and
+	 * checksum bits (gnic_mlx5.h) are set */
+	bool eth;
+	uint32_t flow_tag;
+	uint8_t hds_ip_ext, l4_hdr_type_etc;
 };
 bool emu_cqe_write(struct emu_cq *cq, const struct emu_cqe_info *info);
 

@@ -24,7 +24,12 @@
 #include "emu.h"
 
 #define SEND_FLAGS_OK (IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE)
-#define WQE_MAX_BYTES (GNIC_MLX5_MAX_WQE_BB * GNIC_MLX5_SEND_WQE_BB)
+/* A RAW_PACKET QP's WQE has an Ethernet segment after the ctrl: 16 bytes
+ * with no inline header, as rdma-core builds it for a device whose minimal
+ * inline mode is "none" (ConnectX-5 and later); IP_CSUM sets its cs_flags. */
+#define SEND_FLAGS_RAW (SEND_FLAGS_OK | IBV_SEND_IP_CSUM)
+#define ETH_SEG_DS     1
+#define WQE_MAX_BYTES  (GNIC_MLX5_MAX_WQE_BB * GNIC_MLX5_SEND_WQE_BB)
 
 /* What one verbs opcode becomes on the wire. */
 struct wqe_kind {
@@ -119,13 +124,23 @@ uint64_t emu_send_inline_len(const struct emu_send_req *r)
 	return total;
 }
 
+static bool raw(const struct emu_qp *qp)
+{
+	return qp->ibqp.qp_type == IBV_QPT_RAW_PACKET;
+}
+
 static int check_send_req(const struct emu_qp *qp, const struct emu_send_req *r,
                           const struct wqe_kind *k, uint32_t *inline_len)
 {
 	uint64_t total;
 
-	if ((r->send_flags & ~SEND_FLAGS_OK) || r->num_sge > (size_t)qp->max_send_sge ||
-	    (r->num_sge && !r->sge) || (r->num_inl && !r->inl) ||
+	/* a frame: SEND only, and at least one SGE (rdma-core's
+	 * copy_eth_inline_headers refuses none) */
+	if (raw(qp) && (r->opcode != IBV_WR_SEND || (r->inl ? !r->num_inl : !r->num_sge)))
+		return EINVAL;
+	if ((r->send_flags & ~(raw(qp) ? SEND_FLAGS_RAW : SEND_FLAGS_OK)) ||
+	    r->num_sge > (size_t)qp->max_send_sge || (r->num_sge && !r->sge) ||
+	    (r->num_inl && !r->inl) ||
 	    (k->dgram && (!r->ah || r->ah->context != qp->ibqp.context)))
 		return EINVAL;
 	*inline_len = 0;
@@ -162,9 +177,10 @@ static uint32_t data_ds(const struct emu_send_req *r)
 	return n;
 }
 
-static uint32_t send_ds(const struct emu_send_req *r, const struct wqe_kind *k, uint32_t inline_len)
+static uint32_t send_ds(const struct emu_qp *qp, const struct emu_send_req *r,
+                        const struct wqe_kind *k, uint32_t inline_len)
 {
-	uint32_t ds = 1 + k->raddr + k->atomic + (k->dgram ? 3 : 0);
+	uint32_t ds = 1 + k->raddr + k->atomic + (k->dgram ? 3 : 0) + (raw(qp) ? ETH_SEG_DS : 0);
 
 	if (r->send_flags & IBV_SEND_INLINE)
 		return ds + inline_ds(inline_len);
@@ -270,6 +286,13 @@ static void build_send_wqe(uint8_t *wqe, const struct emu_qp *qp, const struct e
 		set_datagram_seg(p, r);
 		p += sizeof(struct emu_mlx5_av);
 	}
+	if (raw(qp)) {
+		struct gnic_mlx5_eth_seg *e = (struct gnic_mlx5_eth_seg *)p;
+
+		if (r->send_flags & IBV_SEND_IP_CSUM)
+			e->cs_flags = GNIC_MLX5_ETH_WQE_L3_CSUM | GNIC_MLX5_ETH_WQE_L4_CSUM;
+		p += ETH_SEG_DS * GNIC_MLX5_SEG_SIZE; /* inline_hdr_sz 0 */
+	}
 	if (k->raddr)
 		set_raddr_seg((struct gnic_mlx5_raddr_seg *)p, r->raddr, r->rkey);
 	p += k->raddr * GNIC_MLX5_SEG_SIZE;
@@ -314,7 +337,7 @@ int emu_post_one(struct emu_qp *qp, const struct emu_send_req *r, uint64_t *ctrl
 		err = check_send_req(qp, r, &k, &inline_len);
 	if (err)
 		return err;
-	ds = send_ds(r, &k, inline_len);
+	ds = send_ds(qp, r, &k, inline_len);
 	bb = (ds + 3) / 4;
 	if (ds > GNIC_MLX5_MAX_DS || bb > GNIC_MLX5_MAX_WQE_BB)
 		return EINVAL;

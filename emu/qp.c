@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "emu.h"
+#include "eth.h"
 #include "worker.h"
 
 #define QP_ACCESS_OK                                                                               \
@@ -38,6 +39,7 @@
 #define SQ_OVERHEAD_CTRL   16u
 #define SQ_OVERHEAD_RDMA   32u
 #define SQ_OVERHEAD_ATOMIC 48u
+#define SQ_OVERHEAD_RAW    48u /* ctrl + the 32-byte Ethernet segment */
 #define SEND_OPS_RDMA                                                                              \
 	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ)
 #define SEND_OPS_ATOMIC (IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
@@ -102,6 +104,23 @@ static int check_send_ops(enum ibv_qp_type type, uint64_t ops)
 	return 0;
 }
 
+/* A RAW_PACKET QP of mlx5 sends SEND and TSO; gnic-emu has no TSO. */
+static int check_send_ops_raw(uint64_t ops)
+{
+	if (ops & ~(uint64_t)IBV_QP_EX_WITH_SEND) {
+		emu_info("create_qp: send_ops_flags 0x%llx: a RAW_PACKET QP of gnic-emu sends "
+		         "SEND only (no TSO)",
+		         (unsigned long long)ops);
+		return EOPNOTSUPP;
+	}
+	return 0;
+}
+
+static bool is_raw(const struct ibv_qp_init_attr_ex *a)
+{
+	return a->qp_type == IBV_QPT_RAW_PACKET;
+}
+
 static int check_init_attr(struct ibv_context *context, const struct ibv_qp_init_attr_ex *a)
 {
 	if (!context || !a || (a->comp_mask & ~QP_INIT_ATTR_KNOWN) ||
@@ -111,12 +130,19 @@ static int check_init_attr(struct ibv_context *context, const struct ibv_qp_init
 	                     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
 		return EOPNOTSUPP; /* XRC, RSS, TSO */
 	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
-	    check_send_ops(a->qp_type, a->send_ops_flags))
+	    (is_raw(a) ? check_send_ops_raw(a->send_ops_flags)
+	               : check_send_ops(a->qp_type, a->send_ops_flags)))
 		return EOPNOTSUPP;
 	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags)
 		return EOPNOTSUPP;
-	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD)
-		return EOPNOTSUPP; /* XRC, raw packet, driver QPs */
+	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC && a->qp_type != IBV_QPT_UD &&
+	    !is_raw(a))
+		return EOPNOTSUPP; /* XRC, driver QPs */
+	if (is_raw(a) && a->srq) {
+		emu_info(
+		    "create_qp: a RAW_PACKET QP of gnic-emu has its own receive queue (no SRQ)");
+		return EOPNOTSUPP;
+	}
 	if (!gemu_is_emu_context(context) || !a->pd || a->pd->context != context ||
 	    !cq_of(a->send_cq, context) || !cq_of(a->recv_cq, context) ||
 	    (a->srq && a->srq->context != context))
@@ -138,7 +164,8 @@ static uint32_t sq_overhead(const struct ibv_qp_init_attr_ex *a, uint64_t dv_ops
 
 	if (a->qp_type == IBV_QPT_UD)
 		return SQ_OVERHEAD_UD;
-
+	if (is_raw(a))
+		return SQ_OVERHEAD_RAW;
 	if (!(a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ||
 	    (ops & (IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV)) || (dv_ops & dv_umr))
 		return SQ_OVERHEAD_ALL;
@@ -281,9 +308,10 @@ static void init_ibqp(struct emu_qp *qp, const struct ibv_qp_init_attr_ex *a)
 	qp->ibqp.srq = a->srq;
 	qp->ibqp.state = IBV_QPS_RESET;
 	qp->ibqp.qp_type = a->qp_type;
-	qp->ops = a->qp_type == IBV_QPT_UD   ? &emu_ud_qp_ops
-	          : a->qp_type == IBV_QPT_UC ? &emu_uc_qp_ops
-	                                     : &emu_rc_qp_ops;
+	qp->ops = a->qp_type == IBV_QPT_UD           ? &emu_ud_qp_ops
+	          : a->qp_type == IBV_QPT_UC         ? &emu_uc_qp_ops
+	          : a->qp_type == IBV_QPT_RAW_PACKET ? &emu_raw_qp_ops
+	                                             : &emu_rc_qp_ops;
 	pthread_mutex_init(&qp->ibqp.mutex, NULL);
 	pthread_cond_init(&qp->ibqp.cond, NULL);
 	emu_wq_init_lock(&qp->sq);
@@ -415,9 +443,25 @@ static void set_scatter(struct emu_qp *qp, enum emu_scatter scatter)
 	bool on = scatter == EMU_SCATTER_ALLOW ||
 	          (scatter == EMU_SCATTER_DEFAULT && emu_env_scatter_to_cqe());
 
+	if (qp->ibqp.qp_type == IBV_QPT_RAW_PACKET)
+		on = false; /* an Ethernet RQ writes frames to memory */
 	/* a UD receive starts with its 40-byte GRH: never 32 bytes or less */
 	qp->scat_recv = on && (qp->rq.wqe_cnt || qp->srq) && qp->ibqp.qp_type != IBV_QPT_UD;
 	qp->scat_req = on && (qp->sq_sig_all || scatter == EMU_SCATTER_ALLOW);
+}
+
+static const char *type_name(enum ibv_qp_type type)
+{
+	switch (type) {
+	case IBV_QPT_UD:
+		return "UD";
+	case IBV_QPT_UC:
+		return "UC";
+	case IBV_QPT_RAW_PACKET:
+		return "RAW_PACKET";
+	default:
+		return "RC";
+	}
 }
 
 struct ibv_qp *emu_create_qp_dv(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr,
@@ -433,7 +477,12 @@ struct ibv_qp *emu_create_qp_dv(struct ibv_context *context, struct ibv_qp_init_
 		set_scatter(qp, scatter);
 		emu_nic_lock();
 		emu_worker_assign(qp);
-		err = publish(qp);
+		err = is_raw(attr) ? -emu_eth_port_get(qp->ctx->dev) : 0;
+		if (!err) {
+			err = publish(qp);
+			if (err && is_raw(attr))
+				emu_eth_port_put(qp->ctx->dev);
+		}
 		emu_nic_unlock();
 		if (err) {
 			emu_worker_unassign(qp);
@@ -444,11 +493,7 @@ struct ibv_qp *emu_create_qp_dv(struct ibv_context *context, struct ibv_qp_init_
 	}
 	if (!err)
 		emu_dbg("QP 0x%x: %s, SQ %u basic blocks, RQ %u WQEs, posts through %s",
-		        qp->ibqp.qp_num,
-		        attr->qp_type == IBV_QPT_UD   ? "UD"
-		        : attr->qp_type == IBV_QPT_UC ? "UC"
-		                                      : "RC",
-		        qp->sq.wqe_cnt, qp->rq.wqe_cnt,
+		        qp->ibqp.qp_num, type_name(attr->qp_type), qp->sq.wqe_cnt, qp->rq.wqe_cnt,
 		        qp->wr_api ? "ibv_post_send and ibv_wr_* (send_ops_flags)"
 		                   : "ibv_post_send");
 	if (err) {
@@ -500,6 +545,26 @@ EMU_EXPORT struct ibv_qp *gemu_create_qp(struct ibv_pd *pd, struct ibv_qp_init_a
 struct transition {
 	int req, opt; /* IBV_QP_* masks besides IBV_QP_STATE */
 };
+
+/* The RAW_PACKET rows of the kernel's state table: the port at RESET ->
+ * INIT, no attribute on any other step (the kernel's RATE_LIMIT, which
+ * gnic-emu does not pace, is refused with the rest). */
+static int transition_raw(int cur, int next, struct transition *t)
+{
+	*t = (struct transition){0, 0};
+	if (next == IBV_QPS_RESET || next == IBV_QPS_ERR)
+		t->opt = IBV_QP_CUR_STATE;
+	else if (cur == IBV_QPS_RESET && next == IBV_QPS_INIT)
+		t->req = IBV_QP_PORT;
+	else if ((cur == IBV_QPS_INIT && next == IBV_QPS_INIT) ||
+	         (cur == IBV_QPS_INIT && next == IBV_QPS_RTR) ||
+	         (cur == IBV_QPS_RTR && next == IBV_QPS_RTS) ||
+	         (cur == IBV_QPS_RTS && next == IBV_QPS_RTS))
+		return 0;
+	else
+		return EINVAL;
+	return 0;
+}
 
 /* The rows of the IB state table (the kernel's ib_modify_qp_is_ok) that
  * gnic-emu implements, for RC, UC and UD: which attributes each transition
@@ -554,7 +619,8 @@ static int check_mask(int type, int cur, const struct ibv_qp_attr *a, int mask, 
 	if (*next < IBV_QPS_RESET || *next > IBV_QPS_ERR || *next == IBV_QPS_SQD ||
 	    *next == IBV_QPS_SQE)
 		return EINVAL;
-	if (transition(type, cur, *next, &t))
+	if (type == IBV_QPT_RAW_PACKET ? transition_raw(cur, *next, &t)
+	                               : transition(type, cur, *next, &t))
 		return EINVAL;
 	if ((rest & t.req) != t.req || (rest & ~(t.req | t.opt)))
 		return EINVAL;
@@ -824,6 +890,12 @@ EMU_EXPORT int gemu_destroy_qp(struct ibv_qp *ibqp)
 		return EINVAL;
 	}
 	emu_worker_lock(qp->worker);
+	if (ibqp->qp_type == IBV_QPT_RAW_PACKET && emu_flow_qp_busy(qp)) {
+		/* each flow holds a reference on its QP, as in the kernel */
+		emu_worker_unlock(qp->worker);
+		emu_nic_unlock();
+		return EBUSY;
+	}
 	emu_engine_qp_remove(qp);
 	emu_worker_unplace(qp);
 	emu_worker_qp_del(qp);
@@ -834,6 +906,8 @@ EMU_EXPORT int gemu_destroy_qp(struct ibv_qp *ibqp)
 		emu_cq_clean(qp->rcq, ibqp->qp_num, qp->srq);
 	emu_worker_unlock(qp->worker);
 	hold_refs(qp, -1);
+	if (ibqp->qp_type == IBV_QPT_RAW_PACKET)
+		emu_eth_port_put(qp->ctx->dev);
 	emu_nic_unlock();
 	destroy_ibqp(qp);
 	free_queues(qp);

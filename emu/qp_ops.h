@@ -43,8 +43,9 @@ struct emu_qp_ops {
 	bool (*on_response)(struct emu_qp *qp, const struct emu_msg *m, const void *payload);
 };
 
-extern const struct emu_qp_ops emu_rc_qp_ops; /* rc.c */
-extern const struct emu_qp_ops emu_uc_qp_ops; /* uc.c */
-extern const struct emu_qp_ops emu_ud_qp_ops; /* ud.c */
+extern const struct emu_qp_ops emu_rc_qp_ops;  /* rc.c */
+extern const struct emu_qp_ops emu_uc_qp_ops;  /* uc.c */
+extern const struct emu_qp_ops emu_ud_qp_ops;  /* ud.c */
+extern const struct emu_qp_ops emu_raw_qp_ops; /* raw.c: RAW_PACKET */
 
 #endif /* GNIC_EMU_QP_OPS_H */

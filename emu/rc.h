@@ -16,8 +16,9 @@ struct emu_reply_path;
 /* requester.c: drain rung WQEs, timers, responses. Returns work done. */
 int emu_requester_progress(struct emu_qp *qp, uint64_t now_ns);
 void emu_requester_reset(struct emu_qp *qp);
-/* Also for the unreliable types (unrel.c): the newest producer index rung
- * (doorbell record or register); the key and bounds checks of a WQE's local
+/* Also for the unreliable types (unrel.c) and the SQ of a RAW_PACKET QP
+ * (raw.c, which keeps its consumer in req.sq_ci): the newest producer index
+ * rung (doorbell record or register); the key and bounds checks of a WQE's local
  * buffers (a syndrome: LOCAL_PROT, LOCAL_LENGTH past 2 GiB, or OK); its
  * payload as one buffer (inline data, a host buffer as is, else the
  * worker's gather scratch: NULL when that fails), *src the host MR it lies

@@ -135,7 +135,9 @@ void emu_worker_assign(struct emu_qp *qp)
 {
 	struct emu_worker *best = &workers[0];
 
-	if (qp->srq && atomic_load(&qp->srq->worker)) {
+	if (qp->ibqp.qp_type == IBV_QPT_RAW_PACKET) {
+		best = &workers[0]; /* steering delivers under worker 0's lock (eth.h) */
+	} else if (qp->srq && atomic_load(&qp->srq->worker)) {
 		best = atomic_load(&qp->srq->worker);
 	} else {
 		for (int k = 1; k < nworkers; k++)

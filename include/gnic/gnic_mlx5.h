@@ -158,6 +158,49 @@ struct gnic_mlx5_atomic_seg {
 	gnic_be64_t compare;
 };
 
+/* A raw Ethernet (RAW_PACKET QP) send WQE: ctrl, this segment, then data or
+ * inline segments. inline_hdr_sz bytes of the frame's start lie inline from
+ * inline_hdr_start on (running into the following 16-byte units); the next
+ * segment starts at the 16-byte boundary after them, byte 16 at the least. */
+struct gnic_mlx5_eth_seg {
+	gnic_be32_t rsvd0;
+	uint8_t cs_flags; /* GNIC_MLX5_ETH_WQE_L3_CSUM | _L4_CSUM */
+	uint8_t rsvd1;
+	gnic_be16_t mss; /* TSO only */
+	gnic_be32_t rsvd2;
+	gnic_be16_t inline_hdr_sz;
+	uint8_t inline_hdr_start[2];
+	uint8_t inline_hdr[16];
+};
+
+enum {
+	GNIC_MLX5_ETH_WQE_L3_CSUM = 1 << 6,
+	GNIC_MLX5_ETH_WQE_L4_CSUM = 1 << 7,
+	GNIC_MLX5_ETH_INLINE_HDR_OFF = 14, /* offsetof(inline_hdr_start) */
+	GNIC_MLX5_ETH_L2_INLINE_HEADER_SIZE = 18,
+};
+
+/* A receive CQE of an Ethernet receive queue (RAW_PACKET QP): bytes of the
+ * CQE64's first half that gnic_mlx5_cqe64 keeps in rsvd0, and its fields'
+ * bits. sop_drop_qpn[23:0] carries the flow tag of the steering rule that
+ * matched, srqn_uidx[23:0] the QP's user index (gnic-emu: its QPN). */
+enum {
+	GNIC_MLX5_CQE_HDS_IP_EXT = 28,      /* byte: L2/L3/L4_OK bits */
+	GNIC_MLX5_CQE_L4_HDR_TYPE_ETC = 29, /* byte: l4_hdr_type[6:4] l3_hdr_type[3:2] */
+	GNIC_MLX5_CQE_L2_OK = 1 << 0,
+	GNIC_MLX5_CQE_L3_OK = 1 << 1,
+	GNIC_MLX5_CQE_L4_OK = 1 << 2,
+	GNIC_MLX5_CQE_L3_HDR_TYPE_NONE = 0x0,
+	GNIC_MLX5_CQE_L3_HDR_TYPE_IPV6 = 0x1,
+	GNIC_MLX5_CQE_L3_HDR_TYPE_IPV4 = 0x2,
+	GNIC_MLX5_CQE_L4_HDR_TYPE_NONE = 0x0,
+	GNIC_MLX5_CQE_L4_HDR_TYPE_TCP_NO_ACK = 0x1,
+	GNIC_MLX5_CQE_L4_HDR_TYPE_UDP = 0x2,
+	GNIC_MLX5_CQE_L4_HDR_TYPE_TCP_ACK_NO_DATA = 0x3,
+	GNIC_MLX5_CQE_L4_HDR_TYPE_TCP_ACK_AND_DATA = 0x4,
+	GNIC_MLX5_FLOW_TAG_MASK = 0x00ffffff,
+};
+
 struct gnic_mlx5_cqe64 {
 	uint8_t rsvd0[32];
 	gnic_be32_t srqn_uidx;

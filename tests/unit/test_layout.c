@@ -57,6 +57,17 @@ static void test_data_segs(void)
 	PIN(struct gnic_mlx5_atomic_seg, swap_add, struct mlx5_wqe_atomic_seg, swap_add);
 	PIN(struct gnic_mlx5_atomic_seg, compare, struct mlx5_wqe_atomic_seg, compare);
 	CHECK_EQ(GNIC_MLX5_SEG_SIZE, sizeof(struct mlx5_wqe_data_seg));
+
+	t_case("eth segment");
+	CHECK_EQ(sizeof(struct gnic_mlx5_eth_seg), sizeof(struct mlx5_wqe_eth_seg));
+	PIN(struct gnic_mlx5_eth_seg, cs_flags, struct mlx5_wqe_eth_seg, cs_flags);
+	PIN(struct gnic_mlx5_eth_seg, mss, struct mlx5_wqe_eth_seg, mss);
+	PIN(struct gnic_mlx5_eth_seg, inline_hdr_sz, struct mlx5_wqe_eth_seg, inline_hdr_sz);
+	PIN(struct gnic_mlx5_eth_seg, inline_hdr_start, struct mlx5_wqe_eth_seg, inline_hdr_start);
+	PIN(struct gnic_mlx5_eth_seg, inline_hdr, struct mlx5_wqe_eth_seg, inline_hdr);
+	CHECK_EQ(GNIC_MLX5_ETH_INLINE_HDR_OFF, offsetof(struct mlx5_wqe_eth_seg, inline_hdr_start));
+	CHECK_EQ(GNIC_MLX5_ETH_WQE_L3_CSUM, MLX5_ETH_WQE_L3_CSUM);
+	CHECK_EQ(GNIC_MLX5_ETH_WQE_L4_CSUM, MLX5_ETH_WQE_L4_CSUM);
 }
 
 static void test_cqe(void)
@@ -76,6 +87,13 @@ static void test_cqe(void)
 	PIN(struct gnic_mlx5_cqe64, wqe_counter, struct mlx5_cqe64, wqe_counter);
 	PIN(struct gnic_mlx5_cqe64, signature, struct mlx5_cqe64, signature);
 	PIN(struct gnic_mlx5_cqe64, op_own, struct mlx5_cqe64, op_own);
+	CHECK_EQ(GNIC_MLX5_CQE_HDS_IP_EXT, offsetof(struct mlx5_cqe64, hds_ip_ext));
+	CHECK_EQ(GNIC_MLX5_CQE_L4_HDR_TYPE_ETC, offsetof(struct mlx5_cqe64, l4_hdr_type_etc));
+	CHECK_EQ(GNIC_MLX5_CQE_L2_OK, MLX5_CQE_L2_OK);
+	CHECK_EQ(GNIC_MLX5_CQE_L3_OK, MLX5_CQE_L3_OK);
+	CHECK_EQ(GNIC_MLX5_CQE_L4_OK, MLX5_CQE_L4_OK);
+	CHECK_EQ(GNIC_MLX5_CQE_L3_HDR_TYPE_IPV4, MLX5_CQE_L3_HDR_TYPE_IPV4);
+	CHECK_EQ(GNIC_MLX5_CQE_L3_HDR_TYPE_IPV6, MLX5_CQE_L3_HDR_TYPE_IPV6);
 
 	t_case("err_cqe");
 	CHECK_EQ(sizeof(struct gnic_mlx5_err_cqe), sizeof(struct mlx5_err_cqe));
