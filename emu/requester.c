@@ -899,8 +899,3 @@ bool emu_requester_on_response(struct emu_qp *qp, const struct emu_msg *m, const
 	retire(qp);
 	return true;
 }
-
-uint16_t emu_sq_doorbell(struct emu_qp *qp)
-{
-	return sq_doorbell(qp);
-}
