@@ -95,6 +95,10 @@ static const struct knob knobs[] = {
     {"GNIC_EMU_CUDA_BATCH", KNOB_INT, CFG(cuda_batch), "1", 0, 1,
      "1: an engine pass's GPU copies go to the driver as one cuMemcpyBatchAsync where the "
      "driver has it (CUDA 12.8+); 0: one asynchronous copy call each"},
+    {"GNIC_EMU_CUDA_D2D", KNOB_INT, CFG(cuda_d2d), "1", 0, 1,
+     "1: a payload from GPU memory to GPU memory of this process is one device-to-device "
+     "copy; 0: it goes through the pinned bounce ring (device to host, host to device), "
+     "for a driver that would run device-to-device copies on SMs a kernel holds"},
     {"GNIC_EMU_CUDA_TIMEOUT_MS", KNOB_INT, CFG(cuda_timeout_ms), "10000", 1, 3600000,
      "a GPU copy not done after this (ms) fails its work request (logged)"},
     {"GNIC_EMU_PENDING_MAX", KNOB_INT, CFG(pending_max), "256", 1, 65536,

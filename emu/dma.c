@@ -716,7 +716,21 @@ int emu_dma_put(struct emu_dma_job *j, struct emu_mr *dst, uint64_t addr,
 	}
 	if (!emu_cuda_async_ok())
 		return put_sync(j, dst, addr, src, len);
-	if (dst_dev && src_dev) {
+	if (dst_dev && src_dev && !emu_cfg.cuda_d2d && dst->cu.ctx == src->mr->cu.ctx) {
+		/* through the ring: device to host, then (a later level: it reads
+		 * what the first writes) host to device */
+		struct emu_cuda_copy in = {0, (uintptr_t)src->p, len, EMU_CUDA_DTOH, NULL};
+		int si = stream_of(j->d, dst->cu.ctx);
+		unsigned l;
+
+		ctx = dst->cu.ctx;
+		r = si < 0 ? NULL : ring_alloc(j->d, j, ctx, len);
+		in.dst = (uintptr_t)r;
+		if (!r || hold(j, src->mr) || queue(j, si, &in, 0, &l))
+			return put_sync(j, dst, addr, src, len);
+		c = (struct emu_cuda_copy){dev_va(dst, addr), (uintptr_t)r, len, EMU_CUDA_HTOD,
+		                           NULL};
+	} else if (dst_dev && src_dev) {
 		c = (struct emu_cuda_copy){dev_va(dst, addr), (uintptr_t)src->p, len, EMU_CUDA_DTOD,
 		                           src->mr->cu.ctx};
 		ctx = dst->cu.ctx;

@@ -102,6 +102,7 @@ struct emu_config {
 	int cuda_stage_kb;      /* GNIC_EMU_CUDA_STAGE_KB: pinned bounce ring per worker */
 	int cuda_batch;         /* GNIC_EMU_CUDA_BATCH: use cuMemcpyBatchAsync (0/1) */
 	int cuda_timeout_ms;    /* GNIC_EMU_CUDA_TIMEOUT_MS: longest wait for one copy */
+	int cuda_d2d;           /* GNIC_EMU_CUDA_D2D: GPU to GPU device-to-device (0/1) */
 	char secret[1024];      /* GNIC_EMU_SECRET; "" = unset. Never printed */
 	char secret_file[4096]; /* GNIC_EMU_SECRET_FILE; "" = the per-user file */
 };

@@ -28,6 +28,8 @@
  * Exit 77 when libcuda.so.1 is not the fake (a real driver).
  */
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "common.h"
 
@@ -439,6 +441,33 @@ static void case_mixed(void)
 	free(h);
 }
 
+/* stderr into a file while the engine logs a failure; the file's text. */
+static int err_fd = -1, saved_fd = -1;
+static char err_path[] = "/tmp/gnic-cuda-async-XXXXXX";
+
+static void log_capture(void)
+{
+	fflush(stderr);
+	err_fd = mkstemp(err_path);
+	CHECK(err_fd >= 0);
+	saved_fd = dup(STDERR_FILENO);
+	CHECK(saved_fd >= 0);
+	CHECK(dup2(err_fd, STDERR_FILENO) >= 0);
+}
+
+static void log_release(char *text, size_t size)
+{
+	ssize_t n;
+
+	CHECK(dup2(saved_fd, STDERR_FILENO) >= 0);
+	close(saved_fd);
+	n = pread(err_fd, text, size - 1, 0);
+	text[n > 0 ? n : 0] = 0;
+	close(err_fd);
+	unlink(err_path);
+	fputs(text, stderr); /* the log still shows */
+}
+
 /* A WRITE into GPU memory and a READ into GPU memory whose copies fail. */
 static void fail_cases(int at_run)
 {
@@ -448,6 +477,7 @@ static void fail_cases(int at_run)
 	struct ibv_sge sge;
 	struct ibv_wc wc;
 	int err = at_run ? ERR_ILLEGAL_ADDRESS : ERR_INVALID_VALUE;
+	char text[4096];
 
 	t_fill(src, SLOT, 3);
 	memset(gpu, 0x77, SLOT);
@@ -460,10 +490,16 @@ static void fail_cases(int at_run)
 	cu.fail_copies(1, at_run, err);
 	sge = (struct ibv_sge){(uintptr_t)src, SLOT, smr->lkey};
 	wr = rdma_wr(1, IBV_WR_RDMA_WRITE, &sge, (uintptr_t)gpu, gmr->rkey, IBV_SEND_SIGNALED);
+	log_capture();
 	t_post_send(pair.qp[0], &wr);
 	wc = t_poll1(pair.scq[0], "failed WRITE");
+	log_release(text, sizeof(text));
 	CHECK_WC(&wc, 1, IBV_WC_REM_ACCESS_ERR, -1);
 	CHECK_EQ(t_qp_state(pair.qp[1]), IBV_QPS_ERR);
+	/* the log names the driver's error */
+	if (!strstr(text, at_run ? "CUDA_ERROR_ILLEGAL_ADDRESS" : "CUDA_ERROR_INVALID_VALUE"))
+		T_FAIL("the failed copy's CUDA error is not named in the log");
+	CHECK_BYTES(gpu, 0x77, SLOT - 1); /* nothing of it landed */
 
 	t_case("%s: a READ whose copy into GPU memory fails", at_run ? "fail_run" : "fail_issue");
 	t_pair_reconnect(&pair);
