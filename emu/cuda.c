@@ -29,6 +29,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -248,8 +249,11 @@ int emu_cuda_lookup(uint64_t va, uint64_t len, struct emu_cuda_ctx *c)
 
 /* Drops the cached stream and stage of a context that is gone: a later
  * context may get the same handle. The driver freed both with it. */
+static _Atomic unsigned ctx_gen; /* contexts destroyed so far (emu_cuda_ctx_gen) */
+
 static void streams_forget(CUcontext ctx)
 {
+	atomic_fetch_add(&ctx_gen, 1);
 	pthread_mutex_lock(&cuda_lock);
 	for (int i = 0; i < nstreams; i++)
 		if (streams[i].ctx == ctx)
@@ -362,6 +366,11 @@ int emu_cuda_write(void *cu_ctx, uint64_t dev_va, const void *src, uint64_t len)
 }
 
 /* ---- asynchronous primitives (the engine's copy queue, dma.c) ----------- */
+
+unsigned emu_cuda_ctx_gen(void)
+{
+	return atomic_load(&ctx_gen);
+}
 
 bool emu_cuda_async_ok(void)
 {

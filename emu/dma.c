@@ -77,6 +77,9 @@ struct emu_dma {
 	uint8_t *ring;
 	size_t ring_size, r_head, r_tail, r_used;
 	bool ring_failed, batch_off;
+	unsigned gen;         /* emu_cuda_ctx_gen() its streams, events and ring were made at */
+	struct dma_pend **lv; /* a level's copies, for issuing */
+	unsigned cap_lv;
 	size_t places_live;    /* host targets of unretired jobs: direct copies to host wait */
 	uint64_t *dsts, *srcs; /* a batch's arrays */
 	size_t *sizes, cap_batch;
@@ -100,8 +103,10 @@ static struct emu_dma *dma_of(struct emu_worker *w)
 {
 	if (!w->dma) {
 		w->dma = calloc(1, sizeof(*w->dma));
-		if (w->dma)
+		if (w->dma) {
 			w->dma->w = w;
+			w->dma->gen = emu_cuda_ctx_gen();
+		}
 	}
 	return w->dma;
 }
@@ -140,6 +145,20 @@ static void job_fail(struct emu_dma_job *j, int err, uint64_t n)
 
 /* ---- jobs ------------------------------------------------------------------ */
 
+/* Drop the streams, events and ring (not destroyed: their context may be
+ * gone, and took them along); made anew when needed. */
+static void forget_driver(struct emu_dma *d)
+{
+	for (int i = 0; i < d->nst; i++)
+		free(d->st[i].evs);
+	memset(d->st, 0, sizeof(d->st));
+	d->nst = 0;
+	d->ring = NULL;
+	d->ring_failed = false;
+	d->r_head = d->r_tail = d->r_used = 0;
+	d->gen = emu_cuda_ctx_gen();
+}
+
 struct emu_dma_job *emu_dma_job_new(struct emu_qp *qp, int *counter, emu_dma_done_fn done,
                                     size_t data_size)
 {
@@ -148,6 +167,8 @@ struct emu_dma_job *emu_dma_job_new(struct emu_qp *qp, int *counter, emu_dma_don
 
 	if (!d)
 		return NULL;
+	if (d->gen != emu_cuda_ctx_gen() && !d->j_head && !d->b_head && !d->npend)
+		forget_driver(d); /* a context is gone: what was made in it may be */
 	j = calloc(1, sizeof(*j) + data_size);
 	if (!j)
 		return NULL;
@@ -463,8 +484,11 @@ static void issue_level(struct emu_dma *d, struct dma_pend **p, size_t n)
 				d->batch_off = true;
 				break;
 			}
+			/* whether the copies before it were queued is not said:
+			 * again, one by one (a copy done twice lands the same) */
 			job_fail(p[from + fail]->job, r, p[from + fail]->c.n);
-			d->inflight += fail;
+			for (size_t i = 0; i < fail; i++)
+				issue_one(d, p[from + i]);
 			from += fail + 1;
 		}
 	}
@@ -511,7 +535,7 @@ void emu_dma_submit(struct emu_worker *w)
 	if (!d || !d->npend)
 		return;
 	flush = ++d->flush_seq;
-	lv = malloc(d->npend * sizeof(*lv));
+	lv = grow((void **)&d->lv, &d->cap_lv, (unsigned)d->npend, sizeof(*lv)) ? d->lv : NULL;
 	for (int si = 0; si < d->nst; si++) {
 		size_t before = d->inflight, count = 0;
 		unsigned top = 0;
@@ -539,7 +563,6 @@ void emu_dma_submit(struct emu_worker *w)
 		if (count)
 			record(d, si, flush, d->inflight - before);
 	}
-	free(lv);
 	for (size_t i = 0; i < d->npend; i++)
 		d->pend[i].job->flush = flush;
 	d->npend = 0;
@@ -584,6 +607,8 @@ void emu_dma_discard(struct emu_worker *w)
 		job_free(d, j);
 	}
 	d->j_tail = NULL;
+	if (d->gen != emu_cuda_ctx_gen())
+		forget_driver(d); /* the engine may start again when contexts are gone */
 }
 
 static bool overlap(uint64_t a, uint64_t an, uint64_t b, uint64_t bn)

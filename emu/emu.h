@@ -541,6 +541,10 @@ int emu_cuda_write(void *cu_ctx, uint64_t dev_va, const void *src, uint64_t len)
  * return it as is (> 0; emu_cuda_error_str names it), -EIO without a
  * driver. None waits. */
 bool emu_cuda_async_ok(void); /* the driver has streams, events, async copies */
+/* Changes whenever the emulator saw a context it used go away (the last
+ * reference to a primary context released): streams, events and pinned
+ * memory made in it are gone with it. */
+unsigned emu_cuda_ctx_gen(void);
 bool emu_cuda_batch_ok(void); /* ... and cuMemcpyBatchAsync */
 const char *emu_cuda_error_str(int r);
 bool emu_cuda_host_pinned(const void *p, uint64_t len); /* page-locked, known to CUDA */
