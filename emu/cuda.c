@@ -167,8 +167,8 @@ static void cuda_resolve_optional(void *lib)
 		    status == 0 && fn)
 			memcpy(&cu.memcpy_batch_async, &fn, sizeof(fn));
 	}
-	emu_dbg("CUDA driver: asynchronous copies %s, batch copies %s",
-	        emu_cuda_async_ok() ? "yes" : "no", cu.memcpy_batch_async ? "yes" : "no");
+	emu_info("CUDA driver: asynchronous copies %s, batch copies %s",
+	         emu_cuda_async_ok() ? "yes" : "no", cu.memcpy_batch_async ? "yes" : "no");
 }
 
 /* Is the driver API usable? Loads nothing: only finds a loaded libcuda. */

@@ -17,6 +17,9 @@
  *             device copies, no copy through host memory
  *   nobatch   (FAKE_CUDA_NO_BATCH=1: no cuMemcpyBatchAsync) the same WRITEs
  *             as one asynchronous copy call each, still no stream sync
+ *   pinned    host memory CUDA knows as page-locked (cuMemHostRegister) is
+ *             copied to and from GPU memory directly; pageable memory goes
+ *             through the bounce ring (cuMemHostAlloc'd)
  *   mixed     READs into GPU and host memory, a scatter-to-CQE SEND from GPU
  *             memory, and a fetch-add right after a WRITE to the same GPU
  *             word, copies late: data, inline data and fetched value right
@@ -43,6 +46,8 @@ static struct {
 	long (*stat)(const char *);
 	void (*set_async)(long);
 	void (*fail_copies)(int, int, int);
+	int (*host_register)(void *, size_t, unsigned);
+	int (*host_unregister)(void *);
 } cu;
 
 static void *sym(void *lib, const char *name)
@@ -70,6 +75,8 @@ static void cuda_load(void)
 	CU_SYM(ctx_set_current, "cuCtxSetCurrent");
 	CU_SYM(mem_alloc, "cuMemAlloc_v2");
 	CU_SYM(mem_free, "cuMemFree_v2");
+	CU_SYM(host_register, "cuMemHostRegister_v2");
+	CU_SYM(host_unregister, "cuMemHostUnregister");
 	CHECK_OK(cu.primary_retain(&ctx, 0));
 	CHECK_OK(cu.ctx_set_current(ctx));
 }
@@ -366,6 +373,67 @@ static void case_d2d(void)
 	gpu_free(b);
 }
 
+static void case_pinned(void)
+{
+	uint8_t *pin = t_alloc(2 * SLOT, 0), *page = t_alloc(SLOT, 0), *g = gpu_alloc(2 * SLOT);
+	struct ibv_mr *pmr, *qmr, *gmr;
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	long reg0, alloc0, reg1, alloc1;
+
+	CHECK_OK(cu.host_register(pin, 2 * SLOT, 0));
+	t_fill(pin, SLOT, 51);
+	t_fill(page, SLOT, 52);
+	t_fill(g + SLOT, SLOT, 53);
+	pair_open();
+	pmr = t_reg(pair.pd, pin, 2 * SLOT, T_ACCESS_ALL);
+	qmr = t_reg(pair.pd, page, SLOT, T_ACCESS_ALL);
+	gmr = t_reg(pair.pd, g, 2 * SLOT, T_ACCESS_ALL);
+
+	t_case("pinned: WRITEs from and into registered host memory copy it directly");
+	reg0 = cu.stat("host_registered");
+	alloc0 = cu.stat("host_alloc");
+	sge = (struct ibv_sge){(uintptr_t)pin, SLOT, pmr->lkey};
+	wr = rdma_wr(1, IBV_WR_RDMA_WRITE, &sge, (uintptr_t)g, gmr->rkey, IBV_SEND_SIGNALED);
+	t_post_send(pair.qp[0], &wr);
+	wc = t_poll1(pair.scq[0], "WRITE from pinned memory");
+	CHECK_WC(&wc, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	CHECK_MEM(g, pin, SLOT);
+	sge = (struct ibv_sge){(uintptr_t)(g + SLOT), SLOT, gmr->lkey};
+	wr = rdma_wr(2, IBV_WR_RDMA_WRITE, &sge, (uintptr_t)(pin + SLOT), pmr->rkey,
+	             IBV_SEND_SIGNALED);
+	t_post_send(pair.qp[0], &wr);
+	wc = t_poll1(pair.scq[0], "WRITE into pinned memory");
+	CHECK_WC(&wc, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	CHECK_MEM(pin + SLOT, g + SLOT, SLOT);
+	reg1 = cu.stat("host_registered") - reg0;
+	alloc1 = cu.stat("host_alloc") - alloc0;
+	printf("pinned: %ld copies with registered memory, %ld through a bounce buffer\n", reg1,
+	       alloc1);
+	CHECK_GE(reg1, 2);
+	CHECK_EQ(alloc1, 0);
+
+	t_case("pinned: a WRITE from pageable memory goes through the bounce ring");
+	alloc0 = cu.stat("host_alloc");
+	sge = (struct ibv_sge){(uintptr_t)page, SLOT, qmr->lkey};
+	wr = rdma_wr(3, IBV_WR_RDMA_WRITE, &sge, (uintptr_t)g, gmr->rkey, IBV_SEND_SIGNALED);
+	t_post_send(pair.qp[0], &wr);
+	wc = t_poll1(pair.scq[0], "WRITE from pageable memory");
+	CHECK_WC(&wc, 3, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	CHECK_MEM(g, page, SLOT);
+	CHECK_GE(cu.stat("host_alloc") - alloc0, 1);
+
+	CHECK_OK(ibv_dereg_mr(pmr));
+	CHECK_OK(ibv_dereg_mr(qmr));
+	CHECK_OK(ibv_dereg_mr(gmr));
+	pair_close();
+	CHECK_OK(cu.host_unregister(pin));
+	gpu_free(g);
+	free(pin);
+	free(page);
+}
+
 static void case_mixed(void)
 {
 	uint8_t *g = gpu_alloc(4 * SLOT), *h = t_alloc(4 * SLOT, 0), *r = gpu_alloc(4 * SLOT);
@@ -540,10 +608,9 @@ static void case_fail_issue(void)
 }
 
 static const struct t_named_case cases[] = {
-    {"order", case_order},           {"not_held", case_not_held},
-    {"batch", case_batch},           {"d2d", case_d2d},
-    {"mixed", case_mixed},           {"fail_run", case_fail_run},
-    {"fail_issue", case_fail_issue},
+    {"order", case_order},       {"not_held", case_not_held},     {"batch", case_batch},
+    {"d2d", case_d2d},           {"pinned", case_pinned},         {"mixed", case_mixed},
+    {"fail_run", case_fail_run}, {"fail_issue", case_fail_issue},
 };
 
 static const struct t_named_case nobatch[] = {{"nobatch", case_nobatch}};

@@ -461,11 +461,14 @@ enum {
 	STAT_STREAM_SYNC,
 	STAT_EVENT_QUERY,
 	STAT_EVENT_RECORD,
+	STAT_HOST_REGISTERED, /* a copy's host side: cuMemHostRegister'd memory */
+	STAT_HOST_ALLOC,      /* ... cuMemHostAlloc'd (a bounce buffer, say) */
+	STAT_HOST_PAGEABLE,   /* ... memory the driver does not know */
 	STAT_COUNT
 };
-static const char *const stat_names[STAT_COUNT] = {"batch_calls", "batch_copies", "async_htod",
-                                                   "async_dtoh",  "async_dtod",   "stream_sync",
-                                                   "event_query", "event_record"};
+static const char *const stat_names[STAT_COUNT] = {
+    "batch_calls", "batch_copies", "async_htod",      "async_dtoh", "async_dtod",   "stream_sync",
+    "event_query", "event_record", "host_registered", "host_alloc", "host_pageable"};
 static long stats[STAT_COUNT];
 
 static void stat_add(int k, long n)
@@ -668,6 +671,30 @@ static struct op *op_new(void *stream, size_t ncopies)
 	return o;
 }
 
+/* Device memory proper: an allocation or a mapping. */
+static int in_device(uint64_t d, size_t len)
+{
+	int r;
+
+	pthread_mutex_lock(&lock);
+	r = find(allocs, nallocs, d, len) >= 0 || find(maps, nmaps, d, len) >= 0;
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+/* Count what kind of host memory a copy reads or writes at p. */
+static void host_stat(uint64_t p, size_t n)
+{
+	int k;
+
+	pthread_mutex_lock(&lock);
+	k = find(regs, nregs, p, n) >= 0     ? STAT_HOST_REGISTERED
+	    : find(hosts, nhosts, p, n) >= 0 ? STAT_HOST_ALLOC
+	                                     : STAT_HOST_PAGEABLE;
+	pthread_mutex_unlock(&lock);
+	stat_add(k, 1);
+}
+
 /* One asynchronous copy; dev_dst / dev_src: that side must lie in device
  * memory (an allocation, a mapping or registered host memory). */
 static int copy_async(uint64_t dst, uint64_t src, size_t n, void *stream, int dev_dst, int dev_src,
@@ -689,6 +716,10 @@ static int copy_async(uint64_t dst, uint64_t src, size_t n, void *stream, int de
 	o->copies[0] = (struct copy){dst, src, n};
 	o->fail = run;
 	stat_add(stat, 1);
+	if (stat == STAT_HTOD)
+		host_stat(src, n);
+	else if (stat == STAT_DTOH)
+		host_stat(dst, n);
 	submit(o);
 	return OK;
 }
@@ -782,6 +813,10 @@ static int batch_async(uint64_t *dsts, uint64_t *srcs, size_t *sizes, size_t cou
 		}
 		if (run)
 			run_err = run;
+		if (!in_device(srcs[i], sizes[i]))
+			host_stat(srcs[i], sizes[i]);
+		else if (!in_device(dsts[i], sizes[i]))
+			host_stat(dsts[i], sizes[i]);
 		o->copies[i] = (struct copy){dsts[i], srcs[i], sizes[i]};
 	}
 	o->fail = run_err;
