@@ -53,8 +53,9 @@ struct emu_dma_job {
 	size_t ring_end, ring_used;
 	struct dma_place *places;
 	unsigned nplaces, cap_places;
-	struct emu_mr **refs;
+	struct emu_mr **refs; /* refs_inl until more are needed: no malloc per message */
 	unsigned nrefs, cap_refs;
+	struct emu_mr *refs_inl[4];
 	void **bufs; /* malloc'd, freed with the job */
 	unsigned nbufs, cap_bufs;
 	max_align_t data[];
@@ -203,6 +204,19 @@ static int hold(struct emu_dma_job *j, struct emu_mr *mr)
 	for (unsigned i = 0; i < j->nrefs; i++)
 		if (j->refs[i] == mr)
 			return 0;
+	if (!j->refs) {
+		j->refs = j->refs_inl;
+		j->cap_refs = sizeof(j->refs_inl) / sizeof(j->refs_inl[0]);
+	}
+	if (j->nrefs == j->cap_refs && j->refs == j->refs_inl) {
+		struct emu_mr **r = malloc(2 * j->cap_refs * sizeof(*r));
+
+		if (!r)
+			return -ENOMEM;
+		memcpy(r, j->refs_inl, sizeof(j->refs_inl));
+		j->refs = r;
+		j->cap_refs *= 2;
+	}
 	if (!grow((void **)&j->refs, &j->cap_refs, j->nrefs + 1, sizeof(*j->refs)))
 		return -ENOMEM;
 	atomic_fetch_add(&mr->dma_refs, 1);
@@ -256,7 +270,8 @@ static void job_free(struct emu_dma *d, struct emu_dma_job *j)
 		atomic_fetch_sub(&j->refs[i]->dma_refs, 1);
 	for (unsigned i = 0; i < j->nbufs; i++)
 		free(j->bufs[i]);
-	free(j->refs);
+	if (j->refs != j->refs_inl)
+		free(j->refs);
 	free(j->places);
 	free(j->bufs);
 	free(j);
