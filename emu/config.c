@@ -90,6 +90,22 @@ static const struct knob knobs[] = {
      "(\"veth0\" or \"eth1,,eth2\"; an empty entry: none): RAW_PACKET QPs send and receive "
      "there through an AF_PACKET socket (CAP_NET_RAW). Unset = a loopback port: frames sent "
      "come back into the same device's steering"},
+    {"GNIC_EMU_CUDA_INFLIGHT", KNOB_INT, CFG(cuda_inflight), "4096", 16, 1 << 20,
+     "GPU-memory copies an engine worker keeps in flight (issued, not known done); at the "
+     "limit it waits for the oldest"},
+    {"GNIC_EMU_CUDA_STAGE_KB", KNOB_INT, CFG(cuda_stage_kb), "16384", 64, 4 << 20,
+     "pinned bounce ring per engine worker (KiB), for copies between GPU memory and host "
+     "memory CUDA cannot copy from directly (pageable, or in flight on the fabric); a copy "
+     "that finds no room waits for the copies before it and is done synchronously"},
+    {"GNIC_EMU_CUDA_BATCH", KNOB_INT, CFG(cuda_batch), "1", 0, 1,
+     "1: an engine pass's GPU copies go to the driver as one cuMemcpyBatchAsync where the "
+     "driver has it (CUDA 12.8+); 0: one asynchronous copy call each"},
+    {"GNIC_EMU_CUDA_D2D", KNOB_INT, CFG(cuda_d2d), "1", 0, 1,
+     "1: a payload from GPU memory to GPU memory of this process is one device-to-device "
+     "copy; 0: it goes through the pinned bounce ring (device to host, host to device), "
+     "for a driver that would run device-to-device copies on SMs a kernel holds"},
+    {"GNIC_EMU_CUDA_TIMEOUT_MS", KNOB_INT, CFG(cuda_timeout_ms), "10000", 1, 3600000,
+     "a GPU copy not done after this (ms) fails its work request (logged)"},
     {"GNIC_EMU_PENDING_MAX", KNOB_INT, CFG(pending_max), "256", 1, 65536,
      "most inbound fabric connections still in their handshake (and at most a quarter of "
      "RLIMIT_NOFILE); over it the oldest one is dropped"},

@@ -14,15 +14,24 @@
  * of the device holding it (CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL), which each
  * MR retains for as long as it lives.
  *
- * Copies run on a private non-blocking stream per CUDA context. A plain
- * cuMemcpyDtoH uses the legacy default stream, which waits for every kernel
- * on blocking streams: a persistent kernel that waits for its RDMA to finish
- * would then deadlock the engine that performs that RDMA.
+ * Copies run on private non-blocking streams. A plain cuMemcpyDtoH uses the
+ * legacy default stream, which waits for every kernel on blocking streams: a
+ * persistent kernel that waits for its RDMA to finish would then deadlock the
+ * engine that performs that RDMA.
+ *
+ * Two kinds of copy live here: the synchronous emu_cuda_read/_write (one
+ * stream and pinned stage per context, one copy at a time: the control path
+ * and rare engine paths), and the asynchronous primitives the engine's copy
+ * queue (dma.c) is built of: streams, events, single and batched copies
+ * (cuMemcpyBatchAsync where the driver has it, found through
+ * cuGetProcAddress), pinned host memory. Those never wait.
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "emu.h"
@@ -31,6 +40,7 @@ typedef int CUresult;
 typedef void *CUcontext;
 typedef void *CUstream;
 typedef unsigned long long CUdeviceptr;
+_Static_assert(sizeof(CUdeviceptr) == sizeof(uint64_t), "a device address is 64 bits");
 typedef int CUdevice;
 
 enum {
@@ -41,9 +51,28 @@ enum {
 	CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
 	CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11,
 	CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12,
+	CU_MEMORYTYPE_HOST = 1,
 	CU_MEMORYTYPE_DEVICE = 2,
 	CU_STREAM_NON_BLOCKING = 1,
+	CU_EVENT_DISABLE_TIMING = 2,
+	CU_MEMHOSTALLOC_PORTABLE = 1,
+	CUDA_ERROR_INVALID_VALUE = 1,
+	CUDA_ERROR_NOT_READY = 600,
+	CU_MEMCPY_SRC_ACCESS_ORDER_STREAM = 1,
+	CUDA_VERSION_BATCH = 12080, /* cuMemcpyBatchAsync's first driver: its ABI */
 };
+
+/* cuMemcpyBatchAsync's per-copy attributes (CUmemcpyAttributes_v1): 24 bytes */
+struct cu_mem_location {
+	int type; /* CUmemLocationType; 0: no hint (ignored for non-managed memory) */
+	int id;
+};
+struct cu_memcpy_attrs {
+	int src_access_order; /* CUmemcpySrcAccessOrder */
+	struct cu_mem_location src_hint, dst_hint;
+	unsigned int flags;
+};
+_Static_assert(sizeof(struct cu_memcpy_attrs) == 24, "CUmemcpyAttributes_v1");
 
 #define EMU_CUDA_MAX_CTX 64
 #define EMU_CUDA_STAGE   (1u << 20) /* pinned bounce buffer per context */
@@ -63,6 +92,22 @@ struct cuda_api {
 	CUresult (*primary_retain)(CUcontext *ctx, CUdevice dev);
 	CUresult (*primary_release)(CUdevice dev);
 	CUresult (*primary_state)(CUdevice dev, unsigned int *flags, int *active);
+	/* the copy queue's (dma.c); optional: without them every copy is
+	 * synchronous, as before */
+	CUresult (*event_create)(void **ev, unsigned int flags);
+	CUresult (*event_record)(void *ev, CUstream s);
+	CUresult (*event_query)(void *ev);
+	CUresult (*stream_query)(CUstream s);
+	CUresult (*memcpy_dtod_async)(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s);
+	CUresult (*memcpy_peer_async)(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src,
+	                              CUcontext sctx, size_t n, CUstream s);
+	CUresult (*error_name)(CUresult r, const char **name);
+	CUresult (*get_proc_address)(const char *sym, void **fn, int version,
+	                             unsigned long long flags, int *status);
+	/* cuMemcpyBatchAsync of CUDA 12.8 (with failIdx), or NULL */
+	CUresult (*memcpy_batch_async)(uint64_t *dsts, uint64_t *srcs, size_t *sizes, size_t count,
+	                               struct cu_memcpy_attrs *attrs, size_t *attr_idxs,
+	                               size_t nattrs, size_t *fail_idx, CUstream s);
 };
 
 static pthread_mutex_t cuda_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -104,6 +149,26 @@ static void cuda_resolve_optional(void *lib)
 	cuda_sym(lib, "cuDevicePrimaryCtxRetain", &cu.primary_retain);
 	cuda_sym(lib, "cuDevicePrimaryCtxRelease_v2", &cu.primary_release);
 	cuda_sym(lib, "cuDevicePrimaryCtxGetState", &cu.primary_state);
+	cuda_sym(lib, "cuEventCreate", &cu.event_create);
+	cuda_sym(lib, "cuEventRecord", &cu.event_record);
+	cuda_sym(lib, "cuEventQuery", &cu.event_query);
+	cuda_sym(lib, "cuStreamQuery", &cu.stream_query);
+	cuda_sym(lib, "cuMemcpyDtoDAsync_v2", &cu.memcpy_dtod_async);
+	cuda_sym(lib, "cuMemcpyPeerAsync", &cu.memcpy_peer_async);
+	cuda_sym(lib, "cuGetErrorName", &cu.error_name);
+	/* versioned: ask for the 12.8 ABI of the batch copy, whatever the
+	 * driver's own version (13.0 dropped failIdx from the default one) */
+	if (cuda_sym(lib, "cuGetProcAddress_v2", &cu.get_proc_address)) {
+		void *fn = NULL;
+		int status = -1;
+
+		if (!cu.get_proc_address("cuMemcpyBatchAsync", &fn, CUDA_VERSION_BATCH, 0,
+		                         &status) &&
+		    status == 0 && fn)
+			memcpy(&cu.memcpy_batch_async, &fn, sizeof(fn));
+	}
+	emu_info("CUDA driver: asynchronous copies %s, batch copies %s",
+	         emu_cuda_async_ok() ? "yes" : "no", cu.memcpy_batch_async ? "yes" : "no");
 }
 
 /* Is the driver API usable? Loads nothing: only finds a loaded libcuda. */
@@ -184,8 +249,11 @@ int emu_cuda_lookup(uint64_t va, uint64_t len, struct emu_cuda_ctx *c)
 
 /* Drops the cached stream and stage of a context that is gone: a later
  * context may get the same handle. The driver freed both with it. */
+static _Atomic unsigned ctx_gen; /* contexts destroyed so far (emu_cuda_ctx_gen) */
+
 static void streams_forget(CUcontext ctx)
 {
+	atomic_fetch_add(&ctx_gen, 1);
 	pthread_mutex_lock(&cuda_lock);
 	for (int i = 0; i < nstreams; i++)
 		if (streams[i].ctx == ctx)
@@ -295,4 +363,179 @@ int emu_cuda_read(void *cu_ctx, uint64_t dev_va, void *dst, uint64_t len)
 int emu_cuda_write(void *cu_ctx, uint64_t dev_va, const void *src, uint64_t len)
 {
 	return cuda_copy(cu_ctx, dev_va, (void *)src, len, true);
+}
+
+/* ---- asynchronous primitives (the engine's copy queue, dma.c) ----------- */
+
+unsigned emu_cuda_ctx_gen(void)
+{
+	return atomic_load(&ctx_gen);
+}
+
+bool emu_cuda_async_ok(void)
+{
+	return cu.event_create && cu.event_record && cu.event_query && cu.memcpy_dtod_async;
+}
+
+bool emu_cuda_batch_ok(void)
+{
+	return cu.memcpy_batch_async != NULL;
+}
+
+const char *emu_cuda_error_str(int r)
+{
+	const char *name = NULL;
+
+	if (r < 0)
+		return r == -ETIMEDOUT ? "timed out"
+		       : r == -ENOMEM  ? "out of memory"
+		                       : "synchronous copy failed";
+	if (!cu.error_name || cu.error_name(r, &name) || !name)
+		return "CUDA error";
+	return name;
+}
+
+/* Make ctx current for a call; *prev gets what was, to restore. 0 or -EIO. */
+static int ctx_enter(CUcontext ctx, CUcontext *prev)
+{
+	*prev = NULL;
+	if (!cu_loaded || cu.ctx_get_current(prev))
+		return -EIO;
+	if (*prev != ctx && cu.ctx_set_current(ctx))
+		return -EIO;
+	return 0;
+}
+
+static void ctx_leave(CUcontext ctx, CUcontext prev)
+{
+	if (prev != ctx)
+		cu.ctx_set_current(prev);
+}
+
+int emu_cuda_stream_new(void *ctx, void **stream)
+{
+	CUcontext prev;
+	CUresult r;
+
+	*stream = NULL;
+	if (!emu_cuda_async_ok() || ctx_enter(ctx, &prev))
+		return -EIO;
+	r = cu.stream_create(stream, CU_STREAM_NON_BLOCKING);
+	ctx_leave(ctx, prev);
+	return r ? (int)r : 0;
+}
+
+int emu_cuda_event_new(void *ctx, void **ev)
+{
+	CUcontext prev;
+	CUresult r;
+
+	*ev = NULL;
+	if (!emu_cuda_async_ok() || ctx_enter(ctx, &prev))
+		return -EIO;
+	r = cu.event_create(ev, CU_EVENT_DISABLE_TIMING);
+	ctx_leave(ctx, prev);
+	return r ? (int)r : 0;
+}
+
+int emu_cuda_event_record(void *ctx, void *ev, void *stream)
+{
+	CUcontext prev;
+	CUresult r;
+
+	if (ctx_enter(ctx, &prev))
+		return -EIO;
+	r = cu.event_record(ev, stream);
+	ctx_leave(ctx, prev);
+	return r;
+}
+
+/* 0 done, 1 not yet, else the CUDA error. ev NULL: the whole stream. */
+int emu_cuda_query(void *ctx, void *ev, void *stream)
+{
+	CUcontext prev;
+	CUresult r;
+
+	if (ctx_enter(ctx, &prev))
+		return -EIO;
+	if (ev)
+		r = cu.event_query(ev);
+	else
+		r = cu.stream_query ? cu.stream_query(stream) : cu.stream_synchronize(stream);
+	ctx_leave(ctx, prev);
+	return r == CUDA_ERROR_NOT_READY ? 1 : r;
+}
+
+void *emu_cuda_pinned_alloc(void *ctx, size_t n)
+{
+	CUcontext prev;
+	void *p = NULL;
+
+	if (ctx_enter(ctx, &prev))
+		return NULL;
+	if (cu.mem_host_alloc(&p, n, CU_MEMHOSTALLOC_PORTABLE))
+		p = NULL;
+	ctx_leave(ctx, prev);
+	return p;
+}
+
+bool emu_cuda_host_pinned(const void *p, uint64_t len)
+{
+	unsigned int mem_type = 0;
+	CUdeviceptr start = 0;
+	size_t size = 0;
+	uint64_t va = (uintptr_t)p;
+
+	if (!p || !cuda_available() ||
+	    cu.pointer_get_attribute(&mem_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, va) ||
+	    mem_type != CU_MEMORYTYPE_HOST)
+		return false;
+	/* all of it must be one pinned range */
+	if (cu.pointer_get_attribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, va) ||
+	    cu.pointer_get_attribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, va))
+		return false;
+	return va >= start && va - start <= size && len <= size - (va - start);
+}
+
+int emu_cuda_copy_async(void *ctx, void *stream, const struct emu_cuda_copy *c)
+{
+	CUcontext prev;
+	CUresult r;
+
+	if (ctx_enter(ctx, &prev))
+		return -EIO;
+	switch (c->kind) {
+	case EMU_CUDA_HTOD:
+		r = cu.memcpy_htod_async(c->dst, (const void *)(uintptr_t)c->src, c->n, stream);
+		break;
+	case EMU_CUDA_DTOH:
+		r = cu.memcpy_dtoh_async((void *)(uintptr_t)c->dst, c->src, c->n, stream);
+		break;
+	default:
+		if (c->src_ctx && c->src_ctx != ctx && cu.memcpy_peer_async)
+			r = cu.memcpy_peer_async(c->dst, ctx, c->src, c->src_ctx, c->n, stream);
+		else
+			r = cu.memcpy_dtod_async(c->dst, c->src, c->n, stream);
+		break;
+	}
+	ctx_leave(ctx, prev);
+	return r;
+}
+
+int emu_cuda_copy_batch(void *ctx, void *stream, uint64_t *dsts, uint64_t *srcs, size_t *sizes,
+                        size_t n, size_t *fail_idx)
+{
+	struct cu_memcpy_attrs attr = {.src_access_order = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
+	size_t idx0 = 0;
+	CUcontext prev;
+	CUresult r;
+
+	*fail_idx = SIZE_MAX;
+	if (!cu.memcpy_batch_async)
+		return -ENOSYS;
+	if (ctx_enter(ctx, &prev))
+		return -EIO;
+	r = cu.memcpy_batch_async(dsts, srcs, sizes, n, &attr, &idx0, 1, fail_idx, stream);
+	ctx_leave(ctx, prev);
+	return r;
 }

@@ -102,6 +102,11 @@ struct emu_config {
 	uint64_t node_guid;     /* GNIC_EMU_GUID: device 0's node GUID; 0 = from its address */
 	int atomic_be;          /* GNIC_EMU_ATOMIC_ENDIAN=big: fetched values land big-endian */
 	int link_ib;            /* GNIC_EMU_LINK=ib: InfiniBand ports (LIDs), else RoCE */
+	int cuda_inflight;      /* GNIC_EMU_CUDA_INFLIGHT: GPU copies in flight per worker */
+	int cuda_stage_kb;      /* GNIC_EMU_CUDA_STAGE_KB: pinned bounce ring per worker */
+	int cuda_batch;         /* GNIC_EMU_CUDA_BATCH: use cuMemcpyBatchAsync (0/1) */
+	int cuda_timeout_ms;    /* GNIC_EMU_CUDA_TIMEOUT_MS: longest wait for one copy */
+	int cuda_d2d;           /* GNIC_EMU_CUDA_D2D: GPU to GPU device-to-device (0/1) */
 	char secret[1024];      /* GNIC_EMU_SECRET; "" = unset. Never printed */
 	char secret_file[4096]; /* GNIC_EMU_SECRET_FILE; "" = the per-user file */
 	char eth_if[256];       /* GNIC_EMU_ETH_IF: interfaces of the Ethernet ports */
@@ -178,6 +183,7 @@ struct emu_send_req {
 struct emu_listener; /* fabric_int.h */
 struct emu_conn;     /* fabric_int.h */
 struct emu_worker;   /* worker.h */
+struct emu_dma_job;  /* dma.h */
 
 struct emu_device {
 	struct ibv_device ibdev; /* first: ibv_device * casts back */
@@ -246,7 +252,9 @@ struct emu_mr {
 	void *host_base;        /* host VA of byte 0 (EMU_MEM_HOST) */
 	uint64_t dev_base;      /* CUdeviceptr of byte 0 (EMU_MEM_CUDA) */
 	struct emu_cuda_ctx cu; /* the context copies of dev_base run in */
+	bool pinned;            /* host memory that CUDA knows as page-locked */
 	_Atomic int inbox_refs; /* inbox items reading its memory (worker.c) */
+	_Atomic int dma_refs;   /* asynchronous copies in flight through it (dma.c) */
 };
 
 struct emu_cq {
@@ -337,6 +345,7 @@ struct emu_outstanding {
 	uint8_t fm_ce_se;
 	bool rd_atomic;
 	bool done;         /* answered (or local): retire() may complete it */
+	bool copying;      /* answered; its data is still being copied (dma.c) */
 	uint8_t syndrome;  /* non-zero: complete with this error */
 	uint32_t byte_cnt; /* message length, for the CQE */
 	uint64_t tx_mark;  /* transmitted once emu_fabric_tx_done() says so */
@@ -378,6 +387,13 @@ struct emu_resp_state {
 		uint32_t psn;
 		uint64_t old;
 	} atomic_cache[EMU_MAX_RD_ATOMIC];
+	/* asynchronous copies (dma.c): jobs of this QP not retired yet (its
+	 * answers and CQEs wait behind them, in order), the one the request
+	 * being executed builds, and whether one failed (what follows is
+	 * flushed) */
+	int dma_jobs;
+	struct emu_dma_job *job;
+	bool dma_failed;
 };
 
 /* The ibv_wr_* builder's state between ibv_wr_start and ibv_wr_complete /
@@ -588,6 +604,35 @@ int emu_cuda_lookup(uint64_t va, uint64_t len,
 void emu_cuda_put(struct emu_cuda_ctx *c);   /* releases what the lookup retained */
 int emu_cuda_read(void *cu_ctx, uint64_t dev_va, void *dst, uint64_t len);        /* 0 or -EIO */
 int emu_cuda_write(void *cu_ctx, uint64_t dev_va, const void *src, uint64_t len); /* 0 or -EIO */
+/* cuda.c: the asynchronous primitives of the engine's copy queue (dma.c).
+ * Each makes ctx current for the call only. Calls that return a CUDA error
+ * return it as is (> 0; emu_cuda_error_str names it), -EIO without a
+ * driver. None waits. */
+bool emu_cuda_async_ok(void); /* the driver has streams, events, async copies */
+/* Changes whenever the emulator saw a context it used go away (the last
+ * reference to a primary context released): streams, events and pinned
+ * memory made in it are gone with it. */
+unsigned emu_cuda_ctx_gen(void);
+bool emu_cuda_batch_ok(void); /* ... and cuMemcpyBatchAsync */
+const char *emu_cuda_error_str(int r);
+bool emu_cuda_host_pinned(const void *p, uint64_t len); /* page-locked, known to CUDA */
+int emu_cuda_stream_new(void *ctx, void **stream);
+int emu_cuda_event_new(void *ctx, void **ev);
+int emu_cuda_event_record(void *ctx, void *ev, void *stream);
+int emu_cuda_query(void *ctx, void *ev, void *stream); /* 0 done, 1 not yet, or error */
+void *emu_cuda_pinned_alloc(void *ctx, size_t n);      /* portable pinned memory, or NULL */
+enum emu_cuda_kind { EMU_CUDA_HTOD, EMU_CUDA_DTOH, EMU_CUDA_DTOD };
+struct emu_cuda_copy {
+	uint64_t dst, src; /* device addresses, or host addresses as integers */
+	uint64_t n;
+	uint8_t kind;  /* enum emu_cuda_kind */
+	void *src_ctx; /* DTOD: the source's context (peer copy when it differs) */
+};
+int emu_cuda_copy_async(void *ctx, void *stream, const struct emu_cuda_copy *c);
+/* n copies as one cuMemcpyBatchAsync (no order among them); -ENOSYS
+ * without it; *fail_idx: the copy that failed (SIZE_MAX: none named). */
+int emu_cuda_copy_batch(void *ctx, void *stream, uint64_t *dsts, uint64_t *srcs, size_t *sizes,
+                        size_t n, size_t *fail_idx);
 
 /* channel.c */
 void emu_channel_notify(struct emu_cq *cq); /* engine: CQE written and armed */

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dma.h"
 #include "emu.h"
 #include "fabric.h"
 #include "worker.h"
@@ -31,9 +32,10 @@ static int engine_users;
  * must be seen before any retransmission timer is judged. */
 static int engine_pass(struct emu_worker *w)
 {
-	int work = emu_inbox_drain(w);
+	int work = emu_dma_poll(w); /* GPU copies done: their ACKs, CQEs, responses */
 	uint64_t now;
 
+	work += emu_inbox_drain(w);
 	work += emu_fabric_poll();
 	now = emu_now_ns();
 	for (uint32_t i = 0; i < w->nactive; i++) {
@@ -41,6 +43,7 @@ static int engine_pass(struct emu_worker *w)
 
 		work += qp->ops->progress(qp, now);
 	}
+	emu_dma_submit(w); /* the pass's GPU copies, issued together */
 	emu_outbox_flush(w);
 	if (emu_fabric_flush() > 0)
 		work++;
@@ -56,8 +59,8 @@ static int locked_pass(struct emu_worker *w, bool *pending)
 
 	pthread_mutex_lock(&w->lock);
 	work = engine_pass(w);
-	if (pending)
-		*pending = emu_fabric_pending();
+	if (pending) /* GPU copies in flight are polled for like queued output */
+		*pending = emu_fabric_pending() || emu_dma_busy(w);
 	pthread_mutex_unlock(&w->lock);
 	/* the control path is waiting for the lock: let it in */
 	if (atomic_load_explicit(&w->lock_waiters, memory_order_relaxed))
@@ -172,6 +175,7 @@ static void workers_stop(int n)
 		w->running = false;
 		atomic_store(&w->sleeping, 0);
 		emu_inbox_discard(w);
+		emu_dma_discard(w);
 	}
 }
 

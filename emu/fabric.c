@@ -148,7 +148,8 @@ void emu_fabric_detach(struct emu_qp *qp)
 static int send_local(struct emu_qp *qp, const union ibv_gid *dgid, const struct emu_msg *m,
                       const void *payload, struct emu_mr *src)
 {
-	struct emu_reply_path path = {.local = qp, .peer_gid = &qp->ctx->dev->gid};
+	struct emu_reply_path path = {
+	    .local = qp, .peer_gid = &qp->ctx->dev->gid, .payload_mr = src};
 	struct emu_device *dev = emu_device_by_gid(dgid);
 	int owner = emu_qpn_worker(m->dst_qpn);
 	struct emu_qp *peer;
@@ -278,6 +279,32 @@ int emu_fabric_reply(struct emu_reply_path *path, const struct emu_msg *m, const
 		return -ENOTCONN; /* dropped: the requester retransmits */
 	/* No high-water check: requests stop being parsed above the mark. */
 	return fab_conn_post(path->conn, m, payload);
+}
+
+void emu_fabric_path_save(const struct emu_reply_path *path, struct emu_reply_saved *saved)
+{
+	saved->local_qpn = path->local ? path->local->ibqp.qp_num : 0;
+	saved->conn_id = path->conn ? path->conn->id : 0;
+	saved->fwd_w = path->fwd_w;
+	saved->fwd_qpn = path->fwd_qpn;
+	saved->fwd_conn = path->fwd_conn;
+}
+
+int emu_fabric_reply_saved(const struct emu_reply_saved *saved, const struct emu_msg *m,
+                           const void *payload)
+{
+	struct emu_reply_path path = {
+	    .fwd_w = saved->fwd_w, .fwd_qpn = saved->fwd_qpn, .fwd_conn = saved->fwd_conn};
+
+	if (saved->local_qpn) {
+		path.local = emu_worker_qp(emu_worker_cur(), saved->local_qpn);
+		if (!path.local)
+			return -ENOTCONN; /* gone: lost */
+	} else if (saved->conn_id) {
+		emu_fabric_conn_reply(saved->conn_id, m, payload);
+		return 0;
+	}
+	return emu_fabric_reply(&path, m, payload, NULL);
 }
 
 void emu_fabric_conn_reply(uint64_t conn_id, const struct emu_msg *m, const void *payload)

@@ -36,7 +36,26 @@ struct emu_reply_path {
 	int fwd_w;
 	uint32_t fwd_qpn;
 	uint64_t fwd_conn;
+	/* In-process requests only: the MR the request's payload lies in (held
+	 * for the call), or NULL. For GPU memory (EMU_MEM_CUDA) payload is not
+	 * a host pointer but the device address, which only a CUDA copy reads. */
+	struct emu_mr *payload_mr;
 };
+
+/* A reply path kept past the request's call (a reply that waits for GPU
+ * copies, dma.h): by QP number and connection id, not pointers. */
+struct emu_reply_saved {
+	uint32_t local_qpn; /* in-process requester of this worker, or 0 */
+	uint64_t conn_id;   /* connection of this worker, or 0 */
+	int fwd_w;
+	uint32_t fwd_qpn;
+	uint64_t fwd_conn;
+};
+void emu_fabric_path_save(const struct emu_reply_path *path, struct emu_reply_saved *saved);
+/* emu_fabric_reply along a saved path, on the worker it was saved on: a
+ * requester or connection that is gone by now loses the reply, like a wire. */
+int emu_fabric_reply_saved(const struct emu_reply_saved *saved, const struct emu_msg *m,
+                           const void *payload);
 
 /* Bind device dev's listener (GNIC_EMU_ADDR + index, or a loopback address
  * of its own; the fabric port GNIC_EMU_PORT) and fill dev->addr / dev->gid.

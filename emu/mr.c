@@ -123,6 +123,8 @@ static struct ibv_mr *mr_create(struct ibv_pd *ibpd, void *addr, uint64_t length
 		mr->cu = *cu;
 	} else {
 		mr->host_base = addr;
+		/* CUDA copies to and from it need no bounce buffer */
+		mr->pinned = length && emu_cuda_host_pinned(addr, length);
 	}
 	ret = mr_publish(mr);
 	if (ret) {
@@ -195,12 +197,13 @@ EMU_EXPORT struct ibv_mr *gemu_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
 	                 EMU_MEM_CUDA, &cu);
 }
 
-/* Wait (bounded) until no inbox item reads mr's memory (worker.c). */
+/* Wait (bounded) until no inbox item reads mr's memory (worker.c) and no
+ * GPU copy uses it (dma.c). */
 static bool inbox_refs_gone(struct emu_mr *mr)
 {
 	uint64_t end = emu_now_ns() + (uint64_t)MR_REFS_WAIT_S * 1000000000u;
 
-	while (atomic_load(&mr->inbox_refs)) {
+	while (atomic_load(&mr->inbox_refs) || atomic_load(&mr->dma_refs)) {
 		if (emu_now_ns() > end)
 			return false;
 		usleep(50);

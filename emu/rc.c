@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "dma.h"
 #include "fabric.h"
 #include "rc.h"
 
@@ -29,6 +30,7 @@ static int rc_add(struct emu_qp *qp)
 
 static void rc_remove(struct emu_qp *qp)
 {
+	emu_dma_forget_qp(qp); /* its copies in flight finish without it */
 	emu_fabric_detach(qp);
 	free(qp->req.ost);
 	qp->req.ost = NULL;
@@ -40,6 +42,7 @@ static void rc_state_change(struct emu_qp *qp, enum ibv_qp_state old_state)
 
 	switch (state) {
 	case IBV_QPS_RESET:
+		emu_dma_forget_qp(qp);
 		emu_fabric_detach(qp);
 		rc_reset(qp);
 		break;

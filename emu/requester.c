@@ -19,6 +19,7 @@
 #include "emu.h"
 #include "fabric.h"
 #include "rc.h"
+#include "dma.h"
 #include "wqe.h"
 #include "worker.h"
 
@@ -230,7 +231,9 @@ uint8_t emu_requester_check_sgl(struct emu_qp *qp, const struct emu_sgl *s, int 
 }
 
 /* The payload of a WRITE/SEND as one contiguous buffer: inline data, a single
- * host buffer as is, or everything gathered into the worker's scratch (valid
+ * host buffer as is, a single GPU buffer as its device address when the
+ * peer is in this process (its responder's copy queue reads it, see
+ * emu_reply_path), or everything gathered into the worker's scratch (valid
  * until its next gather: emu_fabric_send copies what it keeps). */
 const void *emu_requester_gather(struct emu_qp *qp, const struct emu_sgl *s, struct emu_mr **src)
 {
@@ -251,6 +254,11 @@ const void *emu_requester_gather(struct emu_qp *qp, const struct emu_sgl *s, str
 			*src = mr;
 			return p;
 		}
+		if (mr && mr->mem_type == EMU_MEM_CUDA && !qp->conn) {
+			*src = mr;
+			return (const void *)(uintptr_t)(mr->dev_base +
+			                                 (gnic_be64(s->seg[0]->addr) - mr->iova));
+		}
 	}
 	buf = emu_scratch_get(&qp->worker->gather, s->len);
 	if (!buf)
@@ -266,9 +274,38 @@ const void *emu_requester_gather(struct emu_qp *qp, const struct emu_sgl *s, str
 	return buf;
 }
 
-/* Write an answer (READ data, atomic old value) into the WQE's local buffers. */
+/* The data of an answer being copied into GPU memory: which entry it
+ * completes once the copies are done. */
+struct req_job {
+	uint32_t n; /* ost index */
+	uint32_t psn;
+};
+
+static void retire(struct emu_qp *qp);
+
+static void req_job_done(struct emu_qp *qp, void *data, int err)
+{
+	const struct req_job *r = data;
+	struct emu_outstanding *e;
+
+	/* gone, flushed (ERR) or rewound meanwhile: nothing to complete */
+	if (!qp || r->n - qp->req.ost_tail >= qp->req.ost_head - qp->req.ost_tail)
+		return;
+	e = &qp->req.ost[r->n & (qp->sq.wqe_cnt - 1)];
+	if (!e->copying || e->psn != r->psn)
+		return;
+	e->copying = false;
+	e->done = true;
+	if (err)
+		e->syndrome = GNIC_MLX5_SYND_LOCAL_PROT;
+	retire(qp);
+}
+
+/* Write an answer (READ data, atomic old value) into the WQE's local
+ * buffers. GPU buffers are written by the copy queue: then *job is the job
+ * that completes the entry, committed by the caller. */
 static uint8_t scatter(struct emu_qp *qp, const struct emu_sgl *s, const uint8_t *data,
-                       uint64_t len)
+                       uint64_t len, struct emu_dma_job **job, const struct req_job *rj)
 {
 	uint64_t off = 0;
 
@@ -279,9 +316,21 @@ static uint8_t scatter(struct emu_qp *qp, const struct emu_sgl *s, const uint8_t
 		if (n > len - off)
 			n = len - off;
 		if (emu_mr_check(qp->pd, gnic_be32(s->seg[i]->lkey), gnic_be64(s->seg[i]->addr), n,
-		                 IBV_ACCESS_LOCAL_WRITE, &mr) ||
-		    emu_mem_write(mr, gnic_be64(s->seg[i]->addr), data + off, n))
+		                 IBV_ACCESS_LOCAL_WRITE, &mr))
 			return GNIC_MLX5_SYND_LOCAL_PROT;
+		if (mr->mem_type == EMU_MEM_CUDA) {
+			struct emu_dma_src from = {NULL, data + off};
+
+			if (!*job) {
+				*job = emu_dma_job_new(qp, NULL, req_job_done, sizeof(*rj));
+				if (!*job)
+					return GNIC_MLX5_SYND_LOCAL_PROT;
+				memcpy(emu_dma_job_data(*job), rj, sizeof(*rj));
+			}
+			emu_dma_put(*job, mr, gnic_be64(s->seg[i]->addr), &from, n);
+		} else if (emu_mem_write(mr, gnic_be64(s->seg[i]->addr), data + off, n)) {
+			return GNIC_MLX5_SYND_LOCAL_PROT;
+		}
 		off += n;
 	}
 	return GNIC_MLX5_SYND_OK;
@@ -612,8 +661,8 @@ static int check_timer(struct emu_qp *qp, uint64_t now)
 	if (emu_fabric_heard_ns(qp, now) < qp->req.timer_deadline_ns)
 		return 0;
 	e = ost_at(qp, qp->req.ost_tail);
-	if (e->done)
-		return 0;
+	if (e->done || e->copying)
+		return 0; /* answered: its data is being copied */
 	if (qp->req.retries_left == 0) {
 		emu_info("QP 0x%x: no answer from QP 0x%x after %d retries (timeout %llu us)",
 		         qp->ibqp.qp_num, qp->dest_qpn, qp->attr.retry_cnt,
@@ -745,7 +794,7 @@ static struct emu_outstanding *find_psn(struct emu_qp *qp, uint32_t psn)
 	for (uint32_t n = qp->req.ost_tail; n != qp->req.ost_head; n++) {
 		struct emu_outstanding *e = ost_at(qp, n);
 
-		if (e->psn == psn && !e->done && (e->opcode != GNIC_MLX5_OPCODE_NOP))
+		if (e->psn == psn && !e->done && !e->copying && (e->opcode != GNIC_MLX5_OPCODE_NOP))
 			return e;
 		if ((int32_t)(e->psn - psn) > 0)
 			break;
@@ -834,8 +883,20 @@ static bool on_data(struct emu_qp *qp, struct emu_outstanding *e, const struct e
 			memcpy(e->inl, data, len);
 			e->inl_len = (uint8_t)len;
 		} else {
+			struct req_job rj = {(uint32_t)(e - qp->req.ost), e->psn};
+			struct emu_dma_job *job = NULL;
+
+			/* the ring index of e: tail + its distance from the tail's slot */
+			rj.n = qp->req.ost_tail + ((rj.n - qp->req.ost_tail) & mask(qp));
 			reparse_sgl(qp, e, &w, &s);
-			e->syndrome = scatter(qp, &s, data, len);
+			e->syndrome = scatter(qp, &s, data, len, &job, &rj);
+			if (job) { /* done when its GPU copies are */
+				emu_dma_job_commit(job);
+				if (!e->syndrome) {
+					e->copying = true;
+					return true;
+				}
+			}
 		}
 	}
 	e->done = true;

@@ -7,6 +7,16 @@
  * bounds or access check leaves target memory untouched. As on InfiniBand, an
  * access or length violation NAKs the requester and moves this QP to ERR (with
  * an affiliated async event); a missing receive only NAKs with RNR.
+ *
+ * GPU memory is moved by the worker's copy queue (dma.h): a request whose
+ * data goes to or comes from GPU memory gets a job, and its receive CQE and
+ * answer (ACK, READ response) are the job's, sent when its copies are done.
+ * While a QP has such jobs, every later answer and CQE of it waits in the
+ * queue too (a job of its own if need be), and so do its writes to host
+ * memory and its atomics and READs on host memory: the requester never sees
+ * an ACK before the data it covers landed, and the QP's requests still take
+ * effect in order. A copy that fails ends the request as a failed access
+ * would have, when the job retires; what the QP executed after it is flushed.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,6 +25,7 @@
 #include "emu.h"
 #include "fabric.h"
 #include "rc.h"
+#include "dma.h"
 #include "wqe.h"
 #include "worker.h"
 
@@ -25,6 +36,83 @@
  * CUDA): a read-modify-write under this lock, so they are exact against
  * each other, whatever worker runs them (not against the GPU's own). */
 static pthread_mutex_t staged_atomic_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* What a request's job does when it retires, in this order: the receive
+ * CQE, the atomic (host memory, deferred behind earlier writes), the
+ * answer. On a failed copy: the violation (err_*) instead. */
+struct resp_job {
+	bool to_saved;
+	struct emu_reply_saved to;
+	struct emu_msg req; /* the request (a NAK answers it) */
+	uint8_t err_nak;    /* a failed copy NAKs with this ... */
+	uint8_t err_cqe;    /* ... and ends the receive with this syndrome (0: no CQE) */
+	enum ibv_event_type err_ev;
+	bool cqe;
+	struct emu_cqe_info ci;
+	uint8_t inl[GNIC_MLX5_SCATTER_32_MAX];
+	const void *inl_src; /* scatter-to-CQE data still being copied, or NULL */
+	struct emu_mr *atomic_mr;
+	bool answer;
+	struct emu_msg ans;
+	const void *ans_data;
+};
+
+static void resp_job_done(struct emu_qp *qp, void *data, int err);
+
+/* The job of the request being executed, made on first need. */
+static struct resp_job *rjob_of(struct emu_qp *qp, struct emu_reply_path *to,
+                                const struct emu_msg *req, struct emu_dma_job **jp)
+{
+	struct resp_job *r;
+
+	if (!qp->resp.job) {
+		qp->resp.job = emu_dma_job_new(qp, &qp->resp.dma_jobs, resp_job_done, sizeof(*r));
+		if (!qp->resp.job)
+			return NULL;
+		r = emu_dma_job_data(qp->resp.job);
+		r->err_nak = GNIC_MLX5_SYND_REMOTE_ACCESS;
+		r->err_ev = IBV_EVENT_QP_ACCESS_ERR;
+	}
+	r = emu_dma_job_data(qp->resp.job);
+	if (to && !r->to_saved) {
+		emu_fabric_path_save(to, &r->to);
+		r->to_saved = true;
+	}
+	if (req)
+		r->req = *req;
+	if (jp)
+		*jp = qp->resp.job;
+	return r;
+}
+
+/* The request's execution is over: its job (if any) joins the queue. */
+static void rjob_end(struct emu_qp *qp)
+{
+	if (qp->resp.job)
+		emu_dma_job_commit(qp->resp.job);
+	qp->resp.job = NULL;
+}
+
+static bool payload_on_gpu(const struct emu_reply_path *from)
+{
+	return from && from->payload_mr && from->payload_mr->mem_type == EMU_MEM_CUDA;
+}
+
+/* Write n bytes of the request's payload (from off) to addr of mr: at once
+ * between host memories of a QP without copies in flight, else through
+ * the copy queue. 0 or -EIO (nothing written yet, or the job fails). */
+static int land(struct emu_reply_path *from, struct emu_qp *qp, const struct emu_msg *m,
+                struct emu_mr *mr, uint64_t addr, const void *payload, uint64_t off, uint64_t n)
+{
+	struct emu_dma_src src = {from ? from->payload_mr : NULL, (const uint8_t *)payload + off};
+	struct emu_dma_job *j;
+
+	if (mr->mem_type == EMU_MEM_HOST && !payload_on_gpu(from) && !emu_dma_qp_busy(qp))
+		return emu_mem_write(mr, addr, src.p, n) ? -EIO : 0;
+	if (!rjob_of(qp, from, m, &j))
+		return -EIO;
+	return emu_dma_put(j, mr, addr, &src, n) ? -EIO : 0;
+}
 
 /* ---- receive queue (the QP's RQ or its SRQ: recv.c) ------------------------- */
 
@@ -37,7 +125,8 @@ static bool rq_available(struct emu_qp *qp)
 
 /* Scatter a SEND's payload into the next receive WQE. A syndrome, or
  * NEED_DATA when the data is not there (nothing done). */
-static int scatter_recv(struct emu_qp *qp, const uint8_t *data, uint64_t len)
+static int scatter_recv(struct emu_reply_path *from, struct emu_qp *qp, const struct emu_msg *m,
+                        const uint8_t *data, uint64_t len)
 {
 	struct emu_recv_wqe w = {0};
 	const struct gnic_mlx5_data_seg *seg = emu_recv_peek(qp, &w) ? w.seg : NULL;
@@ -58,14 +147,21 @@ static int scatter_recv(struct emu_qp *qp, const uint8_t *data, uint64_t len)
 			n = len - off;
 		if (emu_mr_check(qp->pd, gnic_be32(seg[i].lkey), gnic_be64(seg[i].addr), n,
 		                 IBV_ACCESS_LOCAL_WRITE, &mr) ||
-		    emu_mem_write(mr, gnic_be64(seg[i].addr), data + off, n))
+		    land(from, qp, m, mr, gnic_be64(seg[i].addr), data, off, n))
 			return GNIC_MLX5_SYND_LOCAL_PROT;
 		off += n;
 	}
 	return GNIC_MLX5_SYND_OK;
 }
 
-/* The receive CQE; inl: a SEND's data scattered into it (inl_len bytes). */
+static void cqe_write(struct emu_qp *qp, const struct emu_cqe_info *ci)
+{
+	if (!emu_cqe_write(qp->rcq, ci) && atomic_load(&qp->state) != IBV_QPS_ERR)
+		emu_qp_enter_error(qp, "receive CQ overrun");
+}
+
+/* The receive CQE; inl: a SEND's data scattered into it (inl_len bytes).
+ * The receive WQE is taken now; the CQE waits behind the QP's copies. */
 static void resp_cqe_inl(struct emu_qp *qp, uint8_t opcode, uint8_t synd, const struct emu_msg *m,
                          const void *inl, uint32_t inl_len)
 {
@@ -80,9 +176,17 @@ static void resp_cqe_inl(struct emu_qp *qp, uint8_t opcode, uint8_t synd, const 
 	    .inl = inl,
 	    .inl_len = inl_len,
 	};
+	struct resp_job *r;
 
-	if (!emu_cqe_write(qp->rcq, &ci) && atomic_load(&qp->state) != IBV_QPS_ERR)
-		emu_qp_enter_error(qp, "receive CQ overrun");
+	if (emu_dma_qp_busy(qp) && (r = rjob_of(qp, NULL, NULL, NULL))) {
+		r->cqe = true;
+		r->ci = ci;
+		r->ci.inl = NULL;
+		if (inl_len)
+			memcpy(r->inl, inl, inl_len);
+		return;
+	}
+	cqe_write(qp, &ci);
 }
 
 static void resp_cqe(struct emu_qp *qp, uint8_t opcode, uint8_t synd, const struct emu_msg *m)
@@ -108,7 +212,20 @@ static void answer_from(struct emu_reply_path *to, struct emu_qp *qp, const stru
 	    .gid_type = qp->gid_type,
 	    .operand = {operand, 0},
 	};
+	struct emu_dma_job *j;
+	struct resp_job *r;
 
+	if (emu_dma_qp_busy(qp) && (r = rjob_of(qp, to, req, &j))) {
+		/* host data is read when the job retires, after the writes
+		 * before it (src is held); other data is kept now */
+		if (len && src && !emu_dma_hold(j, src))
+			r->ans_data = payload;
+		else if (len && payload != r->ans_data)
+			r->ans_data = emu_dma_keep(j, payload, len);
+		r->ans = m;
+		r->answer = true;
+		return;
+	}
 	emu_fabric_reply(to, &m, payload, src);
 }
 
@@ -169,7 +286,8 @@ static struct emu_mr *target(struct emu_qp *qp, const struct emu_msg *m, uint64_
 
 /* A syndrome, or NEED_DATA when the checks pass but the data is not there
  * (nothing done). */
-static int do_write(struct emu_qp *qp, const struct emu_msg *m, const void *payload)
+static int do_write(struct emu_reply_path *from, struct emu_qp *qp, const struct emu_msg *m,
+                    const void *payload)
 {
 	struct emu_mr *mr;
 
@@ -180,7 +298,7 @@ static int do_write(struct emu_qp *qp, const struct emu_msg *m, const void *payl
 		return GNIC_MLX5_SYND_REMOTE_ACCESS;
 	if (!payload)
 		return NEED_DATA;
-	if (emu_mem_write(mr, m->raddr, payload, m->len))
+	if (land(from, qp, m, mr, m->raddr, payload, 0, m->len))
 		return GNIC_MLX5_SYND_REMOTE_ACCESS;
 	return GNIC_MLX5_SYND_OK;
 }
@@ -204,14 +322,20 @@ static void do_read(struct emu_reply_path *to, struct emu_qp *qp, const struct e
 		data = emu_mem_host_ptr(mr, m->raddr);
 		src = data ? mr : NULL;
 	}
-	if (len && !data) { /* device memory: stage it in the worker's scratch */
-		uint8_t *stage = emu_scratch_get(&qp->worker->stage, len);
+	if (len && !data) { /* device memory: the copy queue reads it */
+		struct emu_dma_job *j;
+		struct resp_job *r = rjob_of(qp, to, m, &j);
 
-		if (!stage || emu_mem_read(mr, m->raddr, stage, len)) {
+		if (!r) {
 			fail(to, qp, m, GNIC_MLX5_SYND_REMOTE_OP, IBV_EVENT_QP_FATAL);
 			return;
 		}
-		data = stage;
+		r->err_nak = GNIC_MLX5_SYND_REMOTE_OP;
+		r->err_ev = IBV_EVENT_QP_FATAL;
+		data = emu_dma_get(j, mr, m->raddr, len);
+		r->ans_data = data; /* NULL: the job fails */
+		if (!data)
+			data = r; /* any non-NULL: never sent */
 	}
 	answer_from(to, qp, m, EMU_MSG_READ_RESP, 0, 0, data, (uint32_t)len, src);
 }
@@ -261,6 +385,19 @@ static void do_atomic(struct emu_reply_path *to, struct emu_qp *qp, const struct
 		return;
 	}
 	mr = target(qp, m, 8);
+	if (mr && mr->mem_type == EMU_MEM_HOST && emu_dma_qp_busy(qp)) {
+		struct emu_dma_job *j;
+		struct resp_job *r = rjob_of(qp, to, m, &j);
+
+		/* after the QP's writes before it have landed: when the job retires */
+		if (r && !emu_dma_hold(j, mr)) {
+			r->atomic_mr = mr;
+			answer(to, qp, m, EMU_MSG_ATOMIC_RESP, 0, 0, NULL, 0);
+			return;
+		}
+	}
+	if (mr && mr->mem_type == EMU_MEM_CUDA)
+		emu_dma_quiesce(qp->worker); /* copies queued before it land first */
 	if (!mr || !atomic_op(mr, m, &old)) {
 		fail(to, qp, m, GNIC_MLX5_SYND_REMOTE_ACCESS, IBV_EVENT_QP_ACCESS_ERR);
 		return;
@@ -279,7 +416,7 @@ static int do_recv(struct emu_reply_path *to, struct emu_qp *qp, const struct em
 	int synd;
 
 	if (m->type == EMU_MSG_WRITE_IMM) {
-		synd = do_write(qp, m, payload);
+		synd = do_write(to, qp, m, payload);
 		if (synd == NEED_DATA)
 			return synd;
 		if (synd) {
@@ -296,10 +433,36 @@ static int do_recv(struct emu_reply_path *to, struct emu_qp *qp, const struct em
 	if (qp->scat_recv && m->len && m->len <= GNIC_MLX5_SCATTER_32_MAX) {
 		if (!payload)
 			return NEED_DATA;
+		if (payload_on_gpu(to)) { /* the copy queue fetches it for the CQE */
+			struct emu_dma_job *j;
+			struct resp_job *r = rjob_of(qp, to, m, &j);
+
+			if (!r)
+				return GNIC_MLX5_SYND_LOCAL_PROT;
+			r->err_nak = GNIC_MLX5_SYND_REMOTE_OP;
+			r->err_cqe = GNIC_MLX5_SYND_LOCAL_PROT;
+			r->err_ev = IBV_EVENT_QP_REQ_ERR;
+			r->inl_src = emu_dma_get(
+			    j, to->payload_mr,
+			    to->payload_mr->iova + ((uintptr_t)payload - to->payload_mr->dev_base),
+			    m->len);
+			resp_cqe_inl(qp, opcode, 0, m, NULL, 0);
+			r->ci.inl_len = m->len;
+			return GNIC_MLX5_SYND_OK;
+		}
 		resp_cqe_inl(qp, opcode, 0, m, payload, m->len);
 		return GNIC_MLX5_SYND_OK;
 	}
-	synd = scatter_recv(qp, payload, m->len);
+	if (emu_dma_qp_busy(qp) || payload_on_gpu(to)) {
+		struct resp_job *r = rjob_of(qp, to, m, NULL);
+
+		if (r) { /* a failed copy: as a failed write into the receive */
+			r->err_nak = GNIC_MLX5_SYND_REMOTE_OP;
+			r->err_cqe = GNIC_MLX5_SYND_LOCAL_PROT;
+			r->err_ev = IBV_EVENT_QP_REQ_ERR;
+		}
+	}
+	synd = scatter_recv(to, qp, m, payload, m->len);
 	if (synd == NEED_DATA)
 		return synd;
 	if (synd) {
@@ -324,7 +487,7 @@ static bool execute(struct emu_reply_path *to, struct emu_qp *qp, const struct e
 
 	switch (m->type) {
 	case EMU_MSG_WRITE:
-		synd = do_write(qp, m, payload);
+		synd = do_write(to, qp, m, payload);
 		if (synd == NEED_DATA)
 			return false;
 		if (synd) {
@@ -402,6 +565,7 @@ bool emu_responder_on_request(struct emu_qp *qp, struct emu_reply_path *from,
 {
 	int state = atomic_load(&qp->state);
 	int32_t d;
+	bool ret;
 
 	emu_dbg("QP 0x%x: request type %u psn %u len %u from QP 0x%x", m->dst_qpn, m->type, m->psn,
 	        m->len, m->src_qpn);
@@ -436,9 +600,12 @@ bool emu_responder_on_request(struct emu_qp *qp, struct emu_reply_path *from,
 	}
 	if (d < 0) {
 		duplicate(from, qp, m); /* never needs the data */
+		rjob_end(qp);
 		return true;
 	}
-	return execute(from, qp, m, payload);
+	ret = execute(from, qp, m, payload);
+	rjob_end(qp);
+	return ret;
 }
 
 /* A QP of an SRQ in ERR consumes no more of the SRQ's WQEs (their WQEs are
@@ -462,6 +629,8 @@ int emu_responder_progress(struct emu_qp *qp)
 {
 	int work = 0;
 
+	if (qp->resp.dma_jobs)
+		return 0; /* the CQEs of copies in flight come first */
 	if (qp->srq)
 		return srq_last_wqe(qp);
 	if (!qp->rq.wqe_cnt)
@@ -471,6 +640,82 @@ int emu_responder_progress(struct emu_qp *qp)
 		work++;
 	}
 	return work;
+}
+
+/* ---- jobs (dma.h) ------------------------------------------------------------ */
+
+static void job_atomic(struct emu_qp *qp, struct resp_job *r)
+{
+	struct emu_atomic_result *slot = &qp->resp.atomic_cache[r->req.psn % EMU_MAX_RD_ATOMIC];
+	uint64_t old = 0;
+
+	if (!atomic_op(r->atomic_mr, &r->req, &old)) {
+		r->answer = false;
+		r->err_nak = GNIC_MLX5_SYND_REMOTE_ACCESS;
+		r->err_ev = IBV_EVENT_QP_ACCESS_ERR;
+		return;
+	}
+	slot->psn = r->req.psn;
+	slot->old = old;
+	r->ans.operand[0] = old;
+}
+
+/* A failed copy, or a job after one: the QP ends as a failed access would
+ * have ended it at this request, and what it executed later is flushed. */
+static void job_failed(struct emu_qp *qp, struct resp_job *r)
+{
+	struct ibv_async_event ev = {.element.qp = &qp->ibqp, .event_type = r->err_ev};
+	struct emu_msg nak = {
+	    .type = EMU_MSG_NAK,
+	    .syndrome = r->err_nak,
+	    .dst_qpn = r->req.src_qpn,
+	    .src_qpn = qp->ibqp.qp_num,
+	    .psn = r->req.psn,
+	    .gid_type = qp->gid_type,
+	};
+
+	if (qp->resp.dma_failed) {
+		if (r->cqe) {
+			r->ci.opcode = GNIC_MLX5_CQE_RESP_ERR;
+			r->ci.syndrome = GNIC_MLX5_SYND_WR_FLUSH;
+			r->ci.inl_len = 0;
+			cqe_write(qp, &r->ci);
+		}
+		return;
+	}
+	qp->resp.dma_failed = true;
+	qp->last_err.syndrome = r->err_nak;
+	emu_qp_enter_error(qp, emu_syndrome_str(r->err_nak));
+	if (r->cqe && r->err_cqe) {
+		r->ci.opcode = GNIC_MLX5_CQE_RESP_ERR;
+		r->ci.syndrome = r->err_cqe;
+		r->ci.inl_len = 0;
+		cqe_write(qp, &r->ci);
+	}
+	if (r->to_saved)
+		emu_fabric_reply_saved(&r->to, &nak, NULL);
+	emu_async_event(qp->ctx, &ev);
+}
+
+static void resp_job_done(struct emu_qp *qp, void *data, int err)
+{
+	struct resp_job *r = data;
+
+	if (!qp)
+		return; /* destroyed or reset meanwhile */
+	if (!err && !qp->resp.dma_failed && r->atomic_mr)
+		job_atomic(qp, r);
+	if (err || qp->resp.dma_failed || (r->atomic_mr && !r->answer)) {
+		job_failed(qp, r);
+		return;
+	}
+	if (r->cqe) {
+		if (r->ci.inl_len)
+			r->ci.inl = r->inl_src ? r->inl_src : r->inl;
+		cqe_write(qp, &r->ci);
+	}
+	if (r->answer && r->to_saved)
+		emu_fabric_reply_saved(&r->to, &r->ans, r->ans_data);
 }
 
 void emu_responder_reset(struct emu_qp *qp)

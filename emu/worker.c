@@ -369,7 +369,9 @@ int emu_inbox_push(struct emu_worker *w, enum emu_inbox_kind kind,
                    struct emu_mr *src, bool limit)
 {
 	uint32_t plen = emu_wire_payload_len(m);
-	bool by_ref = src && plen >= EMU_INBOX_REF_MIN && src->mem_type == EMU_MEM_HOST;
+	/* GPU memory cannot be copied here: it always goes by reference */
+	bool by_ref = src && ((plen >= EMU_INBOX_REF_MIN && src->mem_type == EMU_MEM_HOST) ||
+	                      src->mem_type == EMU_MEM_CUDA);
 	size_t size = sizeof(struct emu_inbox_item) + (by_ref ? 0 : plen);
 	struct emu_inbox_item *it;
 
@@ -426,6 +428,7 @@ static void run_request(struct emu_worker *w, struct emu_inbox_item *it)
 	    .fwd_w = it->reply_w,
 	    .fwd_qpn = it->reply_qpn,
 	    .fwd_conn = it->conn_id,
+	    .payload_mr = it->ref,
 	};
 
 	/* gone, or (in-process) not on the device the requester named: lost */

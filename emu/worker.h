@@ -35,6 +35,7 @@
 #define EMU_INBOX_HIGH_WATER ((size_t)16 << 20)
 
 struct emu_conn;
+struct emu_dma;
 struct emu_inbox_item;
 
 /* The fabric's per-worker part (fabric_int.h says what each holds). */
@@ -94,6 +95,7 @@ struct emu_worker {
 
 	struct emu_scratch gather, stage;
 	struct fab_state fab;
+	struct emu_dma *dma; /* its GPU copy queue (dma.c), made on first use */
 };
 
 /* Set up emu_cfg.threads workers (fds only, no threads): 0 or -errno. */

@@ -21,6 +21,18 @@
  * GPU. As the real driver does, such memory reports a NULL
  * CU_POINTER_ATTRIBUTE_CONTEXT: it belongs to the device, not a context.
  * fake_cuda_primary_refs() reports the primary context's references.
+ *
+ * Asynchronous copies (fake_async.c's part, below): by default a copy is done
+ * when its call returns. fake_cuda_set_async(us) (or FAKE_CUDA_ASYNC_US)
+ * queues every asynchronous copy and event record instead, and a thread of
+ * the fake carries them out in stream order, each no sooner than us after it
+ * was issued: completions come late, and cuEventQuery says NOT_READY until
+ * then. The copies of one cuMemcpyBatchAsync run in reverse order, which the
+ * driver allows (a batch has no order inside). fake_cuda_fail_copies() makes
+ * the next copies fail, at issue or when they run (then the next event
+ * recorded on that stream reports the error, as a real stream's would).
+ * fake_cuda_stat() counts calls by kind; FAKE_CUDA_NO_BATCH=1 hides
+ * cuMemcpyBatchAsync from cuGetProcAddress, as a driver before 12.8 does.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -28,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -37,6 +50,9 @@ enum {
 	ERR_INVALID_VALUE = 1,
 	ERR_OUT_OF_MEMORY = 2,
 	ERR_INVALID_CONTEXT = 201,
+	ERR_NOT_FOUND = 500,
+	ERR_NOT_READY = 600,
+	ERR_ILLEGAL_ADDRESS = 700,
 	ERR_ALREADY_REGISTERED = 712,
 	ERR_NOT_REGISTERED = 713,
 	CONTEXT_ATTR = 1,
@@ -45,6 +61,7 @@ enum {
 	DEVICE_ORDINAL_ATTR = 9,
 	RANGE_START_ATTR = 11,
 	RANGE_SIZE_ATTR = 12,
+	MEMORYTYPE_HOST = 1,
 	MEMORYTYPE_DEVICE = 2,
 };
 
@@ -58,8 +75,8 @@ struct range {
 #define VMM_GRANULE (2u << 20) /* as a GPU's minimum granularity */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct range regs[MAX_RANGES], allocs[MAX_RANGES], maps[MAX_RANGES];
-static int nregs, nallocs, nmaps;
+static struct range regs[MAX_RANGES], allocs[MAX_RANGES], maps[MAX_RANGES], hosts[MAX_RANGES];
+static int nregs, nallocs, nmaps, nhosts;
 static int ctx_token, primary_refs;
 static _Thread_local int *current; /* the calling thread's context */
 
@@ -265,6 +282,8 @@ EXPORT int cuPointerGetAttribute(void *data, int attr, uint64_t p)
 	const struct range *r = NULL;
 	int i, vmm = 0;
 
+	int host = 0;
+
 	pthread_mutex_lock(&lock);
 	i = find(allocs, nallocs, p, 1);
 	if (i >= 0) {
@@ -272,12 +291,18 @@ EXPORT int cuPointerGetAttribute(void *data, int attr, uint64_t p)
 	} else if ((i = find(maps, nmaps, p, 1)) >= 0) {
 		r = &maps[i];
 		vmm = 1;
+	} else if ((i = find(regs, nregs, p, 1)) >= 0) {
+		r = &regs[i]; /* pinned host memory: the driver knows it */
+		host = 1;
+	} else if ((i = find(hosts, nhosts, p, 1)) >= 0) {
+		r = &hosts[i];
+		host = 1;
 	}
 	pthread_mutex_unlock(&lock);
 	if (!r)
 		return ERR_INVALID_VALUE; /* host memory the driver does not know */
 	if (attr == MEMORY_TYPE_ATTR)
-		*(unsigned *)data = MEMORYTYPE_DEVICE;
+		*(unsigned *)data = host ? MEMORYTYPE_HOST : MEMORYTYPE_DEVICE;
 	else if (attr == IS_MANAGED_ATTR)
 		*(uint64_t *)data = 0;
 	else if (attr == CONTEXT_ATTR)
@@ -290,52 +315,6 @@ EXPORT int cuPointerGetAttribute(void *data, int attr, uint64_t p)
 		*(size_t *)data = r->len;
 	else
 		return ERR_INVALID_VALUE;
-	return OK;
-}
-
-/* Streams: every copy is done when it returns; a stream needs a context. */
-EXPORT int cuStreamCreate(void **stream, unsigned flags)
-{
-	static int stream_token;
-
-	(void)flags;
-	if (!ctx_live())
-		return ERR_INVALID_CONTEXT;
-	*stream = &stream_token;
-	return OK;
-}
-
-EXPORT int cuStreamSynchronize(void *stream)
-{
-	return stream && ctx_live() ? OK : ERR_INVALID_CONTEXT;
-}
-
-EXPORT int cuMemcpyHtoDAsync_v2(uint64_t dst, const void *src, size_t len, void *stream)
-{
-	if (!stream || !ctx_live())
-		return ERR_INVALID_CONTEXT;
-	return cuMemcpyHtoD_v2(dst, src, len);
-}
-
-EXPORT int cuMemcpyDtoHAsync_v2(void *dst, uint64_t src, size_t len, void *stream)
-{
-	if (!stream || !ctx_live())
-		return ERR_INVALID_CONTEXT;
-	return cuMemcpyDtoH_v2(dst, src, len);
-}
-
-EXPORT int cuMemHostAlloc(void **p, size_t len, unsigned flags)
-{
-	(void)flags;
-	if (!ctx_live())
-		return ERR_INVALID_CONTEXT;
-	*p = malloc(len);
-	return *p ? OK : ERR_OUT_OF_MEMORY;
-}
-
-EXPORT int cuMemFreeHost(void *p)
-{
-	free(p);
 	return OK;
 }
 
@@ -449,6 +428,9 @@ EXPORT int cuGetErrorName(int r, const char **name)
 	*name = r == ERR_ALREADY_REGISTERED ? "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED"
 	        : r == ERR_NOT_REGISTERED   ? "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED"
 	        : r == ERR_OUT_OF_MEMORY    ? "CUDA_ERROR_OUT_OF_MEMORY"
+	        : r == ERR_INVALID_CONTEXT  ? "CUDA_ERROR_INVALID_CONTEXT"
+	        : r == ERR_NOT_READY        ? "CUDA_ERROR_NOT_READY"
+	        : r == ERR_ILLEGAL_ADDRESS  ? "CUDA_ERROR_ILLEGAL_ADDRESS"
 	                                    : "CUDA_ERROR_INVALID_VALUE";
 	return OK;
 }
@@ -466,4 +448,488 @@ EXPORT void fake_cuda_live(int *registered, int *allocated)
 	*registered = nregs;
 	*allocated = nallocs;
 	pthread_mutex_unlock(&lock);
+}
+
+/* ---- asynchronous copies ------------------------------------------------ */
+
+enum {
+	STAT_BATCH_CALLS,
+	STAT_BATCH_COPIES,
+	STAT_HTOD,
+	STAT_DTOH,
+	STAT_DTOD,
+	STAT_STREAM_SYNC,
+	STAT_EVENT_QUERY,
+	STAT_EVENT_RECORD,
+	STAT_HOST_REGISTERED, /* a copy's host side: cuMemHostRegister'd memory */
+	STAT_HOST_ALLOC,      /* ... cuMemHostAlloc'd (a bounce buffer, say) */
+	STAT_HOST_PAGEABLE,   /* ... memory the driver does not know */
+	STAT_COUNT
+};
+static const char *const stat_names[STAT_COUNT] = {
+    "batch_calls", "batch_copies", "async_htod",      "async_dtoh", "async_dtod",   "stream_sync",
+    "event_query", "event_record", "host_registered", "host_alloc", "host_pageable"};
+static long stats[STAT_COUNT];
+
+static void stat_add(int k, long n)
+{
+	__atomic_add_fetch(&stats[k], n, __ATOMIC_RELAXED);
+}
+
+/* The stat of that name (names above), -1 for an unknown one. */
+EXPORT long fake_cuda_stat(const char *name)
+{
+	for (int i = 0; i < STAT_COUNT; i++)
+		if (!strcmp(name, stat_names[i]))
+			return __atomic_load_n(&stats[i], __ATOMIC_RELAXED);
+	return -1;
+}
+
+struct fake_stream {
+	int err; /* a copy that failed when it ran: the next event recorded reports it */
+};
+
+struct fake_event {
+	unsigned long recorded, done; /* records issued, records carried out */
+	int err;
+};
+
+struct copy {
+	uint64_t dst, src;
+	size_t n;
+};
+
+/* One queued operation: copies (a batch, or one) or an event record. */
+struct op {
+	struct op *next;
+	struct fake_stream *s;
+	uint64_t due_ns;
+	struct fake_event *ev; /* an event record, else copies */
+	int fail;              /* the copies fail when they run with this error */
+	size_t ncopies;
+	struct copy copies[];
+};
+
+static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t q_cond = PTHREAD_COND_INITIALIZER;
+static struct op *q_head, *q_tail;
+static long async_us = -1;                 /* -1: not read yet */
+static int fail_issue, fail_run, fail_err; /* copies to fail, and how */
+static pthread_t q_thread;
+static int q_started;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Under q_lock. */
+static long delay_us(void)
+{
+	if (async_us < 0) {
+		const char *e = getenv("FAKE_CUDA_ASYNC_US");
+
+		async_us = e ? atol(e) : 0;
+	}
+	return async_us;
+}
+
+/* Asynchronous copies complete us microseconds after they were issued (0:
+ * when the call returns). */
+EXPORT void fake_cuda_set_async(long us)
+{
+	pthread_mutex_lock(&q_lock);
+	async_us = us < 0 ? 0 : us;
+	pthread_mutex_unlock(&q_lock);
+}
+
+/* The next n copies fail with err: at issue (the call returns err) or, with
+ * at_run, when they run. */
+EXPORT void fake_cuda_fail_copies(int n, int at_run, int err)
+{
+	pthread_mutex_lock(&q_lock);
+	fail_issue = at_run ? 0 : n;
+	fail_run = at_run ? n : 0;
+	fail_err = err;
+	pthread_mutex_unlock(&q_lock);
+}
+
+static void run_op(struct op *o)
+{
+	if (o->ev) {
+		pthread_mutex_lock(&q_lock);
+		if (o->s && o->s->err) {
+			o->ev->err = o->s->err;
+			o->s->err = 0;
+		}
+		o->ev->done++;
+		pthread_mutex_unlock(&q_lock);
+		return;
+	}
+	if (o->fail) {
+		pthread_mutex_lock(&q_lock);
+		if (o->s)
+			o->s->err = o->fail;
+		pthread_mutex_unlock(&q_lock);
+		return;
+	}
+	for (size_t i = o->ncopies; i-- > 0;) /* a batch has no order: run it backwards */
+		memmove((void *)(uintptr_t)o->copies[i].dst,
+		        (const void *)(uintptr_t)o->copies[i].src, o->copies[i].n);
+}
+
+static void *q_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&q_lock);
+	for (;;) {
+		struct op *o = q_head;
+		uint64_t now = now_ns();
+
+		if (!o) {
+			pthread_cond_wait(&q_cond, &q_lock);
+			continue;
+		}
+		if (o->due_ns > now) {
+			uint64_t d = o->due_ns - now;
+			struct timespec ts = {0, (long)(d < 1000000 ? d : 1000000)};
+
+			pthread_mutex_unlock(&q_lock);
+			nanosleep(&ts, NULL);
+			pthread_mutex_lock(&q_lock);
+			continue;
+		}
+		q_head = o->next;
+		if (!q_head)
+			q_tail = NULL;
+		pthread_mutex_unlock(&q_lock);
+		run_op(o);
+		free(o);
+		pthread_mutex_lock(&q_lock);
+	}
+	return NULL;
+}
+
+/* Queue o (async mode) or run it now. Takes o. */
+static void submit(struct op *o)
+{
+	long us;
+
+	pthread_mutex_lock(&q_lock);
+	us = delay_us();
+	if (us > 0) {
+		o->due_ns = now_ns() + (uint64_t)us * 1000;
+		o->next = NULL;
+		if (q_tail)
+			q_tail->next = o;
+		else
+			q_head = o;
+		q_tail = o;
+		if (!q_started && !pthread_create(&q_thread, NULL, q_main, NULL)) {
+			pthread_detach(q_thread);
+			q_started = 1;
+		}
+		pthread_cond_signal(&q_cond);
+		pthread_mutex_unlock(&q_lock);
+		return;
+	}
+	pthread_mutex_unlock(&q_lock);
+	run_op(o);
+	free(o);
+}
+
+/* 0, or the error this copy fails with at issue; *run: the error it fails
+ * with when it runs. */
+static int take_failure(int *run)
+{
+	int r = OK;
+
+	pthread_mutex_lock(&q_lock);
+	*run = 0;
+	if (fail_issue > 0) {
+		fail_issue--;
+		r = fail_err;
+	} else if (fail_run > 0) {
+		fail_run--;
+		*run = fail_err;
+	}
+	pthread_mutex_unlock(&q_lock);
+	return r;
+}
+
+static struct op *op_new(void *stream, size_t ncopies)
+{
+	struct op *o = calloc(1, sizeof(*o) + ncopies * sizeof(struct copy));
+
+	if (o) {
+		o->s = stream;
+		o->ncopies = ncopies;
+	}
+	return o;
+}
+
+/* Device memory proper: an allocation or a mapping. */
+static int in_device(uint64_t d, size_t len)
+{
+	int r;
+
+	pthread_mutex_lock(&lock);
+	r = find(allocs, nallocs, d, len) >= 0 || find(maps, nmaps, d, len) >= 0;
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+/* Count what kind of host memory a copy reads or writes at p. */
+static void host_stat(uint64_t p, size_t n)
+{
+	int k;
+
+	pthread_mutex_lock(&lock);
+	k = find(regs, nregs, p, n) >= 0     ? STAT_HOST_REGISTERED
+	    : find(hosts, nhosts, p, n) >= 0 ? STAT_HOST_ALLOC
+	                                     : STAT_HOST_PAGEABLE;
+	pthread_mutex_unlock(&lock);
+	stat_add(k, 1);
+}
+
+/* One asynchronous copy; dev_dst / dev_src: that side must lie in device
+ * memory (an allocation, a mapping or registered host memory). */
+static int copy_async(uint64_t dst, uint64_t src, size_t n, void *stream, int dev_dst, int dev_src,
+                      int stat)
+{
+	struct op *o;
+	int r, run;
+
+	if (!stream || !ctx_live())
+		return ERR_INVALID_CONTEXT;
+	if ((dev_dst && !in_alloc(dst, n)) || (dev_src && !in_alloc(src, n)))
+		return ERR_INVALID_VALUE;
+	r = take_failure(&run);
+	if (r)
+		return r;
+	o = op_new(stream, 1);
+	if (!o)
+		return ERR_OUT_OF_MEMORY;
+	o->copies[0] = (struct copy){dst, src, n};
+	o->fail = run;
+	stat_add(stat, 1);
+	if (stat == STAT_HTOD)
+		host_stat(src, n);
+	else if (stat == STAT_DTOH)
+		host_stat(dst, n);
+	submit(o);
+	return OK;
+}
+
+/* Streams need a context; each is a struct fake_stream of its own. */
+EXPORT int cuStreamCreate(void **stream, unsigned flags)
+{
+	(void)flags;
+	if (!ctx_live())
+		return ERR_INVALID_CONTEXT;
+	*stream = calloc(1, sizeof(struct fake_stream));
+	return *stream ? OK : ERR_OUT_OF_MEMORY;
+}
+
+EXPORT int cuStreamDestroy_v2(void *stream)
+{
+	free(stream);
+	return OK;
+}
+
+/* Waits for everything queued before it (every stream: one queue). */
+EXPORT int cuStreamSynchronize(void *stream)
+{
+	struct fake_event ev = {0};
+	struct op *o;
+	int r;
+
+	if (!stream || !ctx_live())
+		return ERR_INVALID_CONTEXT;
+	stat_add(STAT_STREAM_SYNC, 1);
+	o = op_new(stream, 0);
+	if (!o)
+		return ERR_OUT_OF_MEMORY;
+	o->ev = &ev;
+	pthread_mutex_lock(&q_lock);
+	ev.recorded = 1;
+	pthread_mutex_unlock(&q_lock);
+	submit(o);
+	for (;;) {
+		pthread_mutex_lock(&q_lock);
+		r = ev.done == ev.recorded ? ev.err : ERR_NOT_READY;
+		pthread_mutex_unlock(&q_lock);
+		if (r != ERR_NOT_READY)
+			return r;
+		usleep(20);
+	}
+}
+
+EXPORT int cuMemcpyHtoDAsync_v2(uint64_t dst, const void *src, size_t len, void *stream)
+{
+	return copy_async(dst, (uintptr_t)src, len, stream, 1, 0, STAT_HTOD);
+}
+
+EXPORT int cuMemcpyDtoHAsync_v2(void *dst, uint64_t src, size_t len, void *stream)
+{
+	return copy_async((uintptr_t)dst, src, len, stream, 0, 1, STAT_DTOH);
+}
+
+EXPORT int cuMemcpyDtoDAsync_v2(uint64_t dst, uint64_t src, size_t len, void *stream)
+{
+	return copy_async(dst, src, len, stream, 1, 1, STAT_DTOD);
+}
+
+/* cuMemcpyBatchAsync of CUDA 12.8 (attrs are checked for presence only). */
+static int batch_async(uint64_t *dsts, uint64_t *srcs, size_t *sizes, size_t count, void *attrs,
+                       size_t *attr_idxs, size_t nattrs, size_t *fail_idx, void *stream)
+{
+	struct op *o;
+	int run_err = 0;
+
+	if (fail_idx)
+		*fail_idx = SIZE_MAX;
+	if (!stream || !ctx_live())
+		return ERR_INVALID_CONTEXT;
+	if (!count || !dsts || !srcs || !sizes || !attrs || !attr_idxs || !nattrs ||
+	    nattrs > count || attr_idxs[0] != 0)
+		return ERR_INVALID_VALUE;
+	o = op_new(stream, count);
+	if (!o)
+		return ERR_OUT_OF_MEMORY;
+	for (size_t i = 0; i < count; i++) {
+		int run, r = take_failure(&run);
+
+		if (!r && !in_alloc(dsts[i], sizes[i]) && !in_alloc(srcs[i], sizes[i]))
+			r = ERR_INVALID_VALUE; /* host to host */
+		if (r) {
+			free(o);
+			if (fail_idx)
+				*fail_idx = i;
+			return r;
+		}
+		if (run)
+			run_err = run;
+		if (!in_device(srcs[i], sizes[i]))
+			host_stat(srcs[i], sizes[i]);
+		else if (!in_device(dsts[i], sizes[i]))
+			host_stat(dsts[i], sizes[i]);
+		o->copies[i] = (struct copy){dsts[i], srcs[i], sizes[i]};
+	}
+	o->fail = run_err;
+	stat_add(STAT_BATCH_CALLS, 1);
+	stat_add(STAT_BATCH_COPIES, (long)count);
+	submit(o);
+	return OK;
+}
+
+/* The versioned entry points the driver has: only the batch copy here,
+ * unless FAKE_CUDA_NO_BATCH is set (an older driver). */
+EXPORT int cuGetProcAddress_v2(const char *symbol, void **pfn, int version, uint64_t flags,
+                               int *status)
+{
+	const char *no = getenv("FAKE_CUDA_NO_BATCH");
+
+	(void)flags;
+	if (!strcmp(symbol, "cuMemcpyBatchAsync") && version >= 12080 && !(no && *no == '1')) {
+		*(int (**)(uint64_t *, uint64_t *, size_t *, size_t, void *, size_t *, size_t,
+		           size_t *, void *))pfn = batch_async;
+		if (status)
+			*status = 0; /* CU_GET_PROC_ADDRESS_SUCCESS */
+		return OK;
+	}
+	*pfn = NULL;
+	if (status)
+		*status = 1; /* CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND */
+	return ERR_NOT_FOUND;
+}
+
+EXPORT int cuEventCreate(void **ev, unsigned flags)
+{
+	(void)flags;
+	if (!ctx_live())
+		return ERR_INVALID_CONTEXT;
+	*ev = calloc(1, sizeof(struct fake_event));
+	return *ev ? OK : ERR_OUT_OF_MEMORY;
+}
+
+EXPORT int cuEventDestroy_v2(void *ev)
+{
+	free(ev);
+	return OK;
+}
+
+EXPORT int cuEventRecord(void *event, void *stream)
+{
+	struct fake_event *ev = event;
+	struct op *o;
+
+	if (!ev || !stream || !ctx_live())
+		return ERR_INVALID_VALUE;
+	o = op_new(stream, 0);
+	if (!o)
+		return ERR_OUT_OF_MEMORY;
+	o->ev = ev;
+	stat_add(STAT_EVENT_RECORD, 1);
+	pthread_mutex_lock(&q_lock);
+	ev->recorded++;
+	ev->err = 0;
+	pthread_mutex_unlock(&q_lock);
+	submit(o);
+	return OK;
+}
+
+EXPORT int cuEventQuery(void *event)
+{
+	struct fake_event *ev = event;
+	int r;
+
+	if (!ev)
+		return ERR_INVALID_VALUE;
+	stat_add(STAT_EVENT_QUERY, 1);
+	pthread_mutex_lock(&q_lock);
+	r = ev->done < ev->recorded ? ERR_NOT_READY : ev->err;
+	pthread_mutex_unlock(&q_lock);
+	return r;
+}
+
+/* Pinned host memory the driver knows (MEMORY_TYPE host). */
+EXPORT int cuMemHostAlloc(void **p, size_t len, unsigned flags)
+{
+	int r = OK;
+
+	(void)flags;
+	if (!ctx_live())
+		return ERR_INVALID_CONTEXT;
+	*p = malloc(len);
+	if (!*p)
+		return ERR_OUT_OF_MEMORY;
+	pthread_mutex_lock(&lock);
+	if (nhosts == MAX_RANGES)
+		r = ERR_OUT_OF_MEMORY;
+	else
+		hosts[nhosts++] = (struct range){(uintptr_t)*p, len};
+	pthread_mutex_unlock(&lock);
+	if (r) {
+		free(*p);
+		*p = NULL;
+	}
+	return r;
+}
+
+EXPORT int cuMemFreeHost(void *p)
+{
+	int i;
+
+	pthread_mutex_lock(&lock);
+	for (i = 0; i < nhosts && hosts[i].base != (uintptr_t)p; i++)
+		;
+	if (i < nhosts)
+		hosts[i] = hosts[--nhosts];
+	pthread_mutex_unlock(&lock);
+	free(p);
+	return OK;
 }
