@@ -380,6 +380,7 @@ void perf_args_parse(int argc, char **argv, struct perf_args *a)
 			strcat(shorts, k);
 	}
 	memset(a, 0, sizeof(*a));
+	optind = 0; /* a suite parses one command line after another */
 	a->qps_list[0] = a->ctas_list[0] = a->nqps = a->nctas = a->repeat = 1;
 	a->port = PERF_DEFAULT_PORT;
 	a->validate = true;
