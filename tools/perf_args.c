@@ -35,6 +35,7 @@ static const char usage_text[] =
     "Usage: gnic-perf TEST [options]                 both sides in this process\n"
     "       gnic-perf TEST --server | -p PORT [opts] the server (side B)\n"
     "       gnic-perf TEST [options] HOST            its client (or --connect HOST[:PORT])\n"
+    "       gnic-perf --suite headline [opts]      GPU vs proxy, every sweep (docs/perf.md)\n"
     "       gnic-perf --list | --help\n\n"
     "perftest's options:\n"
     "  -s, --size N          one message size (suffixes K, M, G; at most 2G)\n"

@@ -54,6 +54,6 @@ static bool validate(struct perf_run *r)
 }
 
 PERF_TEST_DEF(store_rate, PERF_RATE, PERF_MODES_GNIC, PERF_F_UNCONNECTED | PERF_F_HOSTMEM, "64",
-              200000, 20000, "messages device threads store into host memory per second (no NIC)",
+              1000000, 20000, "messages device threads store into host memory per second (no NIC)",
               .setup = setup, .validate = validate);
 #endif
