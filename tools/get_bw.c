@@ -13,10 +13,7 @@ GNIC_DEVFN int get_bw_iter(const struct pd_side *s, struct gnic_dev_qp *q, int64
 	                    (uint32_t)s->r.size, 0);
 }
 
-GNIC_DEVFN void get_bw_dev(const struct pd_side *s, const struct pd_thread *t)
-{
-	pd_stream(s, t, get_bw_iter, 1);
-}
+PD_STREAM_DEV(get_bw, 1)
 #else
 #include "perf.h"
 

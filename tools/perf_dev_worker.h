@@ -166,6 +166,13 @@ GNIC_DEVFN void pd_stream(const struct pd_side *s, const struct pd_thread *t, pd
 		pd_fail(s, rc, PD_OP_QUIET, qi, end, -1, 0, 0);
 }
 
+/* A stream test's device body: name##_iter over the stream, QPs quieted or not. */
+#define PD_STREAM_DEV(name, quiet)                                                                 \
+	GNIC_DEVFN void name##_dev(const struct pd_side *s, const struct pd_thread *t)             \
+	{                                                                                          \
+		pd_stream(s, t, name##_iter, quiet);                                               \
+	}
+
 /* Ping-pongs, one device thread a side: message i goes from region i % nsrc
  * into the peer's slot i % 2. Side A times its send to the answer's
  * arrival (arrived(): non-blocking; take(): after it, e.g. consume the

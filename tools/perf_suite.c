@@ -72,7 +72,7 @@ struct suite_args {
 	const struct suite *suite;
 	const char *vars[NVARS];
 	char cmax[16], common[512], plot[512];
-	bool list, table;
+	bool list, csv;
 };
 
 bool perf_suite_wanted(int argc, char **argv)
@@ -106,52 +106,40 @@ static const struct {
     {"--quick", PASS, 0},    {"--csv", PASS, 0},       {"--no-validate", PASS, 0},
     {"--suite", SUITE, 1},   {"--plot", PLOT, 1},      {"--list", LIST, 0},
 };
-#define NSOPTS (int)(sizeof(sopts) / sizeof(sopts[0]))
-
-static void suite_option(struct suite_args *s, int k, const char *v)
-{
-	if (sopts[k].what < NVARS)
-		s->vars[sopts[k].what] = v;
-	else if (sopts[k].what == PASS)
-		append(s->common, sizeof(s->common), sopts[k].name, v);
-	else if (sopts[k].what == PLOT && strlen(v) < sizeof(s->plot))
-		strcpy(s->plot, v);
-	else if (sopts[k].what == PLOT)
-		perf_usage_error("--plot: the file name is too long");
-	else if (sopts[k].what == LIST)
-		s->list = true;
-	for (int i = 0; sopts[k].what == SUITE && i < (int)(sizeof(suites) / sizeof(*suites)); i++)
-		if (!strcmp(suites[i].name, v))
-			s->suite = &suites[i];
-	if (sopts[k].what == SUITE && !s->suite)
-		perf_usage_error("--suite: no suite '%s' (there is: headline)", v);
-}
 
 static void suite_parse(int argc, char **argv, struct suite_args *s)
 {
 	bool quick = false, gpu = perf_gpu_count() > 0;
-	int cmax = 0;
+	int cmax = 0, k;
 
 	memset(s, 0, sizeof(*s));
-	s->table = true;
 	for (int i = 1; i < argc; i++) {
-		int k = 0;
+		const char *v = NULL;
 
-		while (k < NSOPTS && strcmp(argv[i], sopts[k].name))
-			k++;
-		if (k == NSOPTS)
-			perf_usage_error(
-			    "--suite: '%s' is not a suite option (--sizes, --ctas, --qps, "
-			    "--scope, --repeat, --iters, --warmup, --timeout, --gpu, "
-			    "--threads, --quick, --csv, --no-validate, --plot, --list)",
-			    argv[i]);
-		if (sopts[k].value && i + 1 == argc)
-			perf_usage_error("%s: needs a value", argv[i]);
-		suite_option(s, k, sopts[k].value ? argv[++i] : NULL);
-		quick |= !strcmp(sopts[k].name, "--quick");
-		s->table &= strcmp(sopts[k].name, "--csv") != 0;
+		for (k = 0; k < (int)(sizeof(sopts) / sizeof(*sopts)); k++)
+			if (!strcmp(argv[i], sopts[k].name))
+				break;
+		if (k == (int)(sizeof(sopts) / sizeof(*sopts)))
+			perf_usage_error("--suite: '%s' is not a suite option (see docs/perf.md)",
+			                 argv[i]);
+		if (sopts[k].value && !(v = argv[++i]))
+			perf_usage_error("%s: needs a value", argv[i - 1]);
+		if (sopts[k].what < NVARS)
+			s->vars[sopts[k].what] = v;
+		else if (sopts[k].what == PASS)
+			append(s->common, sizeof(s->common), sopts[k].name, v);
+		else if (sopts[k].what == PLOT)
+			snprintf(s->plot, sizeof(s->plot), "%s", v);
+		s->list |= sopts[k].what == LIST;
+		quick |= !strcmp(argv[i], "--quick");
+		s->csv |= !strcmp(argv[i], "--csv");
+		for (size_t n = 0; sopts[k].what == SUITE && n < sizeof(suites) / sizeof(*suites);
+		     n++)
+			s->suite = strcmp(suites[n].name, v) ? s->suite : &suites[n];
+		if (sopts[k].what == SUITE && !s->suite)
+			perf_usage_error("--suite: no suite '%s' (there is: headline)", v);
 	}
-	for (int k = 0; k < V_CMAX; k++) /* on CPU threads, or --quick: the short sweep */
+	for (k = 0; k < V_CMAX; k++) /* on CPU threads, or --quick: the short sweep */
 		if (!s->vars[k])
 			s->vars[k] = quick || !gpu ? reduced[k] : full[k];
 	if (!quick && !gpu) /* and the tests' short iterations */
@@ -276,7 +264,7 @@ int perf_suite_main(int argc, char **argv)
 	}
 	if (s.plot[0])
 		perf_plot_check(s.plot);
-	log = s.table ? stdout : stderr;
+	log = s.csv ? stderr : stdout;
 	for (int i = 0; i < n; i++) {
 		uint64_t t = perf_now_ns();
 

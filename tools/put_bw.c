@@ -14,10 +14,7 @@ GNIC_DEVFN int put_bw_iter(const struct pd_side *s, struct gnic_dev_qp *q, int64
 	              perf_ring_dst(&s->r, perf_ring_slot(&s->r, i)), (uint32_t)s->r.size);
 }
 
-GNIC_DEVFN void put_bw_dev(const struct pd_side *s, const struct pd_thread *t)
-{
-	pd_stream(s, t, put_bw_iter, 1);
-}
+PD_STREAM_DEV(put_bw, 1)
 #else
 #include "perf.h"
 

@@ -30,10 +30,7 @@ GNIC_DEVFN int store_rate_iter(const struct pd_side *s, struct gnic_dev_qp *q, i
 	return 0;
 }
 
-GNIC_DEVFN void store_rate_dev(const struct pd_side *s, const struct pd_thread *t)
-{
-	pd_stream(s, t, store_rate_iter, 0);
-}
+PD_STREAM_DEV(store_rate, 0)
 #else
 #include "perf.h"
 
