@@ -28,7 +28,7 @@ static const char emu_banner[] =
 
 struct row {
 	char series[96];
-	int scope, ctas, threads, qps, reps;
+	int reps;
 	size_t size;
 	struct perf_stats st; /* medians */
 	double lo, hi;        /* the headline figure's spread */
@@ -119,8 +119,8 @@ static void table_line(const struct perf_args *a, const struct row *w)
 	int n = lat(a) ? 9 : 5;
 
 	if (a->mode->gnic && w)
-		printf(" %-12s %-6s %5d %7d %3d ", a->mode->name, perf_scope_name(w->scope),
-		       w->ctas, w->threads, w->qps);
+		printf(" %-12s %-6s %5d %7d %3d ", a->mode->name, perf_scope_name(a->scope),
+		       a->ctas, a->threads, a->qps);
 	else if (a->mode->gnic)
 		printf(" %-12s %-6s %5s %7s %3s ", "mode", "scope", "ctas", "threads", "qps");
 	for (int k = 0; k < n; k++) {
@@ -240,13 +240,13 @@ static int fields(const struct perf_args *a, const struct row *w, struct field *
 
 	p = put(p, "mode", STR, "%s", a->mode->name);
 	if (a->mode->gnic) {
-		p = put(p, "scope", STR, "%s", perf_scope_name(w->scope));
-		p = put(p, "ctas", NUM, "%d", w->ctas);
-		p = put(p, "threads", NUM, "%d", w->threads);
+		p = put(p, "scope", STR, "%s", perf_scope_name(a->scope));
+		p = put(p, "ctas", NUM, "%d", a->ctas);
+		p = put(p, "threads", NUM, "%d", a->threads);
 	} else {
 		p = put(put(put(p, "scope", STR, "-"), "ctas", STR, "-"), "threads", STR, "-");
 	}
-	p = put(p, "qps", NUM, "%d", w->qps);
+	p = put(p, "qps", NUM, "%d", a->qps);
 	p = put(p, "bytes", NUM, "%zu", w->size);
 	p = put(p, "iterations", NUM, "%ld", w->st.iters);
 	for (int k = 0; k < PERF_NFIG; k++) {
@@ -366,13 +366,7 @@ void perf_report_row(const struct perf_args *a, size_t size, const struct perf_s
 	double v[100];
 	int nf;
 
-	*w = (struct row){.scope = a->scope,
-	                  .ctas = a->ctas,
-	                  .threads = a->threads,
-	                  .qps = a->qps,
-	                  .reps = n,
-	                  .size = size,
-	                  .st = reps[0]};
+	*w = (struct row){.reps = n, .size = size, .st = reps[0]};
 	for (int k = 0; k < PERF_NFIG; k++) {
 		for (int i = 0; i < n; i++)
 			v[i] = reps[i].v[k];
