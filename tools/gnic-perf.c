@@ -290,7 +290,7 @@ int main(int argc, char **argv)
 		return perf_suite_main(argc, argv);
 	perf_args_parse(argc, argv, &a);
 	if (a.plot[0])
-		perf_plot_check(a.plot);
+		perf_plot_check(a.plot, true);
 	runs = perf_run_args(&a);
 	if (a.plot[0])
 		perf_plot_write(&a);

@@ -405,14 +405,16 @@ void perf_report_row(const struct perf_args *a, size_t size, const struct perf_s
 void perf_report_server_row(const struct perf_args *a, size_t size);
 void perf_report_end(const struct perf_args *a);
 void perf_report_group(const char *group); /* a suite's: the rows' group column; NULL: none */
-void perf_plot_check(const char *plot);    /* usable, and gnuplot is there: else exit 2 */
+/* A usable name, perf_plot.sh there (else exit 2); whether gnuplot is (need_gnuplot: or exit 2) */
+bool perf_plot_check(const char *plot, bool need_gnuplot);
 void perf_plot_write(const struct perf_args *a);
 /* base + suffix + ext, base being png without ".png" */
 void perf_plot_path(char *out, size_t cap, const char *png, const char *suffix, const char *ext);
 void perf_plot_csv(const char *path, const char *group); /* the rows of group (NULL: all) */
-/* perf_plot.sh draws csv into png; x (-x) and ref (-r: reference rows) may be NULL */
+/* perf_plot.sh draws csv into png; x (-x) and ref (-r: reference rows) may be NULL; without
+ * now, the command that would draw it is printed instead (no gnuplot here) */
 void perf_plot_draw(const char *png, const char *title, const char *x, const char *ref,
-                    const char *csv);
+                    const char *csv, bool now);
 
 /* ---- suites (perf_suite.c) ------------------------------------------------------------------ */
 bool perf_suite_wanted(int argc, char **argv);

@@ -440,15 +440,18 @@ static const char *plot_script(void)
 	return PERF_PLOT_SH;
 }
 
-void perf_plot_check(const char *plot)
+bool perf_plot_check(const char *plot, bool need_gnuplot)
 {
+	bool gnuplot = system("command -v gnuplot >/dev/null 2>&1") == 0;
+
 	if (strchr(plot, '\'') || strchr(plot, '\n'))
 		perf_usage_error("--plot: no quotes or newlines in the file name, please");
-	if (system("command -v gnuplot >/dev/null 2>&1") != 0)
+	if (!gnuplot && need_gnuplot)
 		perf_usage_error("--plot needs gnuplot, which is not installed (Debian/Ubuntu: "
 		                 "apt-get install -y gnuplot-nox)");
 	if (access(plot_script(), R_OK))
 		perf_usage_error("--plot: %s is missing", plot_script());
+	return gnuplot;
 }
 
 /* base + suffix + ext, base being png without its ".png". */
@@ -475,7 +478,7 @@ void perf_plot_csv(const char *path, const char *group)
 }
 
 void perf_plot_draw(const char *png, const char *title, const char *x, const char *ref,
-                    const char *csv)
+                    const char *csv, bool now)
 {
 	char *argv[12] = {"sh", (char *)plot_script(), "-o", (char *)png, "-t", (char *)title};
 	posix_spawn_file_actions_t fa;
@@ -488,6 +491,14 @@ void perf_plot_draw(const char *png, const char *title, const char *x, const cha
 	if (ref)
 		argv[n++] = "-r", argv[n++] = (char *)ref;
 	argv[n] = (char *)csv;
+	if (!now) { /* no gnuplot here: how to draw it elsewhere */
+		fprintf(stderr,
+		        "gnic-perf: note: no gnuplot: draw %s with: sh tools/perf_plot.sh -o %s -t "
+		        "'%s'%s%s%s%s %s\n",
+		        png, png, title, x ? " -x " : "", x ? x : "", ref ? " -r " : "",
+		        ref ? ref : "", csv);
+		return;
+	}
 	fflush(stdout);
 	ok = !posix_spawn_file_actions_init(&fa) &&
 	     !posix_spawn_file_actions_adddup2(&fa, 2, 1) && /* its messages: not in the CSV */
@@ -503,5 +514,5 @@ void perf_plot_write(const struct perf_args *a)
 
 	perf_plot_path(csv, sizeof(csv), a->plot, "", ".csv");
 	perf_plot_csv(csv, NULL);
-	perf_plot_draw(a->plot, rep.title, NULL, NULL, csv);
+	perf_plot_draw(a->plot, rep.title, NULL, NULL, csv, true);
 }

@@ -225,7 +225,7 @@ static int plan(struct suite_args *s, struct run *runs)
 	return n;
 }
 
-static void draw(const struct suite_args *s)
+static void draw(const struct suite_args *s, bool gnuplot)
 {
 	char ref[600], csv[600], png[600], suffix[32], title[160];
 
@@ -240,7 +240,7 @@ static void draw(const struct suite_args *s)
 		snprintf(title, sizeof(title), "gnic-perf suite %s: %s", s->suite->name,
 		         groups[g][2]);
 		perf_plot_csv(csv, groups[g][0]);
-		perf_plot_draw(png, title, groups[g][1], ref, csv);
+		perf_plot_draw(png, title, groups[g][1], ref, csv, gnuplot);
 	}
 }
 
@@ -249,6 +249,7 @@ int perf_suite_main(int argc, char **argv)
 	static struct run runs[MAX_RUNS];
 	uint64_t t0 = perf_now_ns();
 	struct suite_args s;
+	bool gnuplot = false;
 	FILE *log;
 	int n, total = 0;
 
@@ -262,8 +263,8 @@ int perf_suite_main(int argc, char **argv)
 			printf("  %-9s gnic-perf %s\n", runs[i].group, runs[i].line);
 		return 0;
 	}
-	if (s.plot[0])
-		perf_plot_check(s.plot);
+	if (s.plot[0]) /* without gnuplot the CSV files, and how to draw them */
+		gnuplot = perf_plot_check(s.plot, false);
 	log = s.csv ? stderr : stdout;
 	for (int i = 0; i < n; i++) {
 		uint64_t t = perf_now_ns();
@@ -277,7 +278,7 @@ int perf_suite_main(int argc, char **argv)
 		        (double)(perf_now_ns() - t) / 1e9);
 	}
 	if (s.plot[0])
-		draw(&s);
+		draw(&s, gnuplot);
 	fprintf(log, "gnic-perf: PASS (suite %s: %d command lines, %d runs%s, %.0f s)\n",
 	        s.suite->name, n, total, runs[0].a.validate ? " validated" : ", validation off",
 	        (double)(perf_now_ns() - t0) / 1e9);
