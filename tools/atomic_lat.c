@@ -11,7 +11,8 @@ GNIC_DEVFN void atomic_lat_dev(const struct pd_side *s, const struct pd_thread *
 	pd_span(s, 0);
 	for (int64_t i = s->first; i < s->first + s->count; i++) {
 		uint64_t old = 0, want = PERF_COUNTER_BASE + perf_add_sum(i), t0 = pd_clock();
-		int rc = pd_fetch_add(s, &s->qp[0], s->r.sig_off, perf_pat_add(i), &old);
+		int rc = gnic_dev_atomic_fetch_add(s->qp[0], s->rbase + s->r.sig_off, s->rkey,
+		                                   perf_pat_add(i), &old);
 
 		s->lat[i - s->first] = pd_clock() - t0;
 		if (rc) {

@@ -6,16 +6,13 @@
  * Afterwards side B checks that the counter holds every addend.
  */
 #ifdef PERF_DEV_PASS
-GNIC_DEVFN int atomic_rate_iter(const struct pd_side *s, const struct pd_qp *q, int64_t i, int *op)
+GNIC_DEVFN int atomic_rate_iter(const struct pd_side *s, struct gnic_dev_qp *q, int64_t i, int *op)
 {
 	*op = PD_OP_ADD;
-	return pd_add(s, q, s->r.sig_off, perf_pat_add(i));
+	return gnic_dev_signal(q, s->rbase + s->r.sig_off, s->rkey, perf_pat_add(i), 0);
 }
 
-GNIC_DEVFN void atomic_rate_dev(const struct pd_side *s, const struct pd_thread *t)
-{
-	pd_stream(s, t, atomic_rate_iter, 1);
-}
+PD_STREAM_DEV(atomic_rate, 1)
 #else
 #include "perf.h"
 

@@ -5,17 +5,15 @@
  * afterwards it checks every slot against the last message read into it.
  */
 #ifdef PERF_DEV_PASS
-GNIC_DEVFN int get_bw_iter(const struct pd_side *s, const struct pd_qp *q, int64_t i, int *op)
+GNIC_DEVFN int get_bw_iter(const struct pd_side *s, struct gnic_dev_qp *q, int64_t i, int *op)
 {
 	*op = PD_OP_GET;
-	return pd_get(s, q, perf_ring_dst(&s->r, perf_ring_slot(&s->r, i)),
-	              perf_ring_src(&s->r, perf_ring_region(&s->r, i)), (uint32_t)s->r.size, 0);
+	return gnic_dev_get(q, s->lbase + perf_ring_dst(&s->r, perf_ring_slot(&s->r, i)), s->lkey,
+	                    s->rbase + perf_ring_src(&s->r, perf_ring_region(&s->r, i)), s->rkey,
+	                    (uint32_t)s->r.size, 0);
 }
 
-GNIC_DEVFN void get_bw_dev(const struct pd_side *s, const struct pd_thread *t)
-{
-	pd_stream(s, t, get_bw_iter, 1);
-}
+PD_STREAM_DEV(get_bw, 1)
 #else
 #include "perf.h"
 

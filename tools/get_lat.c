@@ -20,8 +20,9 @@ GNIC_DEVFN void get_lat_dev(const struct pd_side *s, const struct pd_thread *t)
 		if (s->validate)
 			perf_pat_fill(s->lbase + dst, s->r.size, PERF_B, 0, ~0ull); /* the poison */
 		t0 = pd_clock();
-		rc =
-		    pd_get(s, &s->qp[0], dst, perf_ring_src(&s->r, region), (uint32_t)s->r.size, 1);
+		rc = gnic_dev_get_wait(s->qp[0], s->lbase + dst, s->lkey,
+		                       s->rbase + perf_ring_src(&s->r, region), s->rkey,
+		                       (uint32_t)s->r.size);
 		s->lat[i - s->first] = pd_clock() - t0;
 		if (rc) {
 			pd_fail(s, rc, PD_OP_GET, 0, i, -1, 0, 0);

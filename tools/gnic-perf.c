@@ -266,22 +266,32 @@ static int run_rows(struct perf_session *s)
 	return runs;
 }
 
-int main(int argc, char **argv)
+int perf_run_args(struct perf_args *a)
 {
 	struct perf_session s;
+	int runs;
+
+	if (a->mode->gnic && !a->server) /* a server learns the shape from its client */
+		perf_gnic_resolve(a);
+	perf_session_open(&s, a);
+	perf_report_begin(&s);
+	runs = run_rows(&s);
+	perf_report_end(a);
+	perf_session_close(&s);
+	return runs;
+}
+
+int main(int argc, char **argv)
+{
 	struct perf_args a;
 	int runs;
 
+	if (perf_suite_wanted(argc, argv))
+		return perf_suite_main(argc, argv);
 	perf_args_parse(argc, argv, &a);
 	if (a.plot[0])
-		perf_plot_check(&a);
-	if (a.mode->gnic && !a.server) /* a server learns the shape from its client */
-		perf_gnic_resolve(&a);
-	perf_session_open(&s, &a);
-	perf_report_begin(&s);
-	runs = run_rows(&s);
-	perf_report_end(&a);
-	perf_session_close(&s);
+		perf_plot_check(a.plot, true);
+	runs = perf_run_args(&a);
 	if (a.plot[0])
 		perf_plot_write(&a);
 	fprintf(a.format == PERF_FMT_TABLE ? stdout : stderr, "gnic-perf: PASS (%d run%s%s)\n",

@@ -77,6 +77,7 @@ enum perf_flag {
 	PERF_F_UNCONNECTED = 1 << 5, /* QPs stay in RESET (one process, side A only) */
 	PERF_F_OPERAND8 = 1 << 6,    /* 8-byte operands only */
 	PERF_F_RECV = 1 << 7,        /* receive queues */
+	PERF_F_HOSTMEM = 1 << 8,     /* buffers in (pinned) host memory, also on a GPU */
 };
 
 struct perf_run;
@@ -246,8 +247,9 @@ struct perf_ep {
 	uint64_t sq_posted[PERF_MAX_QPS], sq_done[PERF_MAX_QPS];
 	/* libgnic modes (perf_gnic.c) */
 	struct gnic_ctx *gctx;
-	struct gnic_qp *gqp[PERF_MAX_QPS];
-	struct gnic_dev_qp *dqp[PERF_MAX_QPS]; /* gnic_qp_dev(): a device pointer on a GPU */
+	struct gnic_qp_group *group;
+	struct gnic_dev_qp *const *dqp; /* gnic_qp_group_dev(): GPU memory on a GPU */
+	uint64_t *bb;                   /* device-accessible: post_rate's pd_side.bb */
 	struct gnic_mr *gmr;
 	struct pd_status *st;
 	uint64_t *lat;
@@ -402,7 +404,21 @@ void perf_report_begin(const struct perf_session *s);
 void perf_report_row(const struct perf_args *a, size_t size, const struct perf_stats *reps, int n);
 void perf_report_server_row(const struct perf_args *a, size_t size);
 void perf_report_end(const struct perf_args *a);
-void perf_plot_check(const struct perf_args *a);
+void perf_report_group(const char *group); /* a suite's: the rows' group column; NULL: none */
+/* A usable name, perf_plot.sh there (else exit 2); whether gnuplot is (need_gnuplot: or exit 2) */
+bool perf_plot_check(const char *plot, bool need_gnuplot);
 void perf_plot_write(const struct perf_args *a);
+/* base + suffix + ext, base being png without ".png" */
+void perf_plot_path(char *out, size_t cap, const char *png, const char *suffix, const char *ext);
+void perf_plot_csv(const char *path, const char *group); /* the rows of group (NULL: all) */
+/* perf_plot.sh draws csv into png; x (-x) and ref (-r: reference rows) may be NULL; without
+ * now, the command that would draw it is printed instead (no gnuplot here) */
+void perf_plot_draw(const char *png, const char *title, const char *x, const char *ref,
+                    const char *csv, bool now);
+
+/* ---- suites (perf_suite.c) ------------------------------------------------------------------ */
+bool perf_suite_wanted(int argc, char **argv);
+int perf_suite_main(int argc, char **argv);
+int perf_run_args(struct perf_args *a); /* one command line's rows (gnic-perf.c): the runs made */
 
 #endif /* GNIC_PERF_H */

@@ -35,49 +35,20 @@ static const char usage_text[] =
     "Usage: gnic-perf TEST [options]                 both sides in this process\n"
     "       gnic-perf TEST --server | -p PORT [opts] the server (side B)\n"
     "       gnic-perf TEST [options] HOST            its client (or --connect HOST[:PORT])\n"
-    "       gnic-perf --list | --help\n\n"
-    "perftest's options:\n"
-    "  -s, --size N          one message size (suffixes K, M, G; at most 2G)\n"
-    "  -a, --all             sizes 2 .. 8M, every power of two\n"
-    "  -n, --iters N         timed iterations per size (default per test: --list)\n"
-    "  -D, --duration S      run each size S seconds, counting the iterations\n"
-    "  -b, --bidirectional   both sides send at once (put_bw, get_bw)\n"
-    "  -q, --qp N[,N...]     QPs used round-robin; a list sweeps (libgnic modes: CTA c\n"
-    "                        posts on QP c %% qps)\n"
-    "  -t, --tx-depth N      work requests in flight per QP (default 128; libgnic\n"
-    "                        modes: the SQ depth, default 1024)\n"
-    "  -d, --ib-dev NAME     RDMA device (default: the first); also --device\n"
-    "  -p, --port P          the server's TCP port (default %d)\n"
-    "  -F                    accepted: there is no CPU-frequency check to skip (the\n"
-    "                        clock is CLOC0, not a cycle counter)\n"
-    "  --report_gbits        bandwidth in Gb/s instead of MiB/s\n\n"
-    "gnic-perf's options:\n"
-    "  --mode MODE           how work reaches the NIC (default host; post_rate: gpu).\n"
-    "                        gpu, gpu-bf, cpu-assisted and cpu-proxy run device threads\n"
-    "                        through libgnic: CUDA threads on a GPU, else CPU threads\n"
-    "  --sizes LIST          sizes such as 8,64,4096 or 1-1M (powers of two)\n"
-    "  --warmup N            untimed iterations first (default iters / 10)\n"
-    "  --repeat N            each row N times: the medians and the min-max spread\n"
-    "  --ctas N[,N...]       libgnic modes: CTAs (CPU threads without a GPU, at most\n"
-    "                        %d); a list sweeps\n"
-    "  --threads N           threads per CTA (default 128 on a GPU for bw and rate\n"
-    "                        tests, else 1; 1 on CPU threads)\n"
-    "  --scope S[,S...]      thread, warp or cta: how device threads post (put_bw and\n"
-    "                        post_rate; post_rate's default: all three)\n"
-    "  --host-mem            on a GPU: buffers in pinned host memory, not GPU memory\n"
-    "  --gpu N               CUDA device (default 0)\n"
-    "  --server              wait for one client; --connect HOST[:PORT] is one. Both\n"
-    "                        use the client's settings; a server refuses a client that\n"
-    "                        differs in one given to it. A refused connection is\n"
-    "                        retried for 1 s, then reported\n"
-    "  --csv | --json        machine-readable rows instead of the table\n"
-    "  --plot FILE.png       also draw the rows with gnuplot (data: FILE.csv)\n"
-    "  --no-validate         skip data validation (on by default)\n"
-    "  --quick               short sweep: sizes 8,64,4096,65536, fewer iterations\n"
-    "  --timeout S           longest wait for anything (default %d s)\n"
-    "  --list                tests and modes\n\n"
-    "The last line is gnic-perf: PASS or gnic-perf: FAIL: why (with the table on\n"
-    "stdout, else on stderr). Exit status: 0 pass, 1 failure, 2 bad usage.\n";
+    "       gnic-perf --suite headline [opts]        GPU vs CPU proxy, every sweep\n"
+    "       gnic-perf --list | --help                tests and modes | this\n\n"
+    "perftest's: -s/--size N (K, M, G; at most 2G)   -a/--all (2 .. 8M)   -n/--iters N\n"
+    "  -D/--duration S   -b/--bidirectional   -q/--qp N[,N..]   -t/--tx-depth N (128;\n"
+    "  libgnic modes: SQ depth 1024)   -d/--ib-dev NAME   -p/--port P (%d)\n"
+    "  --report_gbits   -F (accepted: the clock is CLOCK_MONOTONIC)\n"
+    "gnic-perf's:\n"
+    "  --mode MODE        host (default), gpu, gpu-bf, cpu-assisted, cpu-proxy (--list)\n"
+    "  --sizes LIST       8,64,4096 or 1-1M      --warmup N (iters / 10)   --repeat N\n"
+    "  --ctas N[,N..]     CTAs (CPU threads: at most %d)    --threads N (GPU: 128)\n"
+    "  --scope S[,S..]    thread, warp, cta (put_bw, post_rate)    --gpu N   --host-mem\n"
+    "  --server           wait for a client (it sends its settings)\n"
+    "  --csv | --json     --plot FILE.png   --no-validate   --quick   --timeout S (%d)\n"
+    "Last line: gnic-perf: PASS or gnic-perf: FAIL: why. Exit 0 pass, 1 fail, 2 usage.\n";
 
 static void list(void)
 {
@@ -234,13 +205,11 @@ static const struct opt opts[] = {
     {"gpu", 0, O_INT, F(gpu), PERF_SET_GPU, 0, 1023},
     {"bidirectional", 'b', O_TRUE, F(bidir), PERF_SET_BIDIR, 0, 0},
     {"report_gbits", 0, O_TRUE, F(gbits), 0, 0, 0},
-    {"report-gbits", 0, O_TRUE, F(gbits), 0, 0, 0},
     {"server", 0, O_TRUE, F(server), 0, 0, 0},
     {"host-mem", 0, O_TRUE, F(host_mem), 0, 0, 0},
     {"quick", 0, O_TRUE, F(quick), 0, 0, 0},
     {"no-validate", 0, O_FALSE, F(validate), 0, 0, 0},
     {"ib-dev", 'd', O_STR, F(device), 0, 0, LEN(device)},
-    {"device", 'd', O_STR, F(device), 0, 0, LEN(device)},
     {"plot", 0, O_STR, F(plot), 0, 0, LEN(plot)},
     {"size", 's', O_OTHER, 0, PERF_SET_SIZES, 0, 0},
     {"all", 'a', O_FLAG, 0, PERF_SET_SIZES, 0, 0},
@@ -380,6 +349,7 @@ void perf_args_parse(int argc, char **argv, struct perf_args *a)
 			strcat(shorts, k);
 	}
 	memset(a, 0, sizeof(*a));
+	optind = 0; /* a suite parses one command line after another */
 	a->qps_list[0] = a->ctas_list[0] = a->nqps = a->nctas = a->repeat = 1;
 	a->port = PERF_DEFAULT_PORT;
 	a->validate = true;

@@ -17,13 +17,13 @@
 #define PERF_HD static inline
 #endif
 
-#define PERF_MAX_QPS 64
+#define PERF_MAX_QPS 1024 /* e.g. one per CTA, or one per warp */
 
 /* Every test, one file each (NAME.c). The list makes the test enum, the
  * catalogue (perf_args.c) and the device workers' dispatch (perf_dev_worker.h). */
 /* clang-format off */
 #define PERF_TESTS(X) X(put_bw) X(get_bw) X(atomic_rate) X(post_rate) X(memcpy) \
-	X(put_lat) X(send_lat) X(signal_lat) X(get_lat) X(atomic_lat)
+	X(put_lat) X(send_lat) X(signal_lat) X(get_lat) X(atomic_lat) X(store_rate) X(flag_lat)
 /* clang-format on */
 #define PERF_TEST_ENUM(name) PERF_TEST_##name,
 enum perf_test_id { PERF_TESTS(PERF_TEST_ENUM) PERF_NTESTS };
@@ -171,10 +171,6 @@ PERF_HD uint32_t perf_ring_region(const struct perf_ring *r, int64_t i)
  * ctas "CTAs" of threads threads per side (a CUDA grid of nsides * ctas
  * blocks, or nsides * ctas CPU threads of one thread each); thread g = cta *
  * threads + tid of a side posts on QP cta % nqps, so a warp or CTA shares one. */
-struct pd_qp {
-	struct gnic_dev_qp *qp; /* in every mode; its doorbell mode says how work gets out */
-};
-
 /* Which call failed (pd_status.op). */
 enum pd_op {
 	PD_OP_PUT = 1,
@@ -213,7 +209,9 @@ struct pd_status { /* the launch's first failure and the span of its iterations 
 };
 
 struct pd_side {
-	struct pd_qp qp[PERF_MAX_QPS];
+	struct gnic_dev_qp *const *qp; /* nqps (gnic_qp_group_dev); the doorbell mode says how work
+	                                * gets out */
+	const uint64_t *bb; /* post_rate: QP q has taken bb[2q] BBs, bb[2q + 1] on in this row */
 	struct perf_ring r;
 	uint8_t *lbase; /* the local buffer as registered, device-accessible */
 	uint64_t rbase; /* the peer's buffer */
@@ -225,8 +223,6 @@ struct pd_side {
 	struct pd_status *peer_st; /* in-process ping-pong: stop when the peer failed */
 	uint64_t timeout_ns;
 	uint32_t nqps, side, test, phase, scope, validate;
-	/* post_rate's check: QP q has taken want_bb[q] BBs, from_bb[q] on in this row */
-	uint64_t want_bb[PERF_MAX_QPS], from_bb[PERF_MAX_QPS];
 };
 
 struct pd_launch {

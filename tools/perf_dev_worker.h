@@ -102,89 +102,30 @@ GNIC_DEVFN int pd_check(const struct pd_side *s, uint64_t off, uint32_t region, 
 	return bad < 0 ? 0 : pd_fail(s, PD_BAD_DATA, PD_OP_CHECK, 0, iter, bad, seen, want);
 }
 
-/* ---- the operations ------------------------------------------------------------------------- */
+/* ---- the operations: gnic_dev.cuh's calls -----------------------------------------------------
+ */
 
-GNIC_DEVFN void *pd_l(const struct pd_side *s, uint64_t off)
-{
-	return s->lbase + off;
-}
-
-/* len bytes at the side's scope (warp / CTA: every thread calls). */
-GNIC_DEVFN int pd_put(const struct pd_side *s, const struct pd_qp *q, uint64_t loff, uint64_t roff,
+/* len bytes from loff to the peer's roff at the side's scope (warp / CTA: every thread calls). */
+GNIC_DEVFN int pd_put(const struct pd_side *s, struct gnic_dev_qp *q, uint64_t loff, uint64_t roff,
                       uint32_t len)
 {
+	uint8_t *l = s->lbase + loff;
 	uint64_t ra = s->rbase + roff;
 
 	if (s->scope == PERF_SCOPE_WARP)
-		return gnic_dev_put_warp(q->qp, pd_l(s, loff), s->lkey, ra, s->rkey, len, 0);
+		return gnic_dev_put_warp(q, l, s->lkey, ra, s->rkey, len, 0);
 	if (s->scope == PERF_SCOPE_CTA)
-		return gnic_dev_put_cta(q->qp, pd_l(s, loff), s->lkey, ra, s->rkey, len, 0);
-	return gnic_dev_put(q->qp, pd_l(s, loff), s->lkey, ra, s->rkey, len, 0, 0);
-}
-
-/* len bytes of the peer's roff into loff; with wait, returns once they are there. */
-GNIC_DEVFN int pd_get(const struct pd_side *s, const struct pd_qp *q, uint64_t loff, uint64_t roff,
-                      uint32_t len, int wait)
-{
-	if (wait)
-		return gnic_dev_get_wait(q->qp, pd_l(s, loff), s->lkey, s->rbase + roff, s->rkey,
-		                         len);
-	return gnic_dev_get(q->qp, pd_l(s, loff), s->lkey, s->rbase + roff, s->rkey, len, 0);
-}
-
-/* A put, then an add to the peer's word at sig_roff, under one doorbell. */
-GNIC_DEVFN int pd_put_signal(const struct pd_side *s, const struct pd_qp *q, uint64_t loff,
-                             uint64_t roff, uint32_t len, uint64_t sig_roff)
-{
-	return gnic_dev_put_signal(q->qp, pd_l(s, loff), s->lkey, s->rbase + roff, s->rkey, len,
-	                           s->rbase + sig_roff, s->rkey, 1, 0);
-}
-
-/* A non-fetching add to the peer's word at roff (completes at quiet). */
-GNIC_DEVFN int pd_add(const struct pd_side *s, const struct pd_qp *q, uint64_t roff, uint64_t add)
-{
-	return gnic_dev_signal(q->qp, s->rbase + roff, s->rkey, add, 0);
-}
-
-GNIC_DEVFN int pd_fetch_add(const struct pd_side *s, const struct pd_qp *q, uint64_t roff,
-                            uint64_t add, uint64_t *old)
-{
-	return gnic_dev_atomic_fetch_add(q->qp, s->rbase + roff, s->rkey, add, old);
-}
-
-GNIC_DEVFN int pd_send(const struct pd_side *s, const struct pd_qp *q, uint64_t loff, uint32_t len)
-{
-	return gnic_dev_send(q->qp, pd_l(s, loff), s->lkey, len, 0);
-}
-
-GNIC_DEVFN int pd_recv_post(const struct pd_side *s, const struct pd_qp *q, uint64_t loff,
-                            uint32_t len)
-{
-	return gnic_dev_recv_post(q->qp, pd_l(s, loff), s->lkey, len);
+		return gnic_dev_put_cta(q, l, s->lkey, ra, s->rkey, len, 0);
+	return gnic_dev_put(q, l, s->lkey, ra, s->rkey, len, 0, 0);
 }
 
 /* Whether the next receive completion is there (an EXCLUSIVE QP: ours). */
-GNIC_DEVFN int pd_recv_ready(const struct pd_qp *q)
+GNIC_DEVFN int pd_recv_ready(const struct gnic_dev_qp *qp)
 {
-	const struct gnic_dev_qp *qp = q->qp;
-	const struct gnic_mlx5_cqe64 *cqe;
+	const struct gnic_mlx5_cqe64 *cqe = &qp->rcq.buf[qp->rcq_ci & (qp->rcq.cqe_cnt - 1)];
 
-	cqe = &qp->rcq.buf[qp->rcq_ci & (qp->rcq.cqe_cnt - 1)];
 	return gnic_mlx5_cqe_sw_owned((uint8_t)(gnic_cqe_tail(cqe) >> 24), (uint32_t)qp->rcq_ci,
 	                              qp->rcq.cqe_cnt);
-}
-
-GNIC_DEVFN int pd_recv_wait(const struct pd_side *s, const struct pd_qp *q, uint32_t *len)
-{
-	(void)s;
-	return gnic_dev_recv_wait(q->qp, len, 0);
-}
-
-/* Everything posted on q before the call has completed. */
-GNIC_DEVFN int pd_quiet(const struct pd_side *s, const struct pd_qp *q)
-{
-	(void)s;
-	return gnic_dev_quiet(q->qp);
 }
 
 /* ---- shared loops ---------------------------------------------------------------------------- */
@@ -205,13 +146,13 @@ GNIC_DEVFN void pd_span(const struct pd_side *s, int end)
  * CTA quiets its QP (quiet covers everything reserved on it before, so
  * every thread's work). count is a multiple of n, so warp and CTA calls see
  * every thread; their status is the same for the whole warp / CTA. */
-typedef int pd_iter_fn(const struct pd_side *s, const struct pd_qp *q, int64_t i, int *op);
+typedef int pd_iter_fn(const struct pd_side *s, struct gnic_dev_qp *q, int64_t i, int *op);
 
 GNIC_DEVFN void pd_stream(const struct pd_side *s, const struct pd_thread *t, pd_iter_fn *iter,
                           int quiet_qps)
 {
 	uint32_t qi = t->cta % s->nqps;
-	const struct pd_qp *q = &s->qp[qi];
+	struct gnic_dev_qp *q = s->qp[qi];
 	uint64_t g = (uint64_t)t->cta * t->ntid + t->tid, n = (uint64_t)t->nctas * t->ntid;
 	int64_t i, end = s->first + s->count;
 	int rc = 0, op = 0;
@@ -221,9 +162,16 @@ GNIC_DEVFN void pd_stream(const struct pd_side *s, const struct pd_thread *t, pd
 	if (rc)
 		pd_fail(s, rc, op, qi, i - (int64_t)n, -1, 0, 0);
 	pd_sync_cta();
-	if (t->tid == 0 && quiet_qps && (rc = pd_quiet(s, q)) != 0)
+	if (t->tid == 0 && quiet_qps && (rc = gnic_dev_quiet(q)) != 0)
 		pd_fail(s, rc, PD_OP_QUIET, qi, end, -1, 0, 0);
 }
+
+/* A stream test's device body: name##_iter over the stream, QPs quieted or not. */
+#define PD_STREAM_DEV(name, quiet)                                                                 \
+	GNIC_DEVFN void name##_dev(const struct pd_side *s, const struct pd_thread *t)             \
+	{                                                                                          \
+		pd_stream(s, t, name##_iter, quiet);                                               \
+	}
 
 /* Ping-pongs, one device thread a side: message i goes from region i % nsrc
  * into the peer's slot i % 2. Side A times its send to the answer's
@@ -284,7 +232,7 @@ GNIC_DEVFN void pd_pingpong(const struct pd_side *s, pd_pp_fn *send, pd_pp_fn *a
 	}
 	pd_span(s, 1);
 	/* the last answer's source may be reused once the launch is over */
-	if (rc == 0 && (rc = pd_quiet(s, &s->qp[0])) != 0)
+	if (rc == 0 && (rc = gnic_dev_quiet(s->qp[0])) != 0)
 		pd_fail(s, rc, PD_OP_QUIET, 0, end, -1, 0, 0);
 }
 
@@ -292,6 +240,7 @@ GNIC_DEVFN void pd_pingpong(const struct pd_side *s, pd_pp_fn *send, pd_pp_fn *a
 #include "atomic_lat.c"
 #include "atomic_rate.c"
 #include "get_bw.c"
+#include "flag_lat.c"
 #include "get_lat.c"
 #include "memcpy.c"
 #include "post_rate.c"
@@ -299,6 +248,7 @@ GNIC_DEVFN void pd_pingpong(const struct pd_side *s, pd_pp_fn *send, pd_pp_fn *a
 #include "put_lat.c"
 #include "send_lat.c"
 #include "signal_lat.c"
+#include "store_rate.c"
 
 #define PD_CASE(name)                                                                              \
 	case PERF_TEST_##name:                                                                     \

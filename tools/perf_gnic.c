@@ -89,6 +89,7 @@ void perf_gnic_resolve(struct perf_args *a)
 		snprintf(a->dev_name, sizeof(a->dev_name), "CPU threads (no GPU)");
 	if (!a->on_gpu && (a->host_mem || a->set & PERF_SET_GPU))
 		perf_note("no GPU: --host-mem and --gpu do not apply");
+	a->host_mem |= a->on_gpu && a->test->flags & PERF_F_HOSTMEM;
 	if (a->server) /* the client's shape, adopted */
 		return;
 	if (!a->on_gpu)
@@ -183,10 +184,9 @@ static struct perf_ep *perf_gnic_open(const struct perf_args *a, enum perf_side 
 	if (!(a->test->flags & PERF_F_RECV))
 		qa.rq_depth = 0;
 	ep->nqps = perf_list_max(a->qps_list, a->nqps);
-	for (int q = 0; q < ep->nqps; q++) {
-		check(gnic_qp_create(ep->gctx, &qa, &ep->gqp[q]), "gnic_qp_create");
-		ep->dqp[q] = gnic_qp_dev(ep->gqp[q]);
-	}
+	check(gnic_qp_group_create(ep->gctx, &qa, (uint32_t)ep->nqps, &ep->group),
+	      "gnic_qp_group_create");
+	ep->dqp = gnic_qp_group_dev(ep->group);
 	ep->len = len;
 	ep->mapped = a->on_gpu && a->host_mem;
 	ep->gpu_mem = a->on_gpu && !a->host_mem;
@@ -194,6 +194,7 @@ static struct perf_ep *perf_gnic_open(const struct perf_args *a, enum perf_side 
 	ep->buf = ep->gpu_mem ? perf_alloc(len) : ep->dev; /* mapped: one address (UVA) */
 	check(gnic_mr_reg(ep->gctx, ep->dev, len, GNIC_ACCESS_ALL, &ep->gmr), "gnic_mr_reg");
 	ep->st = devmem_alloc(a->on_gpu, sizeof(*ep->st));
+	ep->bb = devmem_alloc(a->on_gpu, 2 * sizeof(*ep->bb) * (size_t)ep->nqps);
 	return ep;
 }
 
@@ -202,8 +203,7 @@ static void perf_gnic_info(const struct perf_ep *ep, struct perf_ep_info *info)
 	struct gnic_rmem m;
 
 	info->nqps = (uint32_t)ep->nqps;
-	for (int q = 0; q < ep->nqps; q++)
-		check(gnic_qp_export(ep->gqp[q], &info->blob[q]), "gnic_qp_export");
+	check(gnic_qp_group_export(ep->group, info->blob), "gnic_qp_group_export");
 	gnic_mr_rmem(ep->gmr, &m);
 	info->addr = m.addr;
 	info->len = m.len;
@@ -222,9 +222,9 @@ static void perf_gnic_connect(struct perf_ep *ep, const struct perf_args *a,
 		perf_gnic_info(ep, &own);
 	else if (peer->nqps != (uint32_t)ep->nqps)
 		perf_fatal("the peer has %u QPs, this side %d", peer->nqps, ep->nqps);
-	for (int q = 0; (peer || a->mode->db_mode == GNIC_DB_PROXY) && q < ep->nqps; q++)
-		check(gnic_qp_connect(ep->gqp[q], peer ? &peer->blob[q] : &own.blob[q]),
-		      "gnic_qp_connect");
+	if (peer || a->mode->db_mode == GNIC_DB_PROXY)
+		check(gnic_qp_group_connect(ep->group, peer ? peer->blob : own.blob),
+		      "gnic_qp_group_connect");
 	peer = peer ? peer : &own;
 	ep->raddr = peer->addr;
 	ep->rkey = peer->rkey;
@@ -233,10 +233,10 @@ static void perf_gnic_connect(struct perf_ep *ep, const struct perf_args *a,
 static void perf_gnic_close(struct perf_ep *ep)
 {
 	gnic_mr_dereg(ep->gmr);
-	for (int q = 0; q < ep->nqps; q++)
-		gnic_qp_destroy(ep->gqp[q]);
+	gnic_qp_group_destroy(ep->group);
 	gnic_ctx_destroy(ep->gctx);
 	devmem_free(ep->on_gpu, ep->st, sizeof(*ep->st));
+	devmem_free(ep->on_gpu, ep->bb, 2 * sizeof(*ep->bb) * (size_t)ep->nqps);
 	if (ep->lat)
 		devmem_free(ep->on_gpu, ep->lat, ep->lat_cap * sizeof(*ep->lat));
 	if (ep->on_gpu)
@@ -309,7 +309,7 @@ static void check_side(const struct perf_run *r, struct perf_ep *ep, struct pd_s
 		return;
 	describe(st, ep->side, what, sizeof(what));
 	if (st->rc > PD_BAD_DATA && st->q < (uint32_t)ep->nqps &&
-	    gnic_qp_error(ep->gqp[st->q], &e) == GNIC_OK && e.dev_status)
+	    gnic_qp_error(gnic_qp_group_qp(ep->group, st->q), &e) == GNIC_OK && e.dev_status)
 		perf_fatal("%s (mode %s; QP error: %s)", what, r->a->mode->name, e.text);
 	perf_fatal("%s (mode %s)", what, r->a->mode->name);
 }
@@ -322,10 +322,16 @@ static void side_init(struct perf_run *r, struct perf_ep *ep, struct pd_side *ps
 
 	memset(ps, 0, sizeof(*ps));
 	ps->nqps = (uint32_t)a->qps;
-	for (int q = 0; q < a->qps; q++) {
-		ps->qp[q].qp = ep->dqp[q];
-		ps->want_bb[q] = ep->posted[q];
-		ps->from_bb[q] = ep->posted_row[q];
+	ps->qp = ep->dqp;
+	ps->bb = ep->bb;
+	if (phase && r->t->flags & PERF_F_UNCONNECTED) { /* post_rate's check */
+		static uint64_t bb[2 * PERF_MAX_QPS];
+
+		for (int q = 0; q < a->qps; q++) {
+			bb[2 * q] = ep->posted[q];
+			bb[2 * q + 1] = ep->posted_row[q];
+		}
+		devmem_copy(ep->on_gpu, ep->bb, bb, 2 * sizeof(*bb) * (size_t)a->qps, 1);
 	}
 	ps->r = r->ring;
 	ps->lbase = ep->dev;

@@ -49,7 +49,8 @@ two_process() {
 	nvidia-smi -L
 	nproc
 	for m in gpu gpu-bf cpu-assisted cpu-proxy; do
-		for t in put_bw get_bw put_lat get_lat atomic_rate atomic_lat send_lat signal_lat; do
+		for t in put_bw get_bw put_lat get_lat atomic_rate atomic_lat send_lat signal_lat \
+			store_rate flag_lat; do
 			run $t --mode $m --quick --iters 200 --timeout 60 --csv
 			run $t --mode $m --quick --iters 200 --timeout 60 --csv --host-mem
 		done
@@ -66,6 +67,12 @@ two_process() {
 	run put_bw --mode gpu -D 2 -s 64 --host-mem --timeout 60
 	run put_lat --mode gpu -a -n 50 --host-mem --timeout 60
 	run put_bw --mode gpu -s 256M -n 8 --timeout 120
+	# one QP per CTA on a full H200 (a libgnic QP group of 132), both posters
+	run put_bw --mode gpu --scope thread,warp,cta --ctas 132 --qps 132 --sizes 64 \
+		--iters 20000 --host-mem --timeout 60
+	run post_rate --mode cpu-proxy --ctas 132 --qps 132 --timeout 60 --host-mem
+	# the headline suite's short form (its full form: docs/perf.md)
+	run --suite headline --quick --timeout 60
 	if [ "${PERF_GPU_QUICK:-0}" = 1 ]; then
 		echo "failed runs: $fails"
 		exit 0

@@ -7,10 +7,13 @@
 # second curve; rate runs (atomic_rate, post_rate) the message rate;
 # others bandwidth and message rate.
 #
-#   tools/perf_plot.sh -o OUT.png [-t TITLE] [-x size|ctas|qps] FILE.csv [FILE.csv ...]
+#   tools/perf_plot.sh -o OUT.png [-t TITLE] [-x size|ctas|qps] [-r REF.csv] FILE.csv [FILE.csv ...]
 #
 # -x ctas / -x qps: against the CTA or QP count of a --ctas / --qp sweep
-# instead, one line per mode, scope and the other count.
+# instead, one line per mode, scope and the other count. -r: each row of
+# REF.csv (gnic-perf CSV too) is a dashed horizontal line on the message
+# rate panel: its message rate, or for a latency row one over its
+# t_typical (one hand-off at a time).
 #
 #   gnic-perf put_bw --mode host --csv > host.csv
 #   gnic-perf put_bw --mode gpu --csv > gpu.csv
@@ -22,16 +25,18 @@ set -eu
 prefix='test,mode,scope,ctas,threads,qps,bytes,iterations,'
 
 usage() {
-	echo "usage: perf_plot.sh -o OUT.png [-t TITLE] [-x size|ctas|qps] FILE.csv [FILE.csv ...]" >&2
+	echo "usage: perf_plot.sh -o OUT.png [-t TITLE] [-x size|ctas|qps] [-r REF.csv] FILE.csv [FILE.csv ...]" >&2
 	exit 2
 }
 
 out=""
 title="gnic-perf"
 x=size
-while getopts o:t:x: opt; do
+ref=""
+while getopts o:t:x:r: opt; do
 	case $opt in
 	o) out=$OPTARG ;;
+	r) ref=$OPTARG ;;
 	t) title=$OPTARG ;;
 	x) x=$OPTARG ;;
 	*) usage ;;
@@ -52,7 +57,7 @@ if ! command -v gnuplot >/dev/null 2>&1; then
 	echo "perf_plot.sh: gnuplot is not installed (Debian/Ubuntu: apt-get install -y gnuplot-nox)" >&2
 	exit 2
 fi
-for f in "$out" "$title" "$@"; do
+for f in "$out" "$title" "$ref" "$@"; do
 	case $f in *\'*)
 		echo "perf_plot.sh: no single quotes in names, please: $f" >&2
 		exit 2
@@ -71,7 +76,7 @@ col() {
 }
 
 kind=""
-for f in "$@"; do
+for f in $ref "$@"; do
 	case "$(head -n 1 "$f" 2>/dev/null)" in
 	"$prefix"*) ;;
 	*)
@@ -79,10 +84,11 @@ for f in "$@"; do
 		exit 2
 		;;
 	esac
-	if [ "$(wc -l <"$f")" -lt 2 ]; then
+	if [ "$(wc -l <"$f")" -lt 2 ] && [ "$f" != "$ref" ]; then
 		echo "perf_plot.sh: $f has no rows" >&2
 		exit 2
 	fi
+	[ "$f" != "$ref" ] || continue
 	for k in $(awk -F, 'NR > 1 { print ($1 ~ /_lat$/) ? "lat" : ($1 ~ /_rate$/) ? "rate" : "bw" }' "$f"); do
 		[ -z "$kind" ] || [ "$kind" = "$k" ] || kind=bw
 		[ -n "$kind" ] || kind=$k
@@ -99,7 +105,9 @@ panel() {
 		c=$(col "$f" $names)
 		ser=$(col "$f" series)
 		[ "$c" -gt 0 ] || continue
-		if [ "$x" = size ]; then
+		if [ "$x" = size ] && [ "$(awk -F, 'NR > 1 { print $1 }' "$f" | sort -u | wc -l)" -gt 1 ]; then
+			ak="\$1 \" \" \$$ser" gk="strcol(1).' '.strcol($ser)" # several tests: name them
+		elif [ "$x" = size ]; then
 			ak="\$$ser" gk="strcol($ser)"
 		else
 			ak=$akey gk=$gkey
@@ -113,6 +121,16 @@ panel() {
 		done
 		sep=", "
 	done
+}
+
+# The reference lines (-r), after the rate panel's curves.
+refs() {
+	[ -n "$ref" ] || return 0
+	awk -F, -v r="$(col "$ref" msg_rate_mpps)" -v t="$(col "$ref" t_typical_us)" \
+		-v s="$(col "$ref" series)" '
+	NR > 1 && $r != "" { printf ", %s with lines dashtype 2 linewidth 2 title \"ref: %s %s B, %s\"", $r, $1, $7, $s }
+	NR > 1 && $r == "" && $t > 0 {
+		printf ", %g with lines dashtype 3 linewidth 2 title \"ref: 1 / %s (%s us), %s\"", 1 / $t, $1, $t, $s }' "$ref"
 }
 
 nfiles=$#
@@ -142,6 +160,7 @@ nfiles=$#
 		echo "set ylabel 'message rate (M/s)'"
 		sep="plot "
 		panel msg_rate_mpps '' "$@"
+		refs
 		echo
 	fi
 	echo "unset multiplot"

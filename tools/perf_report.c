@@ -28,17 +28,19 @@ static const char emu_banner[] =
 
 struct row {
 	char series[96];
-	int scope, ctas, threads, qps, reps;
+	int reps;
 	size_t size;
 	struct perf_stats st; /* medians */
 	double lo, hi;        /* the headline figure's spread */
 };
 
+/* Every row's CSV line is kept for --plot (a suite's rows name their group). */
 static struct {
 	const struct perf_session *s;
-	const char *code, *memory;
+	const char *code, *memory, *group;
 	char connection[320], title[600];
-	struct row *rows;
+	char *header, **lines;
+	const char **groups;
 	int n, cap;
 } rep;
 
@@ -117,8 +119,8 @@ static void table_line(const struct perf_args *a, const struct row *w)
 	int n = lat(a) ? 9 : 5;
 
 	if (a->mode->gnic && w)
-		printf(" %-12s %-6s %5d %7d %3d ", a->mode->name, perf_scope_name(w->scope),
-		       w->ctas, w->threads, w->qps);
+		printf(" %-12s %-6s %5d %7d %3d ", a->mode->name, perf_scope_name(a->scope),
+		       a->ctas, a->threads, a->qps);
 	else if (a->mode->gnic)
 		printf(" %-12s %-6s %5s %7s %3s ", "mode", "scope", "ctas", "threads", "qps");
 	for (int k = 0; k < n; k++) {
@@ -238,13 +240,13 @@ static int fields(const struct perf_args *a, const struct row *w, struct field *
 
 	p = put(p, "mode", STR, "%s", a->mode->name);
 	if (a->mode->gnic) {
-		p = put(p, "scope", STR, "%s", perf_scope_name(w->scope));
-		p = put(p, "ctas", NUM, "%d", w->ctas);
-		p = put(p, "threads", NUM, "%d", w->threads);
+		p = put(p, "scope", STR, "%s", perf_scope_name(a->scope));
+		p = put(p, "ctas", NUM, "%d", a->ctas);
+		p = put(p, "threads", NUM, "%d", a->threads);
 	} else {
 		p = put(put(put(p, "scope", STR, "-"), "ctas", STR, "-"), "threads", STR, "-");
 	}
-	p = put(p, "qps", NUM, "%d", w->qps);
+	p = put(p, "qps", NUM, "%d", a->qps);
 	p = put(p, "bytes", NUM, "%zu", w->size);
 	p = put(p, "iterations", NUM, "%ld", w->st.iters);
 	for (int k = 0; k < PERF_NFIG; k++) {
@@ -265,18 +267,24 @@ static int fields(const struct perf_args *a, const struct row *w, struct field *
 	p = put(p, "device_code", QSTR, "%s", rep.code);
 	p = put(p, "memory", QSTR, "%s", rep.memory);
 	p = put(p, "provider", STR, "%s", rep.s->emu ? "gnic-emu" : "rdma-core");
-	return (int)(put(p, "connection", QSTR, "%s", rep.connection) - f);
+	p = put(p, "connection", QSTR, "%s", rep.connection);
+	if (rep.group)
+		p = put(p, "group", STR, "%s", rep.group);
+	return (int)(p - f);
 }
 
-static void csv_row(FILE *f, const struct perf_args *a, const struct row *w, bool header)
+/* The fields' names (header) or values as one CSV line, newline included. */
+static char *csv_line(const struct field *fs, int n, bool header)
 {
-	struct field fs[32];
-	int n = fields(a, w, fs);
+	char line[8192];
+	size_t k = 0;
 
 	for (int i = 0; i < n; i++)
-		fprintf(f, fs[i].kind == QSTR && !header ? "%s\"%s\"" : "%s%s", i ? "," : "",
-		        header ? fs[i].name : fs[i].val);
-	fprintf(f, "\n");
+		k += (size_t)snprintf(line + k, sizeof(line) - k,
+		                      fs[i].kind == QSTR && !header ? "%s\"%s\"" : "%s%s",
+		                      i ? "," : "", header ? fs[i].name : fs[i].val);
+	snprintf(line + k, sizeof(line) - k, "\n");
+	return strdup(line);
 }
 
 /* Our strings and the provider's: escape what could break JSON anyway. */
@@ -288,12 +296,9 @@ static void json_str(const char *v)
 	putchar('"');
 }
 
-static void json_row(const struct perf_args *a, const struct row *w)
+static void json_row(const struct field *fs, int n, bool first_row)
 {
-	struct field fs[32];
-	int n = fields(a, w, fs);
-
-	printf("%s{", rep.n > 1 ? ",\n  " : "\n  ");
+	printf("%s{", first_row ? "\n  " : ",\n  ");
 	for (int i = 0, first = 1; i < n; i++) {
 		if (!fs[i].val[0])
 			continue; /* a figure the test does not have */
@@ -348,25 +353,20 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+void perf_report_group(const char *group)
+{
+	rep.group = group;
+}
+
 void perf_report_row(const struct perf_args *a, size_t size, const struct perf_stats *reps, int n)
 {
 	int head = lat(a) ? PERF_T_TYP : a->test->kind == PERF_RATE ? PERF_MPPS : PERF_BW_AVG;
+	struct field fs[32];
+	struct row row, *w = &row;
 	double v[100];
-	struct row *w;
+	int nf;
 
-	if (rep.n == rep.cap) {
-		rep.cap = rep.cap ? 2 * rep.cap : 64;
-		if (!(rep.rows = realloc(rep.rows, (size_t)rep.cap * sizeof(*rep.rows))))
-			perf_fatal("out of memory");
-	}
-	w = &rep.rows[rep.n++];
-	*w = (struct row){.scope = a->scope,
-	                  .ctas = a->ctas,
-	                  .threads = a->threads,
-	                  .qps = a->qps,
-	                  .reps = n,
-	                  .size = size,
-	                  .st = reps[0]};
+	*w = (struct row){.reps = n, .size = size, .st = reps[0]};
 	for (int k = 0; k < PERF_NFIG; k++) {
 		for (int i = 0; i < n; i++)
 			v[i] = reps[i].v[k];
@@ -375,18 +375,30 @@ void perf_report_row(const struct perf_args *a, size_t size, const struct perf_s
 		w->hi = k == head ? v[n - 1] : w->hi;
 	}
 	if (a->mode->gnic)
-		snprintf(w->series, sizeof(w->series), "%s %s %dx%d q%d", a->mode->name,
-		         perf_scope_name(a->scope), a->ctas, a->threads, a->qps);
+		snprintf(w->series, sizeof(w->series), "%s %s %dx%d q%d%s", a->mode->name,
+		         perf_scope_name(a->scope), a->ctas, a->threads, a->qps,
+		         a->on_gpu && a->host_mem ? " host-mem" : "");
 	else
 		snprintf(w->series, sizeof(w->series), "%s q%d", a->mode->name, a->qps);
-	if (a->format == PERF_FMT_CSV && rep.n == 1)
-		csv_row(stdout, a, w, true);
+	nf = fields(a, w, fs);
+	if (rep.n == rep.cap) {
+		rep.cap = rep.cap ? 2 * rep.cap : 64;
+		rep.lines = realloc(rep.lines, (size_t)rep.cap * sizeof(*rep.lines));
+		rep.groups = realloc(rep.groups, (size_t)rep.cap * sizeof(*rep.groups));
+		if (!rep.lines || !rep.groups)
+			perf_fatal("out of memory");
+	}
+	if (!rep.header)
+		rep.header = csv_line(fs, nf, true);
+	rep.groups[rep.n] = rep.group;
+	if (!(rep.lines[rep.n++] = csv_line(fs, nf, false)) || !rep.header)
+		perf_fatal("out of memory");
 	if (a->format == PERF_FMT_TABLE)
 		table_line(a, w);
 	else if (a->format == PERF_FMT_CSV)
-		csv_row(stdout, a, w, false);
+		printf("%s%s", rep.n == 1 ? rep.header : "", rep.lines[rep.n - 1]);
 	else
-		json_row(a, w);
+		json_row(fs, nf, rep.n == 1);
 	fflush(stdout);
 }
 
@@ -428,37 +440,79 @@ static const char *plot_script(void)
 	return PERF_PLOT_SH;
 }
 
-void perf_plot_check(const struct perf_args *a)
+bool perf_plot_check(const char *plot, bool need_gnuplot)
 {
-	if (strchr(a->plot, '\'') || strchr(a->plot, '\n'))
+	bool gnuplot = system("command -v gnuplot >/dev/null 2>&1") == 0;
+
+	if (strchr(plot, '\'') || strchr(plot, '\n'))
 		perf_usage_error("--plot: no quotes or newlines in the file name, please");
-	if (system("command -v gnuplot >/dev/null 2>&1") != 0)
+	if (!gnuplot && need_gnuplot)
 		perf_usage_error("--plot needs gnuplot, which is not installed (Debian/Ubuntu: "
 		                 "apt-get install -y gnuplot-nox)");
 	if (access(plot_script(), R_OK))
 		perf_usage_error("--plot: %s is missing", plot_script());
+	return gnuplot;
+}
+
+/* base + suffix + ext, base being png without its ".png". */
+void perf_plot_path(char *out, size_t cap, const char *png, const char *suffix, const char *ext)
+{
+	size_t n = strlen(png) - (strlen(png) > 4 && !strcmp(strchr(png, 0) - 4, ".png") ? 4 : 0);
+
+	if ((size_t)snprintf(out, cap, "%.*s%s%s", (int)n, png, suffix, ext) >= cap)
+		perf_usage_error("--plot: the file name is too long");
+}
+
+void perf_plot_csv(const char *path, const char *group)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		perf_fatal("--plot: cannot write %s", path);
+	fputs(rep.header ? rep.header : "", f);
+	for (int i = 0; i < rep.n; i++)
+		if (!group || (rep.groups[i] && !strcmp(rep.groups[i], group)))
+			fputs(rep.lines[i], f);
+	if (fclose(f))
+		perf_fatal("--plot: cannot write %s", path);
+}
+
+void perf_plot_draw(const char *png, const char *title, const char *x, const char *ref,
+                    const char *csv, bool now)
+{
+	char *argv[12] = {"sh", (char *)plot_script(), "-o", (char *)png, "-t", (char *)title};
+	posix_spawn_file_actions_t fa;
+	int n = 6, st;
+	bool ok;
+	pid_t pid;
+
+	if (x)
+		argv[n++] = "-x", argv[n++] = (char *)x;
+	if (ref)
+		argv[n++] = "-r", argv[n++] = (char *)ref;
+	argv[n] = (char *)csv;
+	if (!now) { /* no gnuplot here: how to draw it elsewhere */
+		fprintf(stderr,
+		        "gnic-perf: note: no gnuplot: draw %s with: sh tools/perf_plot.sh -o %s -t "
+		        "'%s'%s%s%s%s %s\n",
+		        png, png, title, x ? " -x " : "", x ? x : "", ref ? " -r " : "",
+		        ref ? ref : "", csv);
+		return;
+	}
+	fflush(stdout);
+	ok = !posix_spawn_file_actions_init(&fa) &&
+	     !posix_spawn_file_actions_adddup2(&fa, 2, 1) && /* its messages: not in the CSV */
+	     !posix_spawn(&pid, "/bin/sh", &fa, NULL, argv, NULL);
+	posix_spawn_file_actions_destroy(&fa);
+	if (!ok || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+		perf_fatal("--plot: perf_plot.sh could not draw %s (its data: %s)", png, csv);
 }
 
 void perf_plot_write(const struct perf_args *a)
 {
-	size_t n = strlen(a->plot) -
-	           (strlen(a->plot) > 4 && !strcmp(strchr(a->plot, 0) - 4, ".png") ? 4 : 0);
-	char csv[600],
-	    *argv[] = {"sh", (char *)plot_script(), "-o", (char *)a->plot, "-t", rep.title, csv,
-	               NULL};
-	FILE *f;
-	pid_t pid;
-	int st;
+	char csv[600];
 
-	snprintf(csv, sizeof(csv), "%.*s.csv", (int)n, a->plot);
-	if (!(f = fopen(csv, "w")))
-		perf_fatal("--plot: cannot write %s", csv);
-	for (int i = 0; i < rep.n; i++) {
-		if (i == 0)
-			csv_row(f, a, &rep.rows[0], true);
-		csv_row(f, a, &rep.rows[i], false);
-	}
-	if (fclose(f) || posix_spawn(&pid, "/bin/sh", NULL, NULL, argv, NULL) ||
-	    waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
-		perf_fatal("--plot: perf_plot.sh could not draw %s (its data: %s)", a->plot, csv);
+	perf_plot_path(csv, sizeof(csv), a->plot, "", ".csv");
+	perf_plot_csv(csv, NULL);
+	perf_plot_draw(a->plot, rep.title, NULL, NULL, csv, true);
 }

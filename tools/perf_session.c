@@ -21,7 +21,7 @@
 
 #define ATTEMPT_MS 1000        /* one connection attempt; a refused one is reported after it */
 #define FD_SCAN    1024        /* where the bootstrap's socket is looked for */
-#define WIRE_MAGIC 0x32465047u /* "GPF2": a gnic-perf speaking this layout */
+#define WIRE_MAGIC 0x33465047u /* "GPF3": a gnic-perf speaking this layout */
 
 /* The client's settings, which the server runs: its perf_args as they are
  * (both sides run this gnic-perf; args_size catches another build), with

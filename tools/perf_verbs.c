@@ -5,7 +5,7 @@
  * gnic-emu or any other provider the loader picks. One side's objects:
  * context, PD, a send and a receive CQ, RC QPs and one registered buffer.
  *
- * Send work requests are numbered per QP (wr_id = seq << 8 | qp) and every
+ * Send work requests are numbered per QP (wr_id = seq << 16 | qp) and every
  * Nth is signaled; a completion with sequence k retires k and all before
  * it, as RC ordering guarantees. Any error completion ends the run.
  */
@@ -277,7 +277,7 @@ static void sq_prepare(struct perf_ep *ep, int q, struct ibv_send_wr *wr, bool l
 {
 	uint64_t seq = ++ep->sq_posted[q];
 
-	wr->wr_id = seq << 8 | (uint64_t)q;
+	wr->wr_id = seq << 16 | (uint64_t)q;
 	if (last || seq % ep->sq_signal == 0)
 		wr->send_flags |= IBV_SEND_SIGNALED;
 }
@@ -300,8 +300,8 @@ static int sq_reap(struct perf_ep *ep)
 	if (n < 0)
 		perf_fatal("ibv_poll_cq (send CQ) failed: %d", n);
 	for (int i = 0; i < n; i++) {
-		int q = (int)(wc[i].wr_id & 0xff);
-		uint64_t seq = wc[i].wr_id >> 8;
+		int q = (int)(wc[i].wr_id & 0xffff);
+		uint64_t seq = wc[i].wr_id >> 16;
 
 		check_wc(&wc[i], "send CQ");
 		if (q >= ep->nqps || seq <= ep->sq_done[q] || seq > ep->sq_posted[q])

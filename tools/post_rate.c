@@ -32,16 +32,16 @@ GNIC_DEVFN int post_rate_retire(const struct pd_side *s, struct gnic_dev_qp *qp)
 	return GNIC_DEV_OK;
 }
 
-GNIC_DEVFN int post_rate_iter(const struct pd_side *s, const struct pd_qp *q, int64_t i, int *op)
+GNIC_DEVFN int post_rate_iter(const struct pd_side *s, struct gnic_dev_qp *q, int64_t i, int *op)
 {
 	int rc;
 
 	*op = PD_OP_PUT;
 	rc = pd_put(s, q, perf_ring_src(&s->r, perf_ring_region(&s->r, i)),
 	            perf_ring_dst(&s->r, perf_ring_slot(&s->r, i)), (uint32_t)s->r.size);
-	if (rc == 0 && q->qp->db_mode != GNIC_DB_PROXY && pd_is_leader(s->scope)) {
+	if (rc == 0 && q->db_mode != GNIC_DB_PROXY && pd_is_leader(s->scope)) {
 		*op = PD_OP_RETIRE;
-		rc = post_rate_retire(s, q->qp);
+		rc = post_rate_retire(s, q);
 	}
 	return rc;
 }
@@ -84,7 +84,7 @@ GNIC_DEVFN int post_rate_wqe(const struct pd_side *s, struct gnic_dev_qp *qp, ui
  * are one BB per descriptor: the same SQ indexes). */
 GNIC_DEVFN int post_rate_qp(const struct pd_side *s, struct gnic_dev_qp *qp, uint32_t q)
 {
-	uint64_t want = s->want_bb[q], from = s->from_bb[q], got[6];
+	uint64_t want = s->bb[2 * q], from = s->bb[2 * q + 1], got[6];
 	int cpu = qp->db_mode == GNIC_DB_CPU, px = qp->db_mode == GNIC_DB_PROXY;
 
 	got[0] = gnic_load_acq64(&qp->sq_reserved);
@@ -109,9 +109,9 @@ GNIC_DEVFN int post_rate_qp(const struct pd_side *s, struct gnic_dev_qp *qp, uin
 GNIC_DEVFN void post_rate_dev(const struct pd_side *s, const struct pd_thread *t)
 {
 	if (s->phase == 0)
-		pd_stream(s, t, post_rate_iter, s->qp[0].qp->db_mode == GNIC_DB_PROXY);
+		pd_stream(s, t, post_rate_iter, s->qp[0]->db_mode == GNIC_DB_PROXY);
 	else if (t->cta == 0 && t->tid == 0)
-		for (uint32_t q = 0; q < s->nqps && !post_rate_qp(s, s->qp[q].qp, q); q++)
+		for (uint32_t q = 0; q < s->nqps && !post_rate_qp(s, s->qp[q], q); q++)
 			;
 }
 #else

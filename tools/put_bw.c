@@ -7,17 +7,14 @@
  * threads post at thread, warp or CTA scope.
  */
 #ifdef PERF_DEV_PASS
-GNIC_DEVFN int put_bw_iter(const struct pd_side *s, const struct pd_qp *q, int64_t i, int *op)
+GNIC_DEVFN int put_bw_iter(const struct pd_side *s, struct gnic_dev_qp *q, int64_t i, int *op)
 {
 	*op = PD_OP_PUT;
 	return pd_put(s, q, perf_ring_src(&s->r, perf_ring_region(&s->r, i)),
 	              perf_ring_dst(&s->r, perf_ring_slot(&s->r, i)), (uint32_t)s->r.size);
 }
 
-GNIC_DEVFN void put_bw_dev(const struct pd_side *s, const struct pd_thread *t)
-{
-	pd_stream(s, t, put_bw_iter, 1);
-}
+PD_STREAM_DEV(put_bw, 1)
 #else
 #include "perf.h"
 

@@ -8,7 +8,7 @@
 #ifdef PERF_DEV_PASS
 GNIC_DEVFN int put_lat_send(const struct pd_side *s, int64_t i)
 {
-	int rc = pd_put(s, &s->qp[0], pd_pp_src(s, i), pd_pp_slot(s, i), (uint32_t)s->r.size);
+	int rc = pd_put(s, s->qp[0], pd_pp_src(s, i), pd_pp_slot(s, i), (uint32_t)s->r.size);
 
 	return rc ? pd_fail(s, rc, PD_OP_PUT, 0, i, -1, 0, 0) : 0;
 }

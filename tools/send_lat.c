@@ -9,7 +9,8 @@
 #ifdef PERF_DEV_PASS
 GNIC_DEVFN int send_lat_send(const struct pd_side *s, int64_t i)
 {
-	int rc = pd_send(s, &s->qp[0], pd_pp_src(s, i), (uint32_t)s->r.size);
+	int rc =
+	    gnic_dev_send(s->qp[0], s->lbase + pd_pp_src(s, i), s->lkey, (uint32_t)s->r.size, 0);
 
 	return rc ? pd_fail(s, rc, PD_OP_SEND, 0, i, -1, 0, 0) : 0;
 }
@@ -17,13 +18,13 @@ GNIC_DEVFN int send_lat_send(const struct pd_side *s, int64_t i)
 GNIC_DEVFN int send_lat_arrived(const struct pd_side *s, int64_t i)
 {
 	(void)i;
-	return pd_recv_ready(&s->qp[0]);
+	return pd_recv_ready(s->qp[0]);
 }
 
 GNIC_DEVFN int send_lat_take(const struct pd_side *s, int64_t i)
 {
 	uint32_t len = 0;
-	int rc = pd_recv_wait(s, &s->qp[0], &len);
+	int rc = gnic_dev_recv_wait(s->qp[0], &len, 0);
 
 	if (rc)
 		return pd_fail(s, rc, PD_OP_RECV_WAIT, 0, i, -1, 0, 0);
@@ -35,8 +36,9 @@ GNIC_DEVFN int send_lat_take(const struct pd_side *s, int64_t i)
 /* Message i + 2 lands where message i was. */
 GNIC_DEVFN int send_lat_done(const struct pd_side *s, int64_t i)
 {
-	int rc =
-	    i + 2 < s->stop ? pd_recv_post(s, &s->qp[0], pd_pp_slot(s, i), (uint32_t)s->r.size) : 0;
+	int rc = i + 2 < s->stop ? gnic_dev_recv_post(s->qp[0], s->lbase + pd_pp_slot(s, i),
+	                                              s->lkey, (uint32_t)s->r.size)
+	                         : 0;
 
 	return rc ? pd_fail(s, rc, PD_OP_RECV_POST, 0, i + 2, -1, 0, 0) : 0;
 }

@@ -9,8 +9,9 @@
 #ifdef PERF_DEV_PASS
 GNIC_DEVFN int signal_lat_send(const struct pd_side *s, int64_t i)
 {
-	int rc = pd_put_signal(s, &s->qp[0], pd_pp_src(s, i), pd_pp_slot(s, i), (uint32_t)s->r.size,
-	                       s->r.sig_off);
+	int rc = gnic_dev_put_signal(s->qp[0], s->lbase + pd_pp_src(s, i), s->lkey,
+	                             s->rbase + pd_pp_slot(s, i), s->rkey, (uint32_t)s->r.size,
+	                             s->rbase + s->r.sig_off, s->rkey, 1, 0);
 
 	return rc ? pd_fail(s, rc, PD_OP_PUT_SIGNAL, 0, i, -1, 0, 0) : 0;
 }
