@@ -166,7 +166,9 @@ static struct emu_worker *rtr_target(const struct emu_qp *qp)
 	struct emu_device *dev;
 	struct emu_qp *peer = NULL;
 
-	if (nworkers == 1 || qp->srq)
+	/* an SRQ's QPs stay with it; a RAW_PACKET QP stays on worker 0, whose
+	 * lock steering delivers under (emu_worker_assign) */
+	if (nworkers == 1 || qp->srq || qp->ibqp.qp_type == IBV_QPT_RAW_PACKET)
 		return qp->worker;
 	dev = emu_device_by_gid(&qp->dgid);
 	if (dev && qp->dest_qpn != qp->ibqp.qp_num)

@@ -382,7 +382,7 @@ static void test_create_errors(void)
 	    .send_cq = scq,
 	    .recv_cq = rcq,
 	    .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
-	    .qp_type = IBV_QPT_RAW_PACKET};
+	    .qp_type = IBV_QPT_DRIVER}; /* a DC QP needs mlx5dv_create_qp's DC attributes */
 
 	t_case("create_qp: unsupported type and missing CQ");
 	errno = 0;
