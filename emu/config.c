@@ -59,7 +59,7 @@ static const struct knob knobs[] = {
      "this long (us) instead; software doorbells and sockets wake it sooner"},
     {"GNIC_EMU_THREADS", KNOB_INT, CFG(threads), "auto", 1, 64,
      "engine worker threads; a QP pair shares one, independent pairs are spread over "
-     "them (placed at RTR). auto = 1"},
+     "them (placed at RTR). auto = a quarter of the CPUs, at most 8; 1 below 8 CPUs"},
     {"GNIC_EMU_SLEEP_US", KNOB_INT, CFG(sleep_us), "1000", 1, 1000000,
      "longest engine sleep (us) when idle; software doorbells wake it sooner"},
     {"GNIC_EMU_TIMEOUT_MS", KNOB_INT, CFG(default_timeout_ms), "4000", 1, 3600000,
@@ -133,15 +133,19 @@ static long auto_spin_us(void)
 	return sysconf(_SC_NPROCESSORS_ONLN) >= 4 ? 200 : 0;
 }
 
-/* "auto" for GNIC_EMU_THREADS: one worker. Measured on a 16-core host
- * (docs/data/perf-notes.md) before placement at RTR and per-worker inbound
- * connections: more workers multiplied 1-MiB bandwidth over 8+ QPs in one
- * process (8 workers: 5-7x) but cut the 64-B rate of one QP pair (3.8 -> 1.2
- * M/s) and of two processes (7.1 -> 1.2 M/s at 8 QPs). More workers stay
- * asked for, not given, until that host measures the new placement. */
+/* "auto" for GNIC_EMU_THREADS: a quarter of the CPUs, at most 8, and one
+ * below 8 CPUs. Measured on a 16-core host with placement at RTR and
+ * per-worker inbound connections (docs/data/perf-notes.md): GPU-posted 64-B
+ * puts over 8 QPs in one process 3.0 / 6.5 / 12.2 / 26 M msg/s with 1 / 2 /
+ * 4 / 8 workers; two processes over TCP 6.2 / 9.0 / 10.3 / 8.5 M msg/s (each
+ * process has its own workers: 8 + 8 oversubscribe 16 cores); one busy QP
+ * pair 3.9 -> 3.5. A quarter leaves cores to the application and to a second
+ * process on the host; more pays for one process driving many QPs. */
 static long auto_threads(void)
 {
-	return 1;
+	long n = sysconf(_SC_NPROCESSORS_ONLN) / 4;
+
+	return n < 2 ? 1 : n > 8 ? 8 : n;
 }
 
 static int parse_int(const struct knob *k, const char *s, int *out)
