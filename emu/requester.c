@@ -94,6 +94,18 @@ static uint16_t reg_pi(uint64_t v)
 	return (uint16_t)((w0 >> 8) + (ds ? (ds * 16 + 63) / 64 : 0));
 }
 
+/* A DEVX QP's register is in a UAR page other QPs may share: a write names
+ * its QP (the ctrl's qpn_ds), and hardware routes it by that number. */
+static bool reg_for_qp(const struct emu_qp *qp, uint64_t v)
+{
+	struct gnic_mlx5_ctrl_seg c;
+
+	if (!qp->devx)
+		return true;
+	memcpy(&c, &v, sizeof(v));
+	return gnic_be32(c.qpn_ds) >> 8 == qp->ibqp.qp_num;
+}
+
 /* Newest producer index rung through the doorbell record or either half of
  * the register. Only a source whose raw value changed since the last look is
  * a new doorbell: a stale or never-written half (0) would otherwise read as
@@ -117,7 +129,8 @@ static uint16_t sq_doorbell(struct emu_qp *qp)
 
 		if (v != qp->req.db_last_reg[half]) {
 			qp->req.db_last_reg[half] = v;
-			consider(qp, reg_pi(v), &best);
+			if (reg_for_qp(qp, v))
+				consider(qp, reg_pi(v), &best);
 		}
 	}
 	qp->req.db_pi = best;
@@ -584,12 +597,24 @@ int emu_requester_progress(struct emu_qp *qp, uint64_t now)
 	return work;
 }
 
+static void devx_doorbell_seen(struct emu_qp *qp)
+{
+	qp->req.db_last_rec = atomic_load_explicit(
+	    (_Atomic uint32_t *)&qp->dbrec[GNIC_MLX5_SND_DBR], memory_order_acquire);
+	for (int half = 0; half < 2; half++)
+		qp->req.db_last_reg[half] = atomic_load_explicit(
+		    (const _Atomic uint64_t *)((uint8_t *)qp->bf_reg + half * GNIC_MLX5_BF_SIZE),
+		    memory_order_acquire);
+}
+
 void emu_requester_reset(struct emu_qp *qp)
 {
 	qp->req.sq_ci = 0;
 	qp->req.db_pi = 0;
 	qp->req.db_last_rec = 0; /* RESET zeroes the record and the register */
 	qp->req.db_last_reg[0] = qp->req.db_last_reg[1] = 0;
+	if (qp->devx) /* ... but not a DEVX QP's: they are the user's; what is there now is old */
+		devx_doorbell_seen(qp);
 	qp->req.ost_head = qp->req.ost_tail = 0;
 	qp->req.rd_atomic_out = 0;
 	qp->req.timer_deadline_ns = 0;
