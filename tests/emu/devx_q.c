@@ -97,6 +97,11 @@ static void create_qp(struct dq *q)
 
 void dq_create(struct dq *q, struct ibv_context *ctx)
 {
+	dq_create_on(q, ctx, NULL);
+}
+
+void dq_create_on(struct dq *q, struct ibv_context *ctx, struct mlx5dv_devx_uar *uar)
+{
 	struct mlx5dv_pd dvpd = {0};
 	struct mlx5dv_obj obj = {0};
 
@@ -110,7 +115,8 @@ void dq_create(struct dq *q, struct ibv_context *ctx)
 	CHECK_OK(mlx5dv_devx_query_eqn(ctx, 0, &q->eqn));
 	q->mem = t_alloc(MEM_LEN, 0);
 	q->umem = CHECK_PTR(mlx5dv_devx_umem_reg(ctx, q->mem, MEM_LEN, IBV_ACCESS_LOCAL_WRITE));
-	q->uar = CHECK_PTR(mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_NC));
+	q->own_uar = !uar;
+	q->uar = uar ? uar : CHECK_PTR(mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_NC));
 	create_cq(q);
 	create_qp(q);
 	q->data = t_alloc(DQ_DATA_LEN, 0);
@@ -121,7 +127,8 @@ void dq_destroy(struct dq *q)
 {
 	CHECK_OK(mlx5dv_devx_obj_destroy(q->qp));
 	CHECK_OK(mlx5dv_devx_obj_destroy(q->cq));
-	mlx5dv_devx_free_uar(q->uar);
+	if (q->own_uar)
+		mlx5dv_devx_free_uar(q->uar);
 	CHECK_OK(mlx5dv_devx_umem_dereg(q->umem));
 	CHECK_OK(ibv_dereg_mr(q->mr));
 	CHECK_OK(ibv_dealloc_pd(q->pd));

@@ -38,6 +38,7 @@ struct dq {
 	uint32_t bf_off;
 	uint8_t *data; /* DQ_DATA_LEN bytes, registered */
 	struct ibv_mr *mr;
+	bool own_uar; /* dq_destroy frees the UAR */
 };
 
 /* The PRM status and syndrome of an outbox. */
@@ -48,6 +49,8 @@ uint32_t dq_syndrome(const void *out);
 struct ibv_context *dq_open(void);
 /* Make q's umem, UAR, CQ and QP on ctx (QP in RST). */
 void dq_create(struct dq *q, struct ibv_context *ctx);
+/* The same with its doorbells through uar, a UAR of the caller's (shared). */
+void dq_create_on(struct dq *q, struct ibv_context *ctx, struct mlx5dv_devx_uar *uar);
 void dq_destroy(struct dq *q);
 /* A modify command of q's QP: 0, or the errno mlx5dv_devx_obj_modify gave
  * (the outbox in out, 16 bytes). */

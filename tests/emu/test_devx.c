@@ -200,12 +200,59 @@ static void test_pair(void)
 	CHECK_EQ(dq_query_state(&a, NULL), PRM_QPS_RST);
 	CHECK_OK(dq_rst2init(&a, NULL));
 	CHECK_EQ(dq_query_state(&a, NULL), PRM_QPS_INIT);
+	t_case("back to RTS: the doorbell record still says %u, which is old news (no CQE)", a.pi);
+	CHECK_OK(dq_init2rtr(&a, &gid, b.qpn, NULL));
+	CHECK_OK(dq_rtr2rts(&a, NULL));
+	t_sleep_ms(100);
+	CHECK(!gnic_mlx5_cqe_sw_owned(a.cqes[a.ci % (1u << DQ_CQE_LOG)].op_own, a.ci,
+	                              1u << DQ_CQE_LOG));
+	CHECK_EQ(dq_query_state(&a, NULL), PRM_QPS_RTS);
 
 	t_case("destroy: a CQ its QP uses is EBUSY; then everything goes");
 	CHECK_RET(mlx5dv_devx_obj_destroy(a.cq), EBUSY);
 	CHECK_RET(mlx5dv_devx_umem_dereg(a.umem), EBUSY);
 	dq_destroy(&a);
 	dq_destroy(&b);
+}
+
+/* Two QPs ringing through one UAR page: each takes only the register
+ * writes that name it. */
+static void test_shared_uar(void)
+{
+	struct mlx5dv_devx_uar *uar =
+	    CHECK_PTR(mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_BF));
+	struct gnic_mlx5_cqe64 c;
+	union ibv_gid gid;
+	struct dq a, b;
+
+	t_case("a UAR shared by two QPs: b's doorbell (index 3) is not a's (index 1)");
+	dq_gid(ctx, &gid);
+	dq_create_on(&a, ctx, uar);
+	dq_create_on(&b, ctx, uar);
+	dq_connect(&a, &gid, b.qpn);
+	dq_connect(&b, &gid, a.qpn);
+	dq_post(&a, GNIC_MLX5_OPCODE_RDMA_WRITE, (uintptr_t)a.data, 64, (uintptr_t)b.data,
+	        b.mr->rkey);
+	c = dq_poll(&a, WAIT_MS, "a's WRITE");
+	check_cqe(&c, GNIC_MLX5_CQE_REQ, a.qpn, 0, 0);
+	for (int i = 0; i < 3; i++) {
+		dq_post(&b, GNIC_MLX5_OPCODE_RDMA_WRITE, (uintptr_t)b.data, 64,
+		        (uintptr_t)a.data + 4096, a.mr->rkey);
+		c = dq_poll(&b, WAIT_MS, "b's WRITE");
+		check_cqe(&c, GNIC_MLX5_CQE_REQ, b.qpn, (uint16_t)i, 0);
+	}
+	t_sleep_ms(50); /* time for a to act on b's doorbells, if it took them */
+	CHECK_EQ(dq_query_state(&a, NULL), PRM_QPS_RTS);
+	CHECK(!gnic_mlx5_cqe_sw_owned(a.cqes[a.ci % (1u << DQ_CQE_LOG)].op_own, a.ci,
+	                              1u << DQ_CQE_LOG));
+	t_case("a rings again: its own index 2 in the same register");
+	dq_post(&a, GNIC_MLX5_OPCODE_RDMA_WRITE, (uintptr_t)a.data, 64, (uintptr_t)b.data,
+	        b.mr->rkey);
+	c = dq_poll(&a, WAIT_MS, "a's second WRITE");
+	check_cqe(&c, GNIC_MLX5_CQE_REQ, a.qpn, 1, 0);
+	dq_destroy(&a);
+	dq_destroy(&b);
+	mlx5dv_devx_free_uar(uar);
 }
 
 /* A DEVX QP and a verbs QP on one device, each way. */
@@ -450,8 +497,11 @@ static void test_errors(void)
 }
 
 static const struct t_named_case cases[] = {
-    {"caps", test_caps},     {"vport", test_vport},
-    {"pair", test_pair},     {"verbs_peer", test_verbs_peer},
+    {"caps", test_caps},
+    {"vport", test_vport},
+    {"pair", test_pair},
+    {"shared_uar", test_shared_uar},
+    {"verbs_peer", test_verbs_peer},
     {"errors", test_errors},
 };
 
