@@ -389,6 +389,7 @@ EMU_EXPORT int gemu_close_device(struct ibv_context *context)
 	if (!gemu_is_emu_context(context))
 		return EINVAL;
 	ctx = to_ectx(context);
+	emu_devx_close(ctx); /* as the kernel does: the context's DevX objects go with it */
 	engine_put(ctx->dev);
 	context_close_fds(ctx);
 	pthread_mutex_destroy(&context->mutex);

@@ -159,6 +159,32 @@ EMU_EXPORT int gemu_mlx5dv_devx_obj_destroy(struct mlx5dv_devx_obj *obj)
 	return ret;
 }
 
+/* The kernel destroys a context's DevX objects when it closes (QPs before
+ * the CQs they use), then its umems and UARs. */
+void emu_devx_close(struct emu_context *ctx)
+{
+	emu_devx_lock();
+	for (enum emu_devx_type t = EMU_DEVX_QP; t >= EMU_DEVX_CQ; t--)
+		for (struct mlx5dv_devx_obj **p = &objs; *p;) {
+			struct mlx5dv_devx_obj *o = *p;
+
+			if (o->ctx != ctx || o->type != t) {
+				p = &o->next;
+				continue;
+			}
+			if (t == EMU_DEVX_QP ? emu_devx_destroy_qp(o) : emu_devx_destroy_cq(o)) {
+				emu_warn("devx: object 0x%x could not go with its context", o->id);
+				p = &o->next;
+				continue;
+			}
+			*p = o->next;
+			free(o);
+		}
+	emu_devx_umem_close(ctx);
+	emu_devx_uar_close(ctx);
+	emu_devx_unlock();
+}
+
 /* One EQ per completion vector (gnic-emu has one): CREATE_CQ's c_eqn must
  * be one of these. */
 EMU_EXPORT int gemu_mlx5dv_devx_query_eqn(struct ibv_context *context, uint32_t vector,

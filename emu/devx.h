@@ -98,6 +98,10 @@ uint8_t emu_devx_modify_qp(struct devx_call *c);
 uint8_t emu_devx_query_qp(struct devx_call *c);
 int emu_devx_destroy_qp(struct mlx5dv_devx_obj *obj);
 
+/* devx_umem.c / devx_uar.c: the context closes: its umems and UARs go
+ * (DEVX lock held, its objects already destroyed). */
+void emu_devx_umem_close(struct emu_context *ctx);
+void emu_devx_uar_close(struct emu_context *ctx);
 /* devx_umem.c / devx_uar.c: lookups of this context's (DEVX lock held). */
 struct emu_devx_umem *emu_devx_umem_get(struct emu_context *ctx, uint32_t id);
 struct emu_devx_uar *emu_devx_uar_get(struct emu_context *ctx, uint32_t page_id);

@@ -60,6 +60,18 @@ void emu_devx_uar_put(struct emu_devx_uar *uar)
 	free(uar);
 }
 
+/* Only the user's reference is left once the context's objects are gone. */
+void emu_devx_uar_close(struct emu_context *ctx)
+{
+	for (struct emu_devx_uar *u = uars, *next; u; u = next) {
+		next = u->next;
+		if (u->ctx == ctx && !u->freed) {
+			u->freed = true;
+			emu_devx_uar_put(u);
+		}
+	}
+}
+
 EMU_EXPORT struct mlx5dv_devx_uar *gemu_mlx5dv_devx_alloc_uar(struct ibv_context *context,
                                                               uint32_t flags)
 {

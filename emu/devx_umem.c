@@ -37,6 +37,20 @@ static uint32_t umem_id_alloc(void)
 	}
 }
 
+void emu_devx_umem_close(struct emu_context *ctx)
+{
+	for (struct emu_devx_umem **p = &umems; *p;) {
+		struct emu_devx_umem *u = *p;
+
+		if (u->ctx != ctx || u->refcnt) {
+			p = &u->next;
+			continue;
+		}
+		*p = u->next;
+		free(u);
+	}
+}
+
 struct emu_devx_umem *emu_devx_umem_get(struct emu_context *ctx, uint32_t id)
 {
 	for (struct emu_devx_umem *u = umems; u; u = u->next)

@@ -722,6 +722,8 @@ EMU_EXPORT int gemu_mlx5dv_devx_umem_dereg(struct mlx5dv_devx_umem *umem);
 EMU_EXPORT struct mlx5dv_devx_uar *gemu_mlx5dv_devx_alloc_uar(struct ibv_context *context,
                                                               uint32_t flags);
 EMU_EXPORT void gemu_mlx5dv_devx_free_uar(struct mlx5dv_devx_uar *uar);
+/* devx.c: destroy what a DevX context still has (its close). */
+void emu_devx_close(struct emu_context *ctx);
 /* worker.c: the engine worker serving qp (0 .. GNIC_EMU_THREADS-1), or -1
  * for a QP that is not gnic-emu's; for tests and diagnostics. */
 EMU_EXPORT int gemu_qp_engine_worker(struct ibv_qp *qp);
