@@ -176,6 +176,20 @@ int dq_init2rtr(struct dq *q, const union ibv_gid *rgid, uint32_t remote_qpn, ui
 	return modify(q, in, sizeof(in), PRM_CMD_INIT2RTR_QP, out);
 }
 
+int dq_init2rtr_ib(struct dq *q, uint16_t dlid, uint32_t remote_qpn, uint8_t *out)
+{
+	uint8_t in[PRM_QP_IN_BYTES] = {0};
+	uint8_t *qpc = prm_at(in, PRM_QP_IN_QPC_OFF), *ads = prm_at(qpc, PRM_QPC_PATH_OFF);
+
+	prm_set(qpc, PRM_QPC_MTU, IBV_MTU_4096);
+	prm_set(qpc, PRM_QPC_REMOTE_QPN, remote_qpn);
+	prm_set(qpc, PRM_QPC_LOG_RRA_MAX, 2);
+	prm_set(qpc, PRM_QPC_MIN_RNR_NAK, 12);
+	prm_set(ads, PRM_ADS_RLID, dlid);
+	prm_set(ads, PRM_ADS_VHCA_PORT, 1);
+	return modify(q, in, sizeof(in), PRM_CMD_INIT2RTR_QP, out);
+}
+
 int dq_rtr2rts(struct dq *q, uint8_t *out)
 {
 	uint8_t in[PRM_QP_IN_BYTES] = {0};

@@ -56,6 +56,8 @@ void dq_destroy(struct dq *q);
  * (the outbox in out, 16 bytes). */
 int dq_rst2init(struct dq *q, uint8_t *out);
 int dq_init2rtr(struct dq *q, const union ibv_gid *rgid, uint32_t remote_qpn, uint8_t *out);
+/* InfiniBand: the peer by its LID, no GRH. */
+int dq_init2rtr_ib(struct dq *q, uint16_t dlid, uint32_t remote_qpn, uint8_t *out);
 int dq_rtr2rts(struct dq *q, uint8_t *out);
 int dq_to_state(struct dq *q, uint16_t opcode, uint8_t *out); /* 2ERR_QP, 2RST_QP */
 void dq_connect(struct dq *q, const union ibv_gid *rgid, uint32_t remote_qpn);

@@ -74,6 +74,17 @@ static void test_caps(void)
 		CHECK_EQ(prm_get(cap, PRM_ATOMIC_REQ_8B_ENDIAN),
 		         strcmp(getenv("GNIC_EMU_ATOMIC_ENDIAN"), "big") ? 1 : 0);
 
+	if (pa.link_layer != IBV_LINK_LAYER_ETHERNET) {
+		uint8_t in[PRM_HDR_BYTES] = {0};
+
+		t_case("QUERY_HCA_CAP RoCE on an InfiniBand port: BAD_PARAM");
+		prm_set(in, PRM_IN_OPCODE, PRM_CMD_QUERY_HCA_CAP);
+		prm_set(in, PRM_IN_OP_MOD, PRM_CAPTYPE_ROCE << 1 | 1);
+		CHECK_RET(mlx5dv_devx_general_cmd(ctx, in, sizeof(in), out, sizeof(out)),
+		          EREMOTEIO);
+		CHECK_EQ(dq_status(out), PRM_STAT_BAD_PARAM);
+		return;
+	}
 	t_case("QUERY_HCA_CAP RoCE: v1 and v2, UDP port 4791, the GID table's size");
 	query_cap(PRM_CAPTYPE_ROCE, out);
 	CHECK_EQ(prm_get(cap, PRM_ROCE_VERSION), 0x5);
@@ -211,6 +222,34 @@ static void test_pair(void)
 	t_case("destroy: a CQ its QP uses is EBUSY; then everything goes");
 	CHECK_RET(mlx5dv_devx_obj_destroy(a.cq), EBUSY);
 	CHECK_RET(mlx5dv_devx_umem_dereg(a.umem), EBUSY);
+	dq_destroy(&a);
+	dq_destroy(&b);
+}
+
+/* GNIC_EMU_LINK=ib: the path names the peer by its LID (rlid), no GRH. */
+static void test_ib_pair(void)
+{
+	struct ibv_port_attr pa;
+	struct dq a, b;
+	uint8_t qpc[PRM_QPC_BYTES];
+
+	CHECK_OK(ibv_query_port(ctx, 1, &pa));
+	if (pa.link_layer != IBV_LINK_LAYER_INFINIBAND) {
+		t_case("InfiniBand pair: not an InfiniBand port (GNIC_EMU_LINK=ib runs it)");
+		return;
+	}
+	t_case("InfiniBand: INIT2RTR with rlid 0x%x and no GRH; WRITE, SEND, READ", pa.lid);
+	dq_create(&a, ctx);
+	dq_create(&b, ctx);
+	CHECK_OK(dq_rst2init(&a, NULL));
+	CHECK_OK(dq_rst2init(&b, NULL));
+	CHECK_OK(dq_init2rtr_ib(&a, pa.lid, b.qpn, NULL));
+	CHECK_OK(dq_init2rtr_ib(&b, pa.lid, a.qpn, NULL));
+	CHECK_OK(dq_rtr2rts(&a, NULL));
+	CHECK_OK(dq_rtr2rts(&b, NULL));
+	CHECK_EQ(dq_query_state(&a, qpc), PRM_QPS_RTS);
+	CHECK_EQ(prm_get(prm_cat(qpc, PRM_QPC_PATH_OFF), PRM_ADS_RLID), pa.lid);
+	traffic(&a, &b, 3);
 	dq_destroy(&a);
 	dq_destroy(&b);
 }
@@ -536,13 +575,9 @@ static void test_close(void)
 }
 
 static const struct t_named_case cases[] = {
-    {"caps", test_caps},
-    {"vport", test_vport},
-    {"pair", test_pair},
-    {"shared_uar", test_shared_uar},
-    {"verbs_peer", test_verbs_peer},
-    {"errors", test_errors},
-    {"close", test_close},
+    {"caps", test_caps},       {"vport", test_vport},           {"pair", test_pair},
+    {"ib_pair", test_ib_pair}, {"shared_uar", test_shared_uar}, {"verbs_peer", test_verbs_peer},
+    {"errors", test_errors},   {"close", test_close},
 };
 
 int main(int argc, char **argv)
