@@ -73,14 +73,14 @@ static void create_qp(struct dq *q)
 
 	q->qp_dbr = (__be32 *)(q->mem + OFF_QP_DBR);
 	q->rq = q->mem + OFF_WQ;
-	q->sq = q->rq + (DQ_RQ_STRIDE << DQ_RQ_LOG);
+	q->sq = q->zero_rq ? q->rq : q->rq + (DQ_RQ_STRIDE << DQ_RQ_LOG);
 	prm_set(in, PRM_IN_OPCODE, PRM_CMD_CREATE_QP);
 	prm_set(qpc, PRM_QPC_ST, PRM_QP_ST_RC);
 	prm_set(qpc, PRM_QPC_PD, q->pdn);
 	prm_set(qpc, PRM_QPC_LOG_RQ_SIZE, DQ_RQ_LOG);
 	prm_set(qpc, PRM_QPC_LOG_RQ_STRIDE, 1); /* 16 << 1 = 32 bytes */
 	prm_set(qpc, PRM_QPC_LOG_SQ_SIZE, DQ_SQ_LOG);
-	prm_set(qpc, PRM_QPC_RQ_TYPE, PRM_RQ_REGULAR);
+	prm_set(qpc, PRM_QPC_RQ_TYPE, q->zero_rq ? PRM_RQ_ZERO : PRM_RQ_REGULAR);
 	prm_set(qpc, PRM_QPC_UAR_PAGE, q->uar->page_id);
 	prm_set(qpc, PRM_QPC_CQN_SND, q->cqn);
 	prm_set(qpc, PRM_QPC_CQN_RCV, q->cqn);
@@ -100,12 +100,13 @@ void dq_create(struct dq *q, struct ibv_context *ctx)
 	dq_create_on(q, ctx, NULL);
 }
 
-void dq_create_on(struct dq *q, struct ibv_context *ctx, struct mlx5dv_devx_uar *uar)
+static void create(struct dq *q, struct ibv_context *ctx, struct mlx5dv_devx_uar *uar, bool zero_rq)
 {
 	struct mlx5dv_pd dvpd = {0};
 	struct mlx5dv_obj obj = {0};
 
 	memset(q, 0, sizeof(*q));
+	q->zero_rq = zero_rq;
 	q->ctx = ctx;
 	q->pd = CHECK_PTR(ibv_alloc_pd(ctx));
 	obj.pd.in = q->pd;
@@ -121,6 +122,16 @@ void dq_create_on(struct dq *q, struct ibv_context *ctx, struct mlx5dv_devx_uar 
 	create_qp(q);
 	q->data = t_alloc(DQ_DATA_LEN, 0);
 	q->mr = t_reg(q->pd, q->data, DQ_DATA_LEN, T_ACCESS_ALL);
+}
+
+void dq_create_on(struct dq *q, struct ibv_context *ctx, struct mlx5dv_devx_uar *uar)
+{
+	create(q, ctx, uar, false);
+}
+
+void dq_create_zero_rq(struct dq *q, struct ibv_context *ctx)
+{
+	create(q, ctx, NULL, true);
 }
 
 void dq_destroy(struct dq *q)

@@ -39,6 +39,7 @@ struct dq {
 	uint8_t *data; /* DQ_DATA_LEN bytes, registered */
 	struct ibv_mr *mr;
 	bool own_uar; /* dq_destroy frees the UAR */
+	bool zero_rq; /* made by dq_create_zero_rq: no RQ, the SQ at the WQ's start */
 };
 
 /* The PRM status and syndrome of an outbox. */
@@ -51,6 +52,8 @@ struct ibv_context *dq_open(void);
 void dq_create(struct dq *q, struct ibv_context *ctx);
 /* The same with its doorbells through uar, a UAR of the caller's (shared). */
 void dq_create_on(struct dq *q, struct ibv_context *ctx, struct mlx5dv_devx_uar *uar);
+/* A QP with a zero-size RQ (rq_type 3), as GPU initiators make theirs. */
+void dq_create_zero_rq(struct dq *q, struct ibv_context *ctx);
 void dq_destroy(struct dq *q);
 /* A modify command of q's QP: 0, or the errno mlx5dv_devx_obj_modify gave
  * (the outbox in out, 16 bytes). */

@@ -195,6 +195,41 @@ static void test_pair(void)
 	t_case("DEVX to DEVX: the same b -> a");
 	traffic(&b, &a, 2);
 
+	t_case("a QP with a zero-size RQ (its SQ at the WQ's start): WRITE and READ to b, b WRITEs "
+	       "to it");
+	{
+		struct gnic_mlx5_cqe64 c;
+		uint8_t zqpc[PRM_QPC_BYTES];
+		struct dq z;
+
+		dq_create_zero_rq(&z, ctx);
+		dq_query_state(&z, zqpc);
+		CHECK_EQ(prm_get(zqpc, PRM_QPC_RQ_TYPE), PRM_RQ_ZERO);
+		/* b's QP is connected to a: give b a second peer by reconnecting it */
+		CHECK_OK(dq_to_state(&b, PRM_CMD_2RST_QP, NULL));
+		b.pi = 0; /* a reset QP starts again at index 0 */
+		dq_connect(&b, &gid, z.qpn);
+		dq_connect(&z, &gid, b.qpn);
+		t_fill(z.data, 777, 40);
+		dq_post(&z, GNIC_MLX5_OPCODE_RDMA_WRITE, (uintptr_t)z.data, 777,
+		        (uintptr_t)b.data + 50000, b.mr->rkey);
+		c = dq_poll(&z, WAIT_MS, "zero-RQ WRITE");
+		check_cqe(&c, GNIC_MLX5_CQE_REQ, z.qpn, 0, 0);
+		CHECK_MEM(b.data + 50000, z.data, 777);
+		dq_post(&z, GNIC_MLX5_OPCODE_RDMA_READ, (uintptr_t)z.data + 2048, 777,
+		        (uintptr_t)b.data + 50000, b.mr->rkey);
+		c = dq_poll(&z, WAIT_MS, "zero-RQ READ");
+		check_cqe(&c, GNIC_MLX5_CQE_REQ, z.qpn, 1, 777);
+		CHECK_MEM(z.data + 2048, z.data, 777);
+		t_fill(b.data + 60000, 100, 41);
+		dq_post(&b, GNIC_MLX5_OPCODE_RDMA_WRITE, (uintptr_t)b.data + 60000, 100,
+		        (uintptr_t)z.data + 8192, z.mr->rkey);
+		c = dq_poll(&b, WAIT_MS, "WRITE to the zero-RQ QP");
+		check_cqe(&c, GNIC_MLX5_CQE_REQ, b.qpn, 0, 0);
+		CHECK_MEM(z.data + 8192, b.data + 60000, 100);
+		dq_destroy(&z);
+	}
+
 	t_case("2ERR_QP: ERR; a SEND then completes with a flush error");
 	CHECK_OK(dq_to_state(&a, PRM_CMD_2ERR_QP, NULL));
 	CHECK_EQ(dq_query_state(&a, NULL), PRM_QPS_ERR);
