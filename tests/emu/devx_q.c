@@ -2,8 +2,6 @@
 /* DEVX queues for the tests: see devx_q.h. */
 #include "devx_q.h"
 
-#include <stdatomic.h>
-
 #include "prm.h"
 
 /* The umem's layout: CQ ring, the two doorbell records, then the WQ. */
@@ -245,12 +243,12 @@ void dq_connect(struct dq *q, const union ibv_gid *rgid, uint32_t remote_qpn)
 }
 
 /* The GPU-library doorbell: record first, then the register with the
- * WQE's first 8 bytes, alternating halves. */
+ * WQE's first 8 bytes, alternating halves; release stores, so the WQE is
+ * written before the engine can see either. */
 static void ring(struct dq *q, const struct gnic_mlx5_ctrl_seg *ctrl)
 {
 	uint64_t v;
 
-	atomic_thread_fence(memory_order_release);
 	__atomic_store_n(&q->qp_dbr[GNIC_MLX5_SND_DBR], gnic_be32(q->pi), __ATOMIC_RELEASE);
 	memcpy(&v, ctrl, sizeof(v));
 	__atomic_store_n((uint64_t *)((uint8_t *)q->uar->reg_addr + q->bf_off), v,
