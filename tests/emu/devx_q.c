@@ -2,6 +2,8 @@
 /* DEVX queues for the tests: see devx_q.h. */
 #include "devx_q.h"
 
+#include <sched.h>
+
 #include "prm.h"
 
 /* The umem's layout: CQ ring, the two doorbell records, then the WQ. */
