@@ -54,8 +54,10 @@ static int cqn_alloc(struct emu_cq *cq)
 
 static void cq_free_mem(struct emu_cq *cq)
 {
-	free(cq->buf);
-	free(cq->dbrec);
+	if (!cq->ext_bufs) {
+		free(cq->buf);
+		free(cq->dbrec);
+	}
 	free(cq);
 }
 
@@ -131,6 +133,29 @@ int emu_cq_init(struct emu_cq *cq, struct ibv_context *context, int cqe, void *c
 	}
 	channel_ref(channel, 1);
 	return 0;
+}
+
+/* The ring is the user's: its CQEs are initialised by the user (hardware
+ * never writes a CQE it did not produce), and the user owns the consumer
+ * index from the start. */
+int emu_cq_init_ext(struct emu_cq *cq, struct ibv_context *context, void *buf, uint32_t cqe_cnt,
+                    __be32 *dbrec, bool ignore_overrun)
+{
+	int err;
+
+	cq->ext_bufs = true;
+	cq->buf = buf;
+	cq->cqe_cnt = cqe_cnt;
+	cq->dbrec = dbrec;
+	cq->ignore_overrun = ignore_overrun;
+	cq->dv_owned = true;
+	cq_init_ibcq(cq, context, NULL, NULL);
+	emu_nic_lock();
+	err = cqn_alloc(cq);
+	emu_nic_unlock();
+	if (err)
+		cq_free(cq);
+	return err;
 }
 
 EMU_EXPORT struct ibv_cq *gemu_create_cq(struct ibv_context *context, int cqe, void *cq_context,

@@ -398,6 +398,7 @@ EMU_EXPORT int gemu_close_device(struct ibv_context *context)
 	if (!gemu_is_emu_context(context))
 		return EINVAL;
 	ctx = to_ectx(context);
+	emu_devx_close(ctx); /* as the kernel does: the context's DevX objects go with it */
 	engine_put(ctx->dev);
 	emu_uars_close(ctx);
 	context_close_fds(ctx);

@@ -11,7 +11,8 @@
 
 #include "emu.h"
 
-#define DV_OBJ_SUPPORTED (MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ | MLX5DV_OBJ_SRQ | MLX5DV_OBJ_AH)
+#define DV_OBJ_SUPPORTED                                                                           \
+	(MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ | MLX5DV_OBJ_SRQ | MLX5DV_OBJ_AH | MLX5DV_OBJ_PD)
 
 static bool emu_obj(struct ibv_context *context)
 {
@@ -76,11 +77,12 @@ EMU_EXPORT int gemu_mlx5dv_init_obj(struct mlx5dv_obj *obj, uint64_t obj_type)
 {
 	bool want_qp = obj_type & MLX5DV_OBJ_QP, want_cq = obj_type & MLX5DV_OBJ_CQ;
 	bool want_srq = obj_type & MLX5DV_OBJ_SRQ, want_ah = obj_type & MLX5DV_OBJ_AH;
+	bool want_pd = obj_type & MLX5DV_OBJ_PD;
 
 	if (!obj || !obj_type)
 		return EINVAL;
 	if (obj_type & ~(uint64_t)DV_OBJ_SUPPORTED)
-		return EOPNOTSUPP; /* RWQ, DM, PD */
+		return EOPNOTSUPP; /* RWQ, DM */
 	if (want_qp && (!obj->qp.in || !obj->qp.out || !emu_obj(obj->qp.in->context)))
 		return EINVAL;
 	if (want_cq && (!obj->cq.in || !obj->cq.out || !emu_obj(obj->cq.in->context)))
@@ -92,6 +94,12 @@ EMU_EXPORT int gemu_mlx5dv_init_obj(struct mlx5dv_obj *obj, uint64_t obj_type)
 	if (want_ah) { /* the address vector a UD WQE's datagram segment copies */
 		obj->ah.out->av = (struct mlx5_wqe_av *)to_eah(obj->ah.in)->av;
 		obj->ah.out->comp_mask = 0;
+	}
+	if (want_pd && (!obj->pd.in || !obj->pd.out || !emu_obj(obj->pd.in->context)))
+		return EINVAL;
+	if (want_pd) { /* the pdn a DEVX QP context names (qpc.pd) */
+		obj->pd.out->pdn = to_epd(obj->pd.in)->pdn;
+		obj->pd.out->comp_mask = 0;
 	}
 	if (want_srq)
 		fill_srq(to_esrq(obj->srq.in), obj->srq.out);

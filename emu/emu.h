@@ -202,6 +202,7 @@ struct emu_context {
 	struct emu_device *dev;
 	int async_pipe[2];     /* async events: struct ibv_async_event records */
 	struct emu_uars *uars; /* its doorbell registers (uar.c) */
+	bool devx;             /* opened by mlx5dv_open_device with MLX5DV_CONTEXT_FLAGS_DEVX */
 };
 
 /* One doorbell (BlueFlame) register of a context, as rdma-core's mlx5 hands
@@ -228,7 +229,8 @@ void emu_bfreg_unlock(struct emu_bfreg *b);
 struct emu_pd {
 	struct ibv_pd ibpd;
 	uint32_t pdn;
-	int refcnt; /* QPs + MRs using it (under nic.lock): dealloc -> EBUSY */
+	int refcnt;          /* QPs + MRs using it (under nic.lock): dealloc -> EBUSY */
+	struct emu_pd *next; /* every PD, for emu_pd_lookup (under nic.lock) */
 };
 
 enum emu_mem_type { EMU_MEM_HOST, EMU_MEM_CUDA };
@@ -268,6 +270,7 @@ struct emu_cq {
 	uint32_t cqe_cnt; /* power of two */
 	__be32 *dbrec;    /* [0] consumer index & 0xffffff, [1] arm */
 	bool ignore_overrun;
+	bool ext_bufs; /* DEVX: buf and dbrec are the user's (umem), not freed here */
 	/* engine side: any worker, under write_lock (cqe.c) */
 	_Atomic int write_lock;
 	uint32_t pi;  /* next CQE the engine writes */
@@ -457,6 +460,10 @@ struct emu_qp {
 	int max_send_sge, max_recv_sge, max_inline; /* what post_* allows */
 	bool sq_sig_all;
 	bool dv_owned; /* mlx5dv_init_obj was called */
+	/* a DEVX QP (devx_qp.c): its queues and doorbell record are the user's
+	 * umem, its register is in a UAR page of the user's (maybe shared), and
+	 * nothing of the user's is written or freed on its behalf */
+	bool devx;
 	/* scatter-to-CQE (on by default, as rdma-core creates QPs): SEND data of
 	 * up to 32 bytes lands in the receive CQE, READ/atomic data of up to 32
 	 * bytes in the send CQE (requester: sq_sig_all or ALLOW only), and not
@@ -509,6 +516,26 @@ struct emu_nic {
 	uint32_t next_pdn;
 };
 extern struct emu_nic emu_nic;
+
+/* pd.c: the PD with number pdn (under nic.lock), or NULL. */
+struct emu_pd *emu_pd_lookup(uint32_t pdn);
+
+/* qp.c: an RC QP over queues the caller placed (DEVX): RQ of rq_cnt WQEs of
+ * rq_stride bytes and SQ of sq_cnt basic blocks (either may be 0), doorbell
+ * record dbrec, doorbell register at uar + GNIC_MLX5_BF_OFFSET. NULL + *err. */
+struct emu_qp_bufs {
+	void *rq_buf, *sq_buf;
+	uint32_t rq_cnt, rq_stride, sq_cnt;
+	__be32 *dbrec;
+	void *uar;
+	bool scat_recv, scat_req;
+};
+struct emu_qp *emu_create_qp_ext(struct emu_context *ctx, struct emu_pd *pd, struct emu_cq *scq,
+                                 struct emu_cq *rcq, const struct emu_qp_bufs *b, int *err);
+/* cq.c: a CQ over a ring the caller placed (DEVX): cqe_cnt (a power of two)
+ * 64-byte CQEs at buf, doorbell record dbrec. 0 or an errno (cq freed). */
+int emu_cq_init_ext(struct emu_cq *cq, struct ibv_context *context, void *buf, uint32_t cqe_cnt,
+                    __be32 *dbrec, bool ignore_overrun);
 
 /* nic.c */
 int emu_nic_init(void);  /* idempotent; devices + config */
@@ -800,6 +827,36 @@ struct mlx5dv_qp_init_attr;
 EMU_EXPORT struct ibv_qp *gemu_mlx5dv_create_qp(struct ibv_context *context,
                                                 struct ibv_qp_init_attr_ex *attr,
                                                 struct mlx5dv_qp_init_attr *mlx5_attr);
+/* devx.c, devx_umem.c, devx_uar.c: DEVX (devx.h) */
+struct mlx5dv_context_attr;
+struct mlx5dv_devx_obj;
+struct mlx5dv_devx_umem;
+struct mlx5dv_devx_umem_in;
+struct mlx5dv_devx_uar;
+EMU_EXPORT struct ibv_context *gemu_mlx5dv_open_device(struct ibv_device *device,
+                                                       struct mlx5dv_context_attr *attr);
+EMU_EXPORT int gemu_mlx5dv_devx_general_cmd(struct ibv_context *context, const void *in,
+                                            size_t inlen, void *out, size_t outlen);
+EMU_EXPORT struct mlx5dv_devx_obj *gemu_mlx5dv_devx_obj_create(struct ibv_context *context,
+                                                               const void *in, size_t inlen,
+                                                               void *out, size_t outlen);
+EMU_EXPORT int gemu_mlx5dv_devx_obj_query(struct mlx5dv_devx_obj *obj, const void *in, size_t inlen,
+                                          void *out, size_t outlen);
+EMU_EXPORT int gemu_mlx5dv_devx_obj_modify(struct mlx5dv_devx_obj *obj, const void *in,
+                                           size_t inlen, void *out, size_t outlen);
+EMU_EXPORT int gemu_mlx5dv_devx_obj_destroy(struct mlx5dv_devx_obj *obj);
+EMU_EXPORT int gemu_mlx5dv_devx_query_eqn(struct ibv_context *context, uint32_t vector,
+                                          uint32_t *eqn);
+EMU_EXPORT struct mlx5dv_devx_umem *
+gemu_mlx5dv_devx_umem_reg(struct ibv_context *context, void *addr, size_t size, uint32_t access);
+EMU_EXPORT struct mlx5dv_devx_umem *gemu_mlx5dv_devx_umem_reg_ex(struct ibv_context *context,
+                                                                 struct mlx5dv_devx_umem_in *in);
+EMU_EXPORT int gemu_mlx5dv_devx_umem_dereg(struct mlx5dv_devx_umem *umem);
+EMU_EXPORT struct mlx5dv_devx_uar *gemu_mlx5dv_devx_alloc_uar(struct ibv_context *context,
+                                                              uint32_t flags);
+EMU_EXPORT void gemu_mlx5dv_devx_free_uar(struct mlx5dv_devx_uar *uar);
+/* devx.c: destroy what a DevX context still has (its close). */
+void emu_devx_close(struct emu_context *ctx);
 /* worker.c: the engine worker serving qp (0 .. GNIC_EMU_THREADS-1), or -1
  * for a QP that is not gnic-emu's; for tests and diagnostics. */
 EMU_EXPORT int gemu_qp_engine_worker(struct ibv_qp *qp);

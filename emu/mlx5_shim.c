@@ -2,9 +2,10 @@
 /*
  * libmlx5.so.1 for gnic-emu: the mlx5 direct-verbs entry points a GPU
  * data path needs (init_obj, query_device, is_supported, create_qp,
- * open_device) forward to libgnic_emu.so. The library exports every symbol
- * of rdma-core 44's libmlx5.so.1 at its version (libmlx5.map); the calls
- * that need firmware objects the emulator does not have (DevX, steering,
+ * open_device, DEVX's commands, umem and UARs) forward to libgnic_emu.so.
+ * The library exports every symbol of rdma-core 44's libmlx5.so.1 at its
+ * version (libmlx5.map); the calls that need firmware objects the emulator
+ * does not have (DEVX events and asynchronous commands, steering,
  * mkeys, crypto, scheduling, VFIO) are in mlx5_stubs.c and fail with
  * EOPNOTSUPP.
  */
@@ -15,12 +16,6 @@
 #include <infiniband/mlx5dv.h>
 
 #include "emu.h"
-
-static void *unsupported_ptr(void)
-{
-	errno = EOPNOTSUPP;
-	return NULL;
-}
 
 /* mlx5dv_init_obj exists twice, as in rdma-core: the default
  * mlx5dv_init_obj@@MLX5_1.2 and, for binaries linked before 1.2,
@@ -98,23 +93,72 @@ struct ibv_qp *mlx5dv_create_qp(struct ibv_context *context, struct ibv_qp_init_
 	return gemu_mlx5dv_create_qp(context, qp_attr, mlx5_qp_attr);
 }
 
-/* As rdma-core: a device that is not mlx5 is EOPNOTSUPP, an attribute this
- * release does not know is EINVAL. A plain open (no flags) is ibv_open_device;
- * a DevX context needs the firmware command interface, which the emulator
- * does not have. */
+/* DEVX (emu/devx.c): a DEVX context, firmware commands over gnic-emu's CQs
+ * and QPs, umem, UARs. */
 struct ibv_context *mlx5dv_open_device(struct ibv_device *device, struct mlx5dv_context_attr *attr)
 {
-	if (!gemu_mlx5dv_is_supported(device)) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
-	if (attr && (attr->comp_mask || (attr->flags & ~(uint32_t)MLX5DV_CONTEXT_FLAGS_DEVX))) {
-		errno = EINVAL;
-		return NULL;
-	}
-	if (attr && attr->flags)
-		return unsupported_ptr();
-	return gemu_open_device(device);
+	return gemu_mlx5dv_open_device(device, attr);
+}
+
+int mlx5dv_devx_general_cmd(struct ibv_context *context, const void *in, size_t inlen, void *out,
+                            size_t outlen)
+{
+	return gemu_mlx5dv_devx_general_cmd(context, in, inlen, out, outlen);
+}
+
+struct mlx5dv_devx_obj *mlx5dv_devx_obj_create(struct ibv_context *context, const void *in,
+                                               size_t inlen, void *out, size_t outlen)
+{
+	return gemu_mlx5dv_devx_obj_create(context, in, inlen, out, outlen);
+}
+
+int mlx5dv_devx_obj_query(struct mlx5dv_devx_obj *obj, const void *in, size_t inlen, void *out,
+                          size_t outlen)
+{
+	return gemu_mlx5dv_devx_obj_query(obj, in, inlen, out, outlen);
+}
+
+int mlx5dv_devx_obj_modify(struct mlx5dv_devx_obj *obj, const void *in, size_t inlen, void *out,
+                           size_t outlen)
+{
+	return gemu_mlx5dv_devx_obj_modify(obj, in, inlen, out, outlen);
+}
+
+int mlx5dv_devx_obj_destroy(struct mlx5dv_devx_obj *obj)
+{
+	return gemu_mlx5dv_devx_obj_destroy(obj);
+}
+
+int mlx5dv_devx_query_eqn(struct ibv_context *context, uint32_t vector, uint32_t *eqn)
+{
+	return gemu_mlx5dv_devx_query_eqn(context, vector, eqn);
+}
+
+struct mlx5dv_devx_umem *mlx5dv_devx_umem_reg(struct ibv_context *ctx, void *addr, size_t size,
+                                              uint32_t access)
+{
+	return gemu_mlx5dv_devx_umem_reg(ctx, addr, size, access);
+}
+
+struct mlx5dv_devx_umem *mlx5dv_devx_umem_reg_ex(struct ibv_context *ctx,
+                                                 struct mlx5dv_devx_umem_in *umem_in)
+{
+	return gemu_mlx5dv_devx_umem_reg_ex(ctx, umem_in);
+}
+
+int mlx5dv_devx_umem_dereg(struct mlx5dv_devx_umem *umem)
+{
+	return gemu_mlx5dv_devx_umem_dereg(umem);
+}
+
+struct mlx5dv_devx_uar *mlx5dv_devx_alloc_uar(struct ibv_context *context, uint32_t flags)
+{
+	return gemu_mlx5dv_devx_alloc_uar(context, flags);
+}
+
+void mlx5dv_devx_free_uar(struct mlx5dv_devx_uar *devx_uar)
+{
+	gemu_mlx5dv_devx_free_uar(devx_uar);
 }
 
 /* The mlx5dv_wr_* builders of an extended QP (qp_ex.c). */

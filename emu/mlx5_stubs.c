@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The mlx5 direct verbs of rdma-core 44 that gnic-emu does not model. They
- * all need firmware objects behind them (DevX commands, steering tables,
- * mkeys, DEKs, scheduling elements, VFIO), which the emulator has none of.
+ * all need firmware objects behind them (DevX events, EQs and asynchronous
+ * commands, steering tables, mkeys, DEKs, scheduling elements, VFIO), which
+ * the emulator has none of.
  *
  * Each exists at its rdma-core 44 version (libmlx5.map) so that a program
  * linked against them loads, BIND_NOW included, and fails as rdma-core's
@@ -53,36 +54,8 @@ int _mlx5dv_query_port(struct ibv_context *context, uint32_t port_num, struct ml
 	return unsupported();
 }
 
-/* ---- DevX: raw firmware commands and objects --------------------------------------- */
-
-int mlx5dv_devx_general_cmd(struct ibv_context *context, const void *in, size_t inlen, void *out,
-                            size_t outlen)
-{
-	return unsupported();
-}
-
-struct mlx5dv_devx_obj *mlx5dv_devx_obj_create(struct ibv_context *context, const void *in,
-                                               size_t inlen, void *out, size_t outlen)
-{
-	return unsupported_ptr();
-}
-
-int mlx5dv_devx_obj_query(struct mlx5dv_devx_obj *obj, const void *in, size_t inlen, void *out,
-                          size_t outlen)
-{
-	return unsupported();
-}
-
-int mlx5dv_devx_obj_modify(struct mlx5dv_devx_obj *obj, const void *in, size_t inlen, void *out,
-                           size_t outlen)
-{
-	return unsupported();
-}
-
-int mlx5dv_devx_obj_destroy(struct mlx5dv_devx_obj *obj)
-{
-	return unsupported();
-}
+/* ---- DevX: asynchronous queries, EQs, MSI vectors (the commands, umem and UARs are
+ * devx.c's) ---- */
 
 int mlx5dv_devx_obj_query_async(struct mlx5dv_devx_obj *obj, const void *in, size_t inlen,
                                 size_t outlen, uint64_t wr_id,
@@ -90,35 +63,6 @@ int mlx5dv_devx_obj_query_async(struct mlx5dv_devx_obj *obj, const void *in, siz
 {
 	return unsupported();
 }
-
-int mlx5dv_devx_query_eqn(struct ibv_context *context, uint32_t vector, uint32_t *eqn)
-{
-	return unsupported();
-}
-
-struct mlx5dv_devx_umem *mlx5dv_devx_umem_reg(struct ibv_context *ctx, void *addr, size_t size,
-                                              uint32_t access)
-{
-	return unsupported_ptr();
-}
-
-struct mlx5dv_devx_umem *mlx5dv_devx_umem_reg_ex(struct ibv_context *ctx,
-                                                 struct mlx5dv_devx_umem_in *umem_in)
-{
-	return unsupported_ptr();
-}
-
-int mlx5dv_devx_umem_dereg(struct mlx5dv_devx_umem *umem)
-{
-	return unsupported();
-}
-
-struct mlx5dv_devx_uar *mlx5dv_devx_alloc_uar(struct ibv_context *context, uint32_t flags)
-{
-	return unsupported_ptr();
-}
-
-void mlx5dv_devx_free_uar(struct mlx5dv_devx_uar *devx_uar) {}
 
 struct mlx5dv_devx_msi_vector *mlx5dv_devx_alloc_msi_vector(struct ibv_context *ibctx)
 {

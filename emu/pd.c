@@ -9,6 +9,16 @@
 
 #include "emu.h"
 
+static struct emu_pd *pd_list; /* under nic.lock */
+
+struct emu_pd *emu_pd_lookup(uint32_t pdn)
+{
+	for (struct emu_pd *pd = pd_list; pd; pd = pd->next)
+		if (pd->pdn == pdn)
+			return pd;
+	return NULL;
+}
+
 EMU_EXPORT struct ibv_pd *gemu_alloc_pd(struct ibv_context *context)
 {
 	struct emu_pd *pd;
@@ -26,6 +36,8 @@ EMU_EXPORT struct ibv_pd *gemu_alloc_pd(struct ibv_context *context)
 	pd->pdn = emu_nic.next_pdn++;
 	if (!emu_nic.next_pdn)
 		emu_nic.next_pdn = 1; /* pdn 0 stays unused */
+	pd->next = pd_list;
+	pd_list = pd;
 	emu_nic_unlock();
 	pd->ibpd.context = context;
 	pd->ibpd.handle = pd->pdn;
@@ -42,6 +54,11 @@ EMU_EXPORT int gemu_dealloc_pd(struct ibv_pd *ibpd)
 	pd = to_epd(ibpd);
 	emu_nic_lock();
 	busy = pd->refcnt;
+	for (struct emu_pd **p = &pd_list; !busy && *p; p = &(*p)->next)
+		if (*p == pd) {
+			*p = pd->next;
+			break;
+		}
 	emu_nic_unlock();
 	if (busy)
 		return EBUSY;

@@ -289,8 +289,10 @@ static int alloc_queues(struct emu_qp *qp)
 
 static void free_queues(struct emu_qp *qp)
 {
-	free(qp->buf);
-	free(qp->dbrec);
+	if (!qp->devx) { /* a DEVX QP's queues are the user's */
+		free(qp->buf);
+		free(qp->dbrec);
+	}
 	emu_uar_put(qp->bf);
 	emu_wq_free_arrays(&qp->sq);
 	free(qp->sq_wqe_end);
@@ -508,6 +510,74 @@ struct ibv_qp *emu_create_qp(struct ibv_context *context, struct ibv_qp_init_att
                              enum emu_scatter scatter)
 {
 	return emu_create_qp_dv(context, attr, scatter, 0);
+}
+
+/* The verbs side's arrays (wr_ids, retire points) exist for a DEVX QP too,
+ * so that nothing downstream needs to tell the two apart; its queues are
+ * the caller's. */
+static int ext_queues(struct emu_qp *qp, const struct emu_qp_bufs *b)
+{
+	size_t sq_n = b->sq_cnt ? b->sq_cnt : 1;
+
+	qp->devx = true;
+	qp->rq.buf = b->rq_cnt ? b->rq_buf : NULL;
+	qp->rq.wqe_cnt = b->rq_cnt;
+	qp->rq.stride = b->rq_cnt ? b->rq_stride : 1;
+	qp->sq.buf = b->sq_buf;
+	qp->sq.wqe_cnt = b->sq_cnt;
+	qp->sq.stride = b->sq_cnt ? GNIC_MLX5_SEND_WQE_BB : 1;
+	qp->dbrec = b->dbrec;
+	qp->bf_reg = (volatile uint64_t *)((uint8_t *)b->uar + GNIC_MLX5_BF_OFFSET);
+	qp->sq_wqe_end = calloc(sq_n, sizeof(*qp->sq_wqe_end));
+	qp->sq_opcode = calloc(sq_n, sizeof(*qp->sq_opcode));
+	if (emu_wq_alloc_arrays(&qp->sq) || emu_wq_alloc_arrays(&qp->rq) || !qp->sq_wqe_end ||
+	    !qp->sq_opcode)
+		return ENOMEM;
+	qp->max_recv_sge = b->rq_cnt ? (int)(b->rq_stride / GNIC_MLX5_SEG_SIZE) : 0;
+	qp->attr.cap.max_send_wr = b->sq_cnt;
+	qp->attr.cap.max_recv_wr = b->rq_cnt;
+	qp->attr.cap.max_recv_sge = (uint32_t)qp->max_recv_sge;
+	return 0;
+}
+
+struct emu_qp *emu_create_qp_ext(struct emu_context *ctx, struct emu_pd *pd, struct emu_cq *scq,
+                                 struct emu_cq *rcq, const struct emu_qp_bufs *b, int *err)
+{
+	struct ibv_qp_init_attr_ex a = {.send_cq = &scq->ibcq,
+	                                .recv_cq = &rcq->ibcq,
+	                                .qp_type = IBV_QPT_RC,
+	                                .comp_mask = IBV_QP_INIT_ATTR_PD,
+	                                .pd = &pd->ibpd};
+	struct emu_qp *qp = calloc(1, sizeof(*qp));
+
+	if (!qp) {
+		*err = ENOMEM;
+		return NULL;
+	}
+	*err = ext_queues(qp, b);
+	if (*err) {
+		free_queues(qp);
+		free(qp);
+		return NULL;
+	}
+	(void)ctx; /* the PD names it: a.pd->context */
+	init_ibqp(qp, &a);
+	qp->scat_recv = b->scat_recv && b->rq_cnt;
+	qp->scat_req = b->scat_req;
+	emu_nic_lock();
+	emu_worker_assign(qp);
+	*err = publish(qp);
+	emu_nic_unlock();
+	if (*err) {
+		emu_worker_unassign(qp);
+		destroy_ibqp(qp);
+		free_queues(qp);
+		free(qp);
+		return NULL;
+	}
+	emu_dbg("QP 0x%x: RC (DEVX), SQ %u basic blocks, RQ %u WQEs of %u bytes", qp->ibqp.qp_num,
+	        qp->sq.wqe_cnt, qp->rq.wqe_cnt, qp->rq.stride);
+	return qp;
 }
 
 EMU_EXPORT struct ibv_qp *gemu_create_qp_ex(struct ibv_context *context,
@@ -767,6 +837,8 @@ static void commit_attr(struct emu_qp *qp, const struct ibv_qp_attr *a, int mask
  * clear them, and software that reuses WQEs across a reset relies on it. */
 static void reset_queues(struct emu_qp *qp)
 {
+	if (qp->devx) /* its memory is the user's; the kernel cleans no CQ for DEVX */
+		return;
 	pthread_spin_lock(&qp->sq.lock);
 	pthread_spin_lock(&qp->rq.lock);
 	emu_wq_reset(&qp->sq);
@@ -900,10 +972,13 @@ EMU_EXPORT int gemu_destroy_qp(struct ibv_qp *ibqp)
 	emu_worker_unplace(qp);
 	emu_worker_qp_del(qp);
 	emu_nic.qps[ibqp->qp_num - EMU_QPN_BASE] = NULL;
-	/* its unpolled CQEs would name a QPN that a new QP may get */
-	emu_cq_clean(qp->scq, ibqp->qp_num, qp->srq);
-	if (qp->rcq != qp->scq)
-		emu_cq_clean(qp->rcq, ibqp->qp_num, qp->srq);
+	/* its unpolled CQEs would name a QPN that a new QP may get (the
+	 * provider's job, which DEVX has none of) */
+	if (!qp->devx) {
+		emu_cq_clean(qp->scq, ibqp->qp_num, qp->srq);
+		if (qp->rcq != qp->scq)
+			emu_cq_clean(qp->rcq, ibqp->qp_num, qp->srq);
+	}
 	emu_worker_unlock(qp->worker);
 	hold_refs(qp, -1);
 	if (ibqp->qp_type == IBV_QPT_RAW_PACKET)

@@ -105,7 +105,7 @@ static uint16_t reg_pi(uint64_t v)
 static bool reg_matches_sq(const struct emu_qp *qp, const uint64_t *cur, const uint64_t *snap,
                            uint32_t ds)
 {
-	uint32_t words = (ds * 16 + 63) / 64 * 8, max = qp->bf->buf_size / 8, idx;
+	uint32_t words = (ds * 16 + 63) / 64 * 8, max = (qp->bf ? qp->bf->buf_size : GNIC_MLX5_BF_SIZE) / 8, idx;
 	bool copy = false;
 
 	memcpy(&idx, cur, sizeof(idx));
@@ -764,7 +764,12 @@ void emu_requester_reset(struct emu_qp *qp)
 {
 	qp->req.sq_ci = 0;
 	qp->req.db_pi = 0;
-	qp->req.db_last_rec = 0; /* RESET zeroes the record */
+	/* RESET zeroes the record, but not a DEVX QP's: it is the user's, and
+	 * what is there now is old */
+	qp->req.db_last_rec =
+	    qp->devx ? atomic_load_explicit((_Atomic uint32_t *)&qp->dbrec[GNIC_MLX5_SND_DBR],
+	                                    memory_order_acquire)
+	             : 0;
 	/* the register as it is now (RESET zeroed it; a new QP's may hold an
 	 * earlier QP's doorbells, or another's if shared): nothing new yet */
 	for (int half = 0; half < 2; half++) {
