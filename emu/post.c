@@ -140,8 +140,7 @@ static int check_send_req(const struct emu_qp *qp, const struct emu_send_req *r,
 		return EINVAL;
 	if ((r->send_flags & ~(raw(qp) ? SEND_FLAGS_RAW : SEND_FLAGS_OK)) ||
 	    r->num_sge > (size_t)qp->max_send_sge || (r->num_sge && !r->sge) ||
-	    (r->num_inl && !r->inl) ||
-	    (k->dgram && (!r->ah || r->ah->context != qp->ibqp.context)))
+	    (r->num_inl && !r->inl) || (k->dgram && (!r->ah || r->ah->context != qp->ibqp.context)))
 		return EINVAL;
 	*inline_len = 0;
 	if (!(r->send_flags & IBV_SEND_INLINE)) {

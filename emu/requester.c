@@ -105,7 +105,8 @@ static uint16_t reg_pi(uint64_t v)
 static bool reg_matches_sq(const struct emu_qp *qp, const uint64_t *cur, const uint64_t *snap,
                            uint32_t ds)
 {
-	uint32_t words = (ds * 16 + 63) / 64 * 8, max = (qp->bf ? qp->bf->buf_size : GNIC_MLX5_BF_SIZE) / 8, idx;
+	uint32_t words = (ds * 16 + 63) / 64 * 8,
+	         max = (qp->bf ? qp->bf->buf_size : GNIC_MLX5_BF_SIZE) / 8, idx;
 	bool copy = false;
 
 	memcpy(&idx, cur, sizeof(idx));
