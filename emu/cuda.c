@@ -251,6 +251,21 @@ int emu_cuda_lookup(uint64_t va, uint64_t len, struct emu_cuda_ctx *c)
  * context may get the same handle. The driver freed both with it. */
 static _Atomic unsigned ctx_gen; /* contexts destroyed so far (emu_cuda_ctx_gen) */
 
+/* The copy queues' streams (emu_cuda_stream_new), a few per context, shared
+ * by every engine worker. Few, because the GPU has few hardware queues
+ * (CUDA_DEVICE_MAX_CONNECTIONS, 8 by default): with more streams than that,
+ * streams share queues, and a copy could then wait behind the application's
+ * kernel on a shared queue while that kernel waits for the copy (seen on an
+ * H200 with 8 workers: every WRITE into GPU memory stalled until
+ * RETRY_EXC). */
+#define COPY_STREAMS 2
+static struct copy_streams {
+	CUcontext ctx;
+	CUstream s[COPY_STREAMS];
+	unsigned n, next;
+} copy_streams[16];
+static int ncopy_streams;
+
 static void streams_forget(CUcontext ctx)
 {
 	atomic_fetch_add(&ctx_gen, 1);
@@ -258,6 +273,9 @@ static void streams_forget(CUcontext ctx)
 	for (int i = 0; i < nstreams; i++)
 		if (streams[i].ctx == ctx)
 			streams[i--] = streams[--nstreams];
+	for (int i = 0; i < ncopy_streams; i++)
+		if (copy_streams[i].ctx == ctx)
+			copy_streams[i--] = copy_streams[--ncopy_streams];
 	pthread_mutex_unlock(&cuda_lock);
 }
 
@@ -412,17 +430,40 @@ static void ctx_leave(CUcontext ctx, CUcontext prev)
 		cu.ctx_set_current(prev);
 }
 
+/* A stream for copies in ctx: one of the context's COPY_STREAMS, in turn
+ * (several workers may share one: each one's copies stay in its order). */
 int emu_cuda_stream_new(void *ctx, void **stream)
 {
+	struct copy_streams *cs = NULL;
 	CUcontext prev;
-	CUresult r;
+	int r = 0;
 
 	*stream = NULL;
-	if (!emu_cuda_async_ok() || ctx_enter(ctx, &prev))
+	if (!emu_cuda_async_ok())
 		return -EIO;
-	r = cu.stream_create(stream, CU_STREAM_NON_BLOCKING);
-	ctx_leave(ctx, prev);
-	return r ? (int)r : 0;
+	pthread_mutex_lock(&cuda_lock);
+	for (int i = 0; i < ncopy_streams && !cs; i++)
+		if (copy_streams[i].ctx == ctx)
+			cs = &copy_streams[i];
+	if (!cs && ncopy_streams < (int)(sizeof(copy_streams) / sizeof(copy_streams[0]))) {
+		cs = &copy_streams[ncopy_streams++];
+		*cs = (struct copy_streams){.ctx = ctx};
+	}
+	if (cs && cs->n < COPY_STREAMS) {
+		r = ctx_enter(ctx, &prev);
+		if (!r) {
+			r = (int)cu.stream_create(&cs->s[cs->n], CU_STREAM_NON_BLOCKING);
+			ctx_leave(ctx, prev);
+		}
+		if (!r)
+			cs->n++;
+	}
+	if (cs && cs->n)
+		*stream = cs->s[cs->next++ % cs->n];
+	pthread_mutex_unlock(&cuda_lock);
+	if (!*stream)
+		return r ? r : -EIO;
+	return 0;
 }
 
 int emu_cuda_event_new(void *ctx, void **ev)

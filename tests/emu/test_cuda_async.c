@@ -36,6 +36,8 @@
 
 #include "common.h"
 
+int gemu_qp_engine_worker(struct ibv_qp *qp); /* libgnic_emu */
+
 enum { ERR_INVALID_VALUE = 1, ERR_ILLEGAL_ADDRESS = 700 };
 
 static struct {
@@ -607,10 +609,64 @@ static void case_fail_issue(void)
 	fail_cases(0);
 }
 
+/* Pairs on as many engine workers as there are (run with several) copy
+ * GPU to GPU at once, through few streams: a GPU has few hardware queues
+ * (8 by default), and a copy on a queue that the application's persistent
+ * kernel shares waits for that kernel, which waits for the copy (an H200
+ * with 8 workers, one stream each, stalled every WRITE). */
+#define STREAM_PAIRS 6
+static void case_streams(void)
+{
+	struct t_pair p[STREAM_PAIRS];
+	struct ibv_mr *amr[STREAM_PAIRS], *bmr[STREAM_PAIRS];
+	struct t_conn_opts o;
+	uint8_t *a = gpu_alloc(STREAM_PAIRS * SLOT), *b = gpu_alloc(STREAM_PAIRS * SLOT);
+	long created = cu.stat("stream_create");
+	int workers[STREAM_PAIRS];
+
+	t_fill(a, STREAM_PAIRS * SLOT, 5);
+	memset(b, 0, STREAM_PAIRS * SLOT);
+	t_conn_opts_default(&o);
+	o.timeout = 18;
+	ctx = t_open(T_DEVICE);
+	for (int i = 0; i < STREAM_PAIRS; i++) {
+		t_pair_create(&p[i], ctx, NULL, &o, 0);
+		workers[i] = gemu_qp_engine_worker(p[i].qp[0]);
+		amr[i] = t_reg(p[i].pd, a + i * SLOT, SLOT, T_ACCESS_ALL);
+		bmr[i] = t_reg(p[i].pd, b + i * SLOT, SLOT, T_ACCESS_ALL);
+	}
+	/* placement spreads independent pairs: each copies on its own worker */
+	for (int i = 1; i < STREAM_PAIRS; i++)
+		CHECK(workers[i] != workers[0]);
+	for (int i = 0; i < STREAM_PAIRS; i++) {
+		struct ibv_sge sge = {(uintptr_t)(a + i * SLOT), SLOT, amr[i]->lkey};
+		struct ibv_send_wr wr =
+		    rdma_wr((uint64_t)i, IBV_WR_RDMA_WRITE, &sge, (uintptr_t)(b + i * SLOT),
+		            bmr[i]->rkey, IBV_SEND_SIGNALED);
+
+		t_post_send(p[i].qp[0], &wr);
+	}
+	for (int i = 0; i < STREAM_PAIRS; i++) {
+		struct ibv_wc wc = t_poll1(p[i].scq[0], "WRITE");
+
+		CHECK_WC(&wc, (uint64_t)i, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	}
+	CHECK_MEM(b, a, STREAM_PAIRS * SLOT);
+	printf("streams: %ld created for %d pairs\n", cu.stat("stream_create") - created,
+	       STREAM_PAIRS);
+	CHECK(cu.stat("stream_create") - created <= 3);
+	for (int i = 0; i < STREAM_PAIRS; i++) {
+		CHECK_OK(ibv_dereg_mr(amr[i]));
+		CHECK_OK(ibv_dereg_mr(bmr[i]));
+		t_pair_destroy(&p[i]);
+	}
+	CHECK_OK(ibv_close_device(ctx));
+}
+
 static const struct t_named_case cases[] = {
     {"order", case_order},       {"not_held", case_not_held},     {"batch", case_batch},
     {"d2d", case_d2d},           {"pinned", case_pinned},         {"mixed", case_mixed},
-    {"fail_run", case_fail_run}, {"fail_issue", case_fail_issue},
+    {"fail_run", case_fail_run}, {"fail_issue", case_fail_issue}, {"streams", case_streams},
 };
 
 static const struct t_named_case nobatch[] = {{"nobatch", case_nobatch}};

@@ -464,11 +464,13 @@ enum {
 	STAT_HOST_REGISTERED, /* a copy's host side: cuMemHostRegister'd memory */
 	STAT_HOST_ALLOC,      /* ... cuMemHostAlloc'd (a bounce buffer, say) */
 	STAT_HOST_PAGEABLE,   /* ... memory the driver does not know */
+	STAT_STREAM_CREATE,
 	STAT_COUNT
 };
 static const char *const stat_names[STAT_COUNT] = {
-    "batch_calls", "batch_copies", "async_htod",      "async_dtoh", "async_dtod",   "stream_sync",
-    "event_query", "event_record", "host_registered", "host_alloc", "host_pageable"};
+    "batch_calls",     "batch_copies", "async_htod",    "async_dtoh",
+    "async_dtod",      "stream_sync",  "event_query",   "event_record",
+    "host_registered", "host_alloc",   "host_pageable", "stream_create"};
 static long stats[STAT_COUNT];
 
 static void stat_add(int k, long n)
@@ -730,6 +732,7 @@ EXPORT int cuStreamCreate(void **stream, unsigned flags)
 	(void)flags;
 	if (!ctx_live())
 		return ERR_INVALID_CONTEXT;
+	stat_add(STAT_STREAM_CREATE, 1);
 	*stream = calloc(1, sizeof(struct fake_stream));
 	return *stream ? OK : ERR_OUT_OF_MEMORY;
 }
