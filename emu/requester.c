@@ -809,6 +809,17 @@ static struct emu_outstanding *find_psn(struct emu_qp *qp, uint32_t psn)
 }
 
 /* An answer for psn implies every earlier request succeeded (in-order). */
+/* Whether psn is no later than the newest request's (PSNs are 24 bits: at
+ * most 2^23 behind it). An ACK beyond it acknowledges nothing the QP sent:
+ * an IB requester drops an ACK outside its outstanding PSNs, as a ConnectX
+ * does, rather than completing WQEs whose data never landed. */
+static bool psn_issued(struct emu_qp *qp, uint32_t psn)
+{
+	if (qp->req.ost_tail == qp->req.ost_head)
+		return false; /* nothing outstanding: nothing to acknowledge */
+	return ((ost_at(qp, qp->req.ost_head - 1)->psn - psn) & 0xffffff) < (1u << 23);
+}
+
 static void ack_through(struct emu_qp *qp, uint32_t psn, bool inclusive)
 {
 	for (uint32_t n = qp->req.ost_tail; n != qp->req.ost_head; n++) {
@@ -934,6 +945,11 @@ bool emu_requester_on_response(struct emu_qp *qp, const struct emu_msg *m, const
 		return true; /* in ERR everything left is flushed; answers are moot */
 	emu_dbg("QP 0x%x: answer type %u psn %u", qp->ibqp.qp_num, m->type, m->psn);
 	if (m->type == EMU_MSG_ACK) {
+		if (!psn_issued(qp, m->psn)) {
+			emu_dbg("QP 0x%x: ACK for psn %u, beyond every request: dropped",
+			        qp->ibqp.qp_num, m->psn);
+			return true;
+		}
 		ack_through(qp, m->psn, true);
 		retire(qp);
 		return true;

@@ -1374,8 +1374,45 @@ static void case_wrong_answer(void)
 	wrong_answer_round(IBV_WR_SEND, EMU_MSG_SEND, "SEND");
 }
 
+/* An ACK for a PSN the requester has not sent (a peer that expects other
+ * PSNs, or a forged answer) acknowledges nothing: the requester drops it, as
+ * an IB requester drops an ACK outside the PSNs it has outstanding. The
+ * WRITE completes only with its own ACK; before, the forged one completed it
+ * with SUCCESS though no byte had landed. */
+static void case_future_ack(void)
+{
+	struct ibv_cq *cq = t_cq(ctx, 16);
+	struct t_conn_opts o;
+	struct sockaddr_in fa;
+	union ibv_gid gid;
+	struct emu_msg m, ahead;
+	struct ibv_qp *qp;
+	struct ibv_wc wc;
+	int lfd = fake_listen(&fa), fd;
+
+	t_case("future_ack: an ACK beyond every PSN sent completes nothing");
+	t_conn_opts_default(&o);
+	qp = fake_peer_qp(cq, &fa, &o, &gid);
+	post_op(qp, 5, IBV_WR_RDMA_WRITE, src, 16, smr->lkey);
+	fd = fake_session(lfd, &gid);
+	CHECK(next_request(fd, EMU_MSG_WRITE, &m, CLOSE_MS));
+	ahead = m;
+	ahead.psn = (m.psn + 1000) & 0xffffff;
+	answer_req(fd, &ahead, EMU_MSG_ACK, qp->qp_num, 0);
+	t_sleep_ms(30); /* under the 67 ms ack timeout: no retransmission yet */
+	CHECK_EQ(ibv_poll_cq(cq, 1, &wc), 0);
+	answer_req(fd, &m, EMU_MSG_ACK, qp->qp_num, 0);
+	t_poll_timeout(cq, 1, &wc, CLOSE_MS, "the WRITE");
+	CHECK_WC(&wc, 5, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	close(fd);
+	close(lfd);
+	CHECK_OK(ibv_destroy_qp(qp));
+	CHECK_OK(ibv_destroy_cq(cq));
+}
+
 static const struct t_named_case cases[] = {
     {"control", case_control},
+    {"future_ack", case_future_ack},
     {"no_handshake", case_no_handshake},
     {"v1_hello", case_v1_hello},
     {"no_proof", case_no_proof},
