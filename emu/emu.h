@@ -370,6 +370,7 @@ struct emu_req_state {
 	uint8_t db_pend[2][GNIC_MLX5_BF_SIZE];
 	bool db_pend_set[2];
 	uint32_t psn_next;           /* next request sequence number */
+	uint32_t psn_end;            /* one past the newest PSN ever sent (a rewind keeps it) */
 	struct emu_outstanding *ost; /* ring of sq.wqe_cnt entries */
 	uint32_t ost_head, ost_tail; /* tail = oldest unanswered */
 	uint32_t rd_atomic_out;      /* outstanding READ/ATOMIC */

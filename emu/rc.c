@@ -59,6 +59,7 @@ static void rc_state_change(struct emu_qp *qp, enum ibv_qp_state old_state)
 		if (old_state != IBV_QPS_RTR)
 			break;
 		qp->req.psn_next = qp->attr.sq_psn & 0xffffff;
+		qp->req.psn_end = qp->req.psn_next;
 		qp->req.retries_left = qp->attr.retry_cnt;
 		qp->req.rnr_retries_left = qp->attr.rnr_retry;
 		break;

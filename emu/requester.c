@@ -587,6 +587,8 @@ static int issue(struct emu_qp *qp, struct emu_wqe *w, bool last_in_burst)
 	e = ost_push(qp, w, type == EMU_MSG_READ || is_atomic(type));
 	e->byte_cnt = (uint32_t)s.len;
 	qp->req.psn_next++;
+	if (((qp->req.psn_next - qp->req.psn_end) & 0xffffff) < (1u << 23))
+		qp->req.psn_end = qp->req.psn_next & 0xffffff;
 	qp->req.sq_ci = (uint16_t)(w->idx + w->nbb);
 	ret = emu_fabric_send(qp, &m, payload, src);
 	e->tx_mark = emu_fabric_tx_mark(qp);
@@ -791,6 +793,7 @@ void emu_requester_reset(struct emu_qp *qp)
 	qp->req.rnr_resume_ns = 0;
 	qp->req.sq_stalled = false;
 	qp->req.psn_next = 0;
+	qp->req.psn_end = 0;
 	memset(&qp->last_err, 0, sizeof(qp->last_err));
 }
 
@@ -809,15 +812,15 @@ static struct emu_outstanding *find_psn(struct emu_qp *qp, uint32_t psn)
 }
 
 /* An answer for psn implies every earlier request succeeded (in-order). */
-/* Whether psn is no later than the newest request's (PSNs are 24 bits: at
- * most 2^23 behind it). An ACK beyond it acknowledges nothing the QP sent:
- * an IB requester drops an ACK outside its outstanding PSNs, as a ConnectX
- * does, rather than completing WQEs whose data never landed. */
-static bool psn_issued(struct emu_qp *qp, uint32_t psn)
+/* Whether psn is one the QP has sent: no later than the newest PSN ever
+ * sent (a rewind to resend keeps that mark: an ACK for what went out before
+ * it is still good) and at most 2^23 before it (PSNs are 24 bits). An ACK
+ * beyond it acknowledges nothing: an IB requester drops an ACK outside the
+ * PSNs it has outstanding, as a ConnectX does, rather than completing WQEs
+ * whose data never landed. */
+static bool psn_sent(const struct emu_qp *qp, uint32_t psn)
 {
-	if (qp->req.ost_tail == qp->req.ost_head)
-		return false; /* nothing outstanding: nothing to acknowledge */
-	return ((ost_at(qp, qp->req.ost_head - 1)->psn - psn) & 0xffffff) < (1u << 23);
+	return ((qp->req.psn_end - 1 - psn) & 0xffffff) < (1u << 23);
 }
 
 static void ack_through(struct emu_qp *qp, uint32_t psn, bool inclusive)
@@ -945,8 +948,8 @@ bool emu_requester_on_response(struct emu_qp *qp, const struct emu_msg *m, const
 		return true; /* in ERR everything left is flushed; answers are moot */
 	emu_dbg("QP 0x%x: answer type %u psn %u", qp->ibqp.qp_num, m->type, m->psn);
 	if (m->type == EMU_MSG_ACK) {
-		if (!psn_issued(qp, m->psn)) {
-			emu_dbg("QP 0x%x: ACK for psn %u, beyond every request: dropped",
+		if (!psn_sent(qp, m->psn)) {
+			emu_dbg("QP 0x%x: ACK for psn %u, beyond every request sent: dropped",
 			        qp->ibqp.qp_num, m->psn);
 			return true;
 		}
