@@ -104,6 +104,11 @@ static const struct knob knobs[] = {
      "1: a payload from GPU memory to GPU memory of this process is one device-to-device "
      "copy; 0: it goes through the pinned bounce ring (device to host, host to device), "
      "for a driver that would run device-to-device copies on SMs a kernel holds"},
+    {"GNIC_EMU_CUDA_KERNEL_MAX", KNOB_INT, CFG(cuda_kernel_max), "4096", 0, 65536,
+     "GPU copies of at most this many bytes within one GPU's memory, or between it and "
+     "the pinned bounce ring, are done by one launch of gnic-emu's copy kernel per engine "
+     "pass instead of one driver copy each; 0: never (every copy on the copy engines: "
+     "the kernel needs a free SM slot, which a kernel that fills the GPU never leaves)"},
     {"GNIC_EMU_CUDA_TIMEOUT_MS", KNOB_INT, CFG(cuda_timeout_ms), "10000", 1, 3600000,
      "a GPU copy not done after this (ms) fails its work request (logged)"},
     {"GNIC_EMU_PENDING_MAX", KNOB_INT, CFG(pending_max), "256", 1, 65536,

@@ -56,6 +56,7 @@ enum {
 	CU_STREAM_NON_BLOCKING = 1,
 	CU_EVENT_DISABLE_TIMING = 2,
 	CU_MEMHOSTALLOC_PORTABLE = 1,
+	CU_MEMHOSTALLOC_DEVICEMAP = 2,
 	CUDA_ERROR_INVALID_VALUE = 1,
 	CUDA_ERROR_NOT_READY = 600,
 	CU_MEMCPY_SRC_ACCESS_ORDER_STREAM = 1,
@@ -108,6 +109,15 @@ struct cuda_api {
 	CUresult (*memcpy_batch_async)(uint64_t *dsts, uint64_t *srcs, size_t *sizes, size_t count,
 	                               struct cu_memcpy_attrs *attrs, size_t *attr_idxs,
 	                               size_t nattrs, size_t *fail_idx, CUstream s);
+	/* the copy kernel's (copy_kernel.c); optional */
+	CUresult (*module_load_data)(void **mod, const void *image);
+	CUresult (*module_get_function)(void **fn, void *mod, const char *name);
+	CUresult (*launch_kernel)(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+	                          unsigned by, unsigned bz, unsigned shmem, CUstream s,
+	                          void **params, void **extra);
+	CUresult (*mem_host_get_device_pointer)(CUdeviceptr *dptr, void *p, unsigned int flags);
+	CUresult (*func_load)(void *fn);                                 /* CUDA 12.4 */
+	CUresult (*func_get_attribute)(int *v, int attribute, void *fn); /* else this */
 };
 
 static pthread_mutex_t cuda_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -122,6 +132,22 @@ static struct {
 	void *stage; /* pinned: copies from pageable memory may wait for kernels */
 } streams[EMU_CUDA_MAX_CTX];
 static int nstreams;
+
+/* The copy kernel, per context. It is loaded when GPU memory of the context
+ * is registered (the control path), never at a launch: loading a module
+ * (and CUDA's lazy loading of a function at its first launch) may wait for
+ * the context's running kernels, and the application's kernel may be
+ * waiting for the very copies being launched. So the module is loaded and
+ * the function forced in (cuFuncLoad, or asking an attribute of it where
+ * the driver predates cuFuncLoad) here, and a context whose kernel is not
+ * loaded gets driver copies. */
+static struct {
+	CUcontext ctx;
+	void *fn; /* NULL: could not be loaded (said once) */
+} kernels[EMU_CUDA_MAX_CTX];
+static int nkernels;
+
+static void copy_kernel_load(CUcontext ctx);
 
 static bool cuda_sym(void *lib, const char *name, void *fn)
 {
@@ -156,6 +182,12 @@ static void cuda_resolve_optional(void *lib)
 	cuda_sym(lib, "cuMemcpyDtoDAsync_v2", &cu.memcpy_dtod_async);
 	cuda_sym(lib, "cuMemcpyPeerAsync", &cu.memcpy_peer_async);
 	cuda_sym(lib, "cuGetErrorName", &cu.error_name);
+	cuda_sym(lib, "cuModuleLoadData", &cu.module_load_data);
+	cuda_sym(lib, "cuModuleGetFunction", &cu.module_get_function);
+	cuda_sym(lib, "cuLaunchKernel", &cu.launch_kernel);
+	cuda_sym(lib, "cuMemHostGetDevicePointer_v2", &cu.mem_host_get_device_pointer);
+	cuda_sym(lib, "cuFuncLoad", &cu.func_load);
+	cuda_sym(lib, "cuFuncGetAttribute", &cu.func_get_attribute);
 	/* versioned: ask for the 12.8 ABI of the batch copy, whatever the
 	 * driver's own version (13.0 dropped failIdx from the default one) */
 	if (cuda_sym(lib, "cuGetProcAddress_v2", &cu.get_proc_address)) {
@@ -241,9 +273,12 @@ int emu_cuda_lookup(uint64_t va, uint64_t len, struct emu_cuda_ctx *c)
 	    !cu.pointer_get_attribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, va) &&
 	    (va - start > size || len > size - (va - start)))
 		return -EFAULT;
-	if (cu.pointer_get_attribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, va) || !ctx)
-		return primary_ctx_of(va, c) ? -EFAULT : 1;
-	c->ctx = ctx;
+	if ((cu.pointer_get_attribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, va) || !ctx) &&
+	    primary_ctx_of(va, c))
+		return -EFAULT;
+	if (!c->ctx)
+		c->ctx = ctx;
+	copy_kernel_load(c->ctx);
 	return 1;
 }
 
@@ -276,6 +311,9 @@ static void streams_forget(CUcontext ctx)
 	for (int i = 0; i < ncopy_streams; i++)
 		if (copy_streams[i].ctx == ctx)
 			copy_streams[i--] = copy_streams[--ncopy_streams];
+	for (int i = 0; i < nkernels; i++)
+		if (kernels[i].ctx == ctx)
+			kernels[i--] = kernels[--nkernels];
 	pthread_mutex_unlock(&cuda_lock);
 }
 
@@ -514,10 +552,24 @@ void *emu_cuda_pinned_alloc(void *ctx, size_t n)
 
 	if (ctx_enter(ctx, &prev))
 		return NULL;
-	if (cu.mem_host_alloc(&p, n, CU_MEMHOSTALLOC_PORTABLE))
+	/* mapped: the copy kernel reads and writes it from the device */
+	if (cu.mem_host_alloc(&p, n, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP))
 		p = NULL;
 	ctx_leave(ctx, prev);
 	return p;
+}
+
+bool emu_cuda_pinned_mapped(void *ctx, void *p)
+{
+	CUdeviceptr d = 0;
+	CUcontext prev;
+	bool same;
+
+	if (!cu.mem_host_get_device_pointer || ctx_enter(ctx, &prev))
+		return false;
+	same = !cu.mem_host_get_device_pointer(&d, p, 0) && d == (uintptr_t)p;
+	ctx_leave(ctx, prev);
+	return same;
 }
 
 bool emu_cuda_host_pinned(const void *p, uint64_t len)
@@ -577,6 +629,86 @@ int emu_cuda_copy_batch(void *ctx, void *stream, uint64_t *dsts, uint64_t *srcs,
 	if (ctx_enter(ctx, &prev))
 		return -EIO;
 	r = cu.memcpy_batch_async(dsts, srcs, sizes, n, &attr, &idx0, 1, fail_idx, stream);
+	ctx_leave(ctx, prev);
+	return r;
+}
+
+static void *copy_kernel_find(CUcontext ctx)
+{
+	for (int i = 0; i < nkernels; i++)
+		if (kernels[i].ctx == ctx)
+			return kernels[i].fn;
+	return NULL;
+}
+
+static void copy_kernel_load(CUcontext ctx)
+{
+	void *mod = NULL, *fn = NULL;
+	CUcontext prev;
+	CUresult r = CUDA_ERROR_INVALID_VALUE;
+	int v;
+
+	if (!emu_cfg.cuda_kernel_max || !ctx)
+		return;
+	pthread_mutex_lock(&cuda_lock);
+	for (int i = 0; i < nkernels; i++)
+		if (kernels[i].ctx == ctx) {
+			pthread_mutex_unlock(&cuda_lock);
+			return;
+		}
+	if (nkernels < EMU_CUDA_MAX_CTX && !ctx_enter(ctx, &prev)) {
+		if (cu.module_load_data && cu.module_get_function && cu.launch_kernel) {
+			r = cu.module_load_data(&mod, emu_copy_kernel_ptx);
+			if (!r)
+				r = cu.module_get_function(&fn, mod, "gnic_emu_copy");
+			if (!r && cu.func_load)
+				r = cu.func_load(fn);
+			else if (!r && cu.func_get_attribute)
+				r = cu.func_get_attribute(&v, 0 /* MAX_THREADS_PER_BLOCK */, fn);
+		}
+		ctx_leave(ctx, prev);
+		if (r)
+			emu_warn(
+			    "cannot load the GPU copy kernel (%s, %d): small GPU copies are one "
+			    "driver copy each",
+			    emu_cuda_error_str(r), r);
+		kernels[nkernels].ctx = ctx;
+		kernels[nkernels++].fn = r ? NULL : fn;
+	}
+	pthread_mutex_unlock(&cuda_lock);
+}
+
+/* The kernel's parameter block (copy_kernel.c). */
+struct kcopy_params {
+	uint32_t count, pad;
+	struct emu_cuda_kcopy c[EMU_CUDA_KCOPY_MAX];
+};
+_Static_assert(sizeof(struct kcopy_params) == 4040, "the copy kernel's parameters");
+
+int emu_cuda_copy_kernel(void *ctx, void *stream, const struct emu_cuda_kcopy *c, size_t n)
+{
+	struct kcopy_params p;
+	void *params[] = {&p};
+	CUcontext prev;
+	void *fn;
+	CUresult r;
+
+	if (!n || n > EMU_CUDA_KCOPY_MAX)
+		return -EINVAL;
+	if (ctx_enter(ctx, &prev))
+		return -EIO;
+	pthread_mutex_lock(&cuda_lock);
+	fn = copy_kernel_find(ctx);
+	pthread_mutex_unlock(&cuda_lock);
+	if (!fn) {
+		ctx_leave(ctx, prev);
+		return -ENOSYS;
+	}
+	p.count = (uint32_t)n;
+	p.pad = 0;
+	memcpy(p.c, c, n * sizeof(*c));
+	/* one CTA a copy; 128 threads share its bytes */
+	r = cu.launch_kernel(fn, (unsigned)n, 1, 1, 128, 1, 1, 0, stream, params, NULL);
 	ctx_leave(ctx, prev);
 	return r;
 }

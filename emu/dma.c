@@ -18,8 +18,11 @@
 #define DMA_FLUSH_WAIT  UINT64_MAX
 #define DMA_RING_ALIGN  64u
 
+enum { KERN_NO, KERN_PLAIN, KERN_LAST }; /* by the copy kernel: as is, last byte last */
+
 struct dma_pend {
 	struct emu_cuda_copy c;
+	uint8_t kern;            /* KERN_*: by the copy kernel (dma_kern) */
 	int si;                  /* stream */
 	unsigned level;          /* issued after every lower level of its stream */
 	struct emu_dma_job *job; /* a failure is the job's */
@@ -77,13 +80,18 @@ struct emu_dma {
 	struct emu_dma_job *j_head, *j_tail;
 	uint8_t *ring;
 	size_t ring_size, r_head, r_tail, r_used;
-	bool ring_failed, batch_off;
+	bool ring_failed, batch_off, kern_off;
+	void *ring_ctx;       /* the context the ring was made in */
+	bool ring_mapped;     /* ... and it is at the same address on that device */
 	unsigned gen;         /* emu_cuda_ctx_gen() its streams, events and ring were made at */
 	struct dma_pend **lv; /* a level's copies, for issuing */
 	unsigned cap_lv;
 	size_t places_live;    /* host targets of unretired jobs: direct copies to host wait */
 	uint64_t *dsts, *srcs; /* a batch's arrays */
 	size_t *sizes, cap_batch;
+	struct { /* what the queue did, for the log (GNIC_EMU_LOG=2) */
+		uint64_t submits, calls, copies, jobs, reaped, wait_ns, submit_ns;
+	} stat;
 };
 
 static struct emu_log_limit fail_limit;
@@ -321,6 +329,8 @@ static void *ring_alloc(struct emu_dma *d, struct emu_dma_job *j, void *ctx, siz
 	if (!d->ring && !d->ring_failed) {
 		d->ring_size = (size_t)emu_cfg.cuda_stage_kb * 1024;
 		d->ring = emu_cuda_pinned_alloc(ctx, d->ring_size);
+		d->ring_ctx = ctx;
+		d->ring_mapped = d->ring && emu_cuda_pinned_mapped(ctx, d->ring);
 		if (!d->ring) {
 			d->ring_failed = true;
 			emu_warn("cannot allocate %zu KiB of pinned memory for GPU copies; they "
@@ -377,13 +387,21 @@ static bool batch_reap(struct emu_dma *d, uint64_t now)
 	if (r == 1) {
 		if (now - b->t0 < timeout_ns())
 			return false;
-		emu_err("GPU copies issued %d ms ago are not done; their work requests fail",
-		        emu_cfg.cuda_timeout_ms);
+		emu_err(
+		    "GPU copies issued %d ms ago are not done; their work requests fail%s",
+		    emu_cfg.cuda_timeout_ms,
+		    emu_cfg.cuda_kernel_max
+		        ? " (small copies run in gnic-emu's copy kernel, which a kernel that "
+		          "fills every SM leaves no room: GNIC_EMU_CUDA_KERNEL_MAX=0 keeps them "
+		          "on the copy engines)"
+		        : "");
 		r = -ETIMEDOUT;
 		b->ev = NULL; /* its event may still fire: not reused */
 	}
 	if (r)
 		batch_fail(d, b, r);
+	d->stat.reaped++;
+	d->stat.wait_ns += now - b->t0;
 	d->b_head = b->next;
 	if (!d->b_head)
 		d->b_tail = NULL;
@@ -427,6 +445,7 @@ int emu_dma_poll(struct emu_worker *w)
 				place(&j->places[i]);
 		j->done(j->qp, j->data, j->err);
 		job_free(d, j);
+		d->stat.jobs++;
 		n++;
 	}
 	return n;
@@ -445,6 +464,7 @@ static void issue_one(struct emu_dma *d, struct dma_pend *p)
 {
 	int r = emu_cuda_copy_async(d->st[p->si].ctx, d->st[p->si].stream, &p->c);
 
+	d->stat.calls++;
 	if (r)
 		job_fail(p->job, r, p->c.n);
 	else
@@ -469,10 +489,78 @@ static bool batch_arrays(struct emu_dma *d, size_t n)
 	return true;
 }
 
-/* Copies p[0..n) (one stream, one level) as one batch where possible. */
+/* A copy of the kernel's, one driver call at a time: the body, then (in
+ * stream order) the last byte. */
+static void issue_split(struct emu_dma *d, struct dma_pend *p)
+{
+	struct dma_pend tail = *p;
+
+	if (p->kern != KERN_LAST || p->c.n < 2) {
+		issue_one(d, p);
+		return;
+	}
+	tail.c.dst += p->c.n - 1;
+	tail.c.src += p->c.n - 1;
+	tail.c.n = 1;
+	p->c.n--;
+	issue_one(d, p);
+	p->c.n++;
+	issue_one(d, &tail);
+}
+
+/* The copy kernel's copies among p[0..n) (KERN_PLAIN, KERN_LAST), as few
+ * launches as the parameter block allows; what a launch refuses goes one
+ * driver call at a time, and so does everything after it (kern_off).
+ * Returns how many of p it left for the driver, moved to p's front. */
+static size_t issue_kern(struct emu_dma *d, struct dma_pend **p, size_t n)
+{
+	struct emu_cuda_kcopy k[EMU_CUDA_KCOPY_MAX];
+	struct dma_pend *chunk[EMU_CUDA_KCOPY_MAX];
+	size_t rest = 0, nk = 0;
+
+	for (size_t i = 0; i <= n; i++) {
+		int r;
+
+		if (i < n && p[i]->kern == KERN_NO) {
+			p[rest++] = p[i];
+			continue;
+		}
+		if (i < n) {
+			chunk[nk] = p[i];
+			k[nk] = (struct emu_cuda_kcopy){p[i]->c.dst, p[i]->c.src, p[i]->c.n};
+			if (p[i]->kern == KERN_LAST)
+				k[nk].n |= EMU_CUDA_KCOPY_LAST;
+			nk++;
+		}
+		if (!nk || (nk < EMU_CUDA_KCOPY_MAX && i < n))
+			continue;
+		r = d->kern_off ? -ENOSYS
+		                : emu_cuda_copy_kernel(d->st[chunk[0]->si].ctx,
+		                                       d->st[chunk[0]->si].stream, k, nk);
+		d->stat.calls++;
+		if (!r) {
+			d->inflight += nk;
+		} else {
+			if (r != -ENOSYS)
+				emu_warn("the GPU copy kernel's launch failed (%s, %d); one driver "
+				         "call per copy from now on",
+				         emu_cuda_error_str(r), r);
+			d->kern_off = true;
+			for (size_t c = 0; c < nk; c++)
+				issue_split(d, chunk[c]);
+		}
+		nk = 0;
+	}
+	return rest;
+}
+
+/* Copies p[0..n) (one stream, one level): the copy kernel's in its
+ * launches, the others as one batch where possible. */
 static void issue_level(struct emu_dma *d, struct dma_pend **p, size_t n)
 {
 	size_t from = 0;
+
+	n = issue_kern(d, p, n);
 
 	if (n > 1 && emu_cfg.cuda_batch && !d->batch_off && emu_cuda_batch_ok() &&
 	    batch_arrays(d, n)) {
@@ -487,6 +575,7 @@ static void issue_level(struct emu_dma *d, struct dma_pend **p, size_t n)
 			}
 			r = emu_cuda_copy_batch(d->st[p[0]->si].ctx, d->st[p[0]->si].stream,
 			                        d->dsts, d->srcs, d->sizes, k, &fail);
+			d->stat.calls++;
 			if (!r) {
 				d->inflight += k;
 				return;
@@ -545,10 +634,13 @@ void emu_dma_submit(struct emu_worker *w)
 {
 	struct emu_dma *d = w->dma;
 	struct dma_pend **lv;
-	uint64_t flush;
+	uint64_t flush, t0;
 
 	if (!d || !d->npend)
 		return;
+	t0 = emu_now_ns();
+	d->stat.submits++;
+	d->stat.copies += d->npend;
 	flush = ++d->flush_seq;
 	lv = grow((void **)&d->lv, &d->cap_lv, (unsigned)d->npend, sizeof(*lv)) ? d->lv : NULL;
 	for (int si = 0; si < d->nst; si++) {
@@ -582,6 +674,7 @@ void emu_dma_submit(struct emu_worker *w)
 		d->pend[i].job->flush = flush;
 	d->npend = 0;
 	d->done_flush = d->b_head ? d->b_head->flush - 1 : d->flush_seq;
+	d->stat.submit_ns += emu_now_ns() - t0;
 }
 
 /* Wait (bounded) until at most keep copies are in flight. */
@@ -605,12 +698,31 @@ void emu_dma_quiesce(struct emu_worker *w)
 			pause_briefly();
 }
 
+/* What the copy queue did: how many copies each submission and each driver
+ * call carried, and how long a submission's event took to be seen done. */
+static void log_stats(const struct emu_dma *d)
+{
+	const typeof(d->stat) *s = &d->stat;
+
+	if (!s->submits)
+		return;
+	emu_info("GPU copy queue: %llu copies in %llu submissions (%.1f each), %llu driver "
+	         "calls, %llu jobs; %.1f us per submission to issue, %.1f us until its event "
+	         "was seen done",
+	         (unsigned long long)s->copies, (unsigned long long)s->submits,
+	         (double)s->copies / (double)s->submits, (unsigned long long)s->calls,
+	         (unsigned long long)s->jobs, (double)s->submit_ns / 1e3 / (double)s->submits,
+	         s->reaped ? (double)s->wait_ns / 1e3 / (double)s->reaped : 0.0);
+}
+
 void emu_dma_discard(struct emu_worker *w)
 {
 	struct emu_dma *d = w->dma;
 
 	if (!d)
 		return;
+	log_stats(d);
+	memset(&d->stat, 0, sizeof(d->stat));
 	d->npend = 0; /* never issued */
 	emu_dma_quiesce(w);
 	while (d->j_head) {
@@ -652,8 +764,8 @@ static unsigned level_for(const struct emu_dma *d, int si, const struct emu_cuda
 	return l;
 }
 
-static int queue(struct emu_dma_job *j, int si, const struct emu_cuda_copy *c, unsigned min,
-                 unsigned *level)
+static int queue(struct emu_dma_job *j, int si, const struct emu_cuda_copy *c, uint8_t kern,
+                 unsigned min, unsigned *level)
 {
 	struct emu_dma *d = j->d;
 	unsigned cap = (unsigned)d->cap_pend;
@@ -666,7 +778,7 @@ static int queue(struct emu_dma_job *j, int si, const struct emu_cuda_copy *c, u
 		return -ENOMEM;
 	d->cap_pend = cap;
 	*level = level_for(d, si, c, min);
-	d->pend[d->npend++] = (struct dma_pend){*c, si, *level, j};
+	d->pend[d->npend++] = (struct dma_pend){*c, kern, si, *level, j};
 	j->flush = DMA_FLUSH_WAIT;
 	return 0;
 }
@@ -683,8 +795,33 @@ static uint8_t *host_va(const struct emu_mr *mr, uint64_t addr)
 	return (uint8_t *)mr->host_base + (addr - mr->iova);
 }
 
+static bool in_ring(const struct emu_dma *d, void *ctx, uint64_t p, uint64_t n)
+{
+	uint64_t r = (uintptr_t)d->ring;
+
+	return d->ring && d->ring_mapped && d->ring_ctx == ctx && p >= r && n <= d->ring_size &&
+	       p - r <= d->ring_size - n;
+}
+
+/* May the copy kernel do c on ctx's stream? A small copy whose addresses the
+ * device reaches: its own memory, or the queue's mapped ring. */
+static bool kern_ok(const struct emu_dma *d, void *ctx, const struct emu_cuda_copy *c)
+{
+	if (d->kern_off || c->n > (uint64_t)emu_cfg.cuda_kernel_max)
+		return false;
+	switch (c->kind) {
+	case EMU_CUDA_DTOD:
+		return !c->src_ctx || c->src_ctx == ctx;
+	case EMU_CUDA_HTOD:
+		return in_ring(d, ctx, c->src, c->n);
+	default:
+		return in_ring(d, ctx, c->dst, c->n);
+	}
+}
+
 /* Queue a copy into target memory on ctx's stream, its last byte after the
- * rest (a later level: a batch has no order). 0 or -EIO (nothing queued). */
+ * rest: in the copy kernel, or a later level (a batch has no order). 0 or
+ * -EIO (nothing queued). */
 static int queue_split(struct emu_dma_job *j, void *ctx, const struct emu_cuda_copy *c)
 {
 	struct emu_cuda_copy body = *c, tail = *c;
@@ -693,13 +830,15 @@ static int queue_split(struct emu_dma_job *j, void *ctx, const struct emu_cuda_c
 
 	if (si < 0)
 		return -EIO;
+	if (kern_ok(j->d, ctx, c))
+		return queue(j, si, c, KERN_LAST, 0, &l) ? -EIO : 0;
 	if (c->n < 2)
-		return queue(j, si, c, 0, &l) ? -EIO : 0;
+		return queue(j, si, c, KERN_NO, 0, &l) ? -EIO : 0;
 	body.n = c->n - 1;
 	tail.dst += body.n;
 	tail.src += body.n;
 	tail.n = 1;
-	if (queue(j, si, &body, 0, &l) || queue(j, si, &tail, l + 1, &l2))
+	if (queue(j, si, &body, KERN_NO, 0, &l) || queue(j, si, &tail, KERN_NO, l + 1, &l2))
 		return -EIO;
 	return 0;
 }
@@ -766,7 +905,7 @@ int emu_dma_put(struct emu_dma_job *j, struct emu_mr *dst, uint64_t addr,
 		ctx = dst->cu.ctx;
 		r = si < 0 ? NULL : ring_alloc(j->d, j, ctx, len);
 		in.dst = (uintptr_t)r;
-		if (!r || hold(j, src->mr) || queue(j, si, &in, 0, &l))
+		if (!r || hold(j, src->mr) || queue(j, si, &in, KERN_NO, 0, &l))
 			return put_sync(j, dst, addr, src, len);
 		c = (struct emu_cuda_copy){dev_va(dst, addr), (uintptr_t)r, len, EMU_CUDA_HTOD,
 		                           NULL};
@@ -797,7 +936,9 @@ int emu_dma_put(struct emu_dma_job *j, struct emu_mr *dst, uint64_t addr,
 			if (!r || si < 0)
 				return put_sync(j, dst, addr, src, len);
 			c.dst = (uintptr_t)r;
-			if (hold(j, src->mr) || queue(j, si, &c, 0, &l) ||
+			if (hold(j, src->mr) ||
+			    queue(j, si, &c, kern_ok(j->d, ctx, &c) ? KERN_PLAIN : KERN_NO, 0,
+			          &l) ||
 			    add_place(j, host_va(dst, addr), r, len))
 				return put_sync(j, dst, addr, src, len);
 			return 0;
@@ -822,7 +963,8 @@ const void *emu_dma_get(struct emu_dma_job *j, struct emu_mr *mr, uint64_t addr,
 
 		buf = si < 0 ? NULL : ring_alloc(j->d, j, mr->cu.ctx, len);
 		c.dst = (uintptr_t)buf;
-		if (buf && !hold(j, mr) && !queue(j, si, &c, 0, &l))
+		if (buf && !hold(j, mr) &&
+		    !queue(j, si, &c, kern_ok(j->d, mr->cu.ctx, &c) ? KERN_PLAIN : KERN_NO, 0, &l))
 			return buf;
 	}
 	emu_dma_quiesce(j->d->w);

@@ -7,7 +7,8 @@
  * answered from it, READ data scattered into it) is a job: its copies are
  * queued on the worker, and what must wait for them (an ACK, a CQE, a READ
  * response) is the job's done() callback. Copies are issued at the end of
- * the engine pass, all of them together: one cuMemcpyBatchAsync per stream
+ * the engine pass, all of them together: small ones as one launch of the
+ * copy kernel (copy_kernel.c), the rest as one cuMemcpyBatchAsync per stream
  * and ordering level where the driver has it, else one asynchronous copy
  * call each, on a non-blocking stream per worker and CUDA context, followed
  * by an event. Each pass begins by asking the oldest events whether they are

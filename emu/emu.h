@@ -107,6 +107,7 @@ struct emu_config {
 	int cuda_batch;         /* GNIC_EMU_CUDA_BATCH: use cuMemcpyBatchAsync (0/1) */
 	int cuda_timeout_ms;    /* GNIC_EMU_CUDA_TIMEOUT_MS: longest wait for one copy */
 	int cuda_d2d;           /* GNIC_EMU_CUDA_D2D: GPU to GPU device-to-device (0/1) */
+	int cuda_kernel_max;    /* GNIC_EMU_CUDA_KERNEL_MAX: copy kernel up to this size */
 	char secret[1024];      /* GNIC_EMU_SECRET; "" = unset. Never printed */
 	char secret_file[4096]; /* GNIC_EMU_SECRET_FILE; "" = the per-user file */
 	char eth_if[256];       /* GNIC_EMU_ETH_IF: interfaces of the Ethernet ports */
@@ -649,6 +650,8 @@ int emu_cuda_event_new(void *ctx, void **ev);
 int emu_cuda_event_record(void *ctx, void *ev, void *stream);
 int emu_cuda_query(void *ctx, void *ev, void *stream); /* 0 done, 1 not yet, or error */
 void *emu_cuda_pinned_alloc(void *ctx, size_t n);      /* portable pinned memory, or NULL */
+/* Is pinned p (emu_cuda_pinned_alloc's) at the same address on ctx's device? */
+bool emu_cuda_pinned_mapped(void *ctx, void *p);
 enum emu_cuda_kind { EMU_CUDA_HTOD, EMU_CUDA_DTOH, EMU_CUDA_DTOD };
 struct emu_cuda_copy {
 	uint64_t dst, src; /* device addresses, or host addresses as integers */
@@ -661,6 +664,17 @@ int emu_cuda_copy_async(void *ctx, void *stream, const struct emu_cuda_copy *c);
  * without it; *fail_idx: the copy that failed (SIZE_MAX: none named). */
 int emu_cuda_copy_batch(void *ctx, void *stream, uint64_t *dsts, uint64_t *srcs, size_t *sizes,
                         size_t n, size_t *fail_idx);
+/* n (1..EMU_CUDA_KCOPY_MAX) copies as one launch of the copy kernel
+ * (copy_kernel.c), no order among them; addresses the device can reach
+ * (its memory, mapped pinned memory). -ENOSYS when the kernel cannot be
+ * loaded; ctx's stream must come from emu_cuda_stream_new. */
+#define EMU_CUDA_KCOPY_MAX  168
+#define EMU_CUDA_KCOPY_LAST (1ull << 63) /* in n: the last byte after the rest */
+struct emu_cuda_kcopy {
+	uint64_t dst, src, n;
+};
+int emu_cuda_copy_kernel(void *ctx, void *stream, const struct emu_cuda_kcopy *c, size_t n);
+extern const char emu_copy_kernel_ptx[];
 
 /* channel.c */
 void emu_channel_notify(struct emu_cq *cq); /* engine: CQE written and armed */

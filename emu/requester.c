@@ -797,6 +797,20 @@ void emu_requester_reset(struct emu_qp *qp)
 	memset(&qp->last_err, 0, sizeof(qp->last_err));
 }
 
+/* The oldest entry still without its answer, or NULL. Entries before it are
+ * done, or answered with their data still being copied into GPU memory
+ * (copying): an answer for the entry after a copying one is in order. */
+static struct emu_outstanding *first_unanswered(struct emu_qp *qp)
+{
+	for (uint32_t n = qp->req.ost_tail; n != qp->req.ost_head; n++) {
+		struct emu_outstanding *e = ost_at(qp, n);
+
+		if (!e->done && !e->copying)
+			return e;
+	}
+	return NULL;
+}
+
 /* Find the unanswered entry with this psn, or NULL for a stale answer. */
 static struct emu_outstanding *find_psn(struct emu_qp *qp, uint32_t psn)
 {
@@ -964,7 +978,7 @@ bool emu_requester_on_response(struct emu_qp *qp, const struct emu_msg *m, const
 	}
 	ack_through(qp, m->psn, false);
 	retire(qp); /* earlier WQEs complete before this one's outcome */
-	if (atomic_load(&qp->state) != IBV_QPS_RTS || ost_at(qp, qp->req.ost_tail) != e)
+	if (atomic_load(&qp->state) != IBV_QPS_RTS || first_unanswered(qp) != e)
 		return true;
 	switch (m->type) {
 	case EMU_MSG_NAK:

@@ -27,7 +27,18 @@
  *             from the event): the WRITE's CQE is REM_ACCESS_ERR, a READ
  *             into GPU memory LOC_PROT_ERR
  *   fail_issue the same with copies the driver refuses at issue
+ *   reads     64 READs of GPU memory into GPU memory, copies late: every
+ *             answer taken in order while the READ before it still copies
+ *   kernel    (GNIC_EMU_CUDA_KERNEL_MAX > 0) 32 GPU-to-GPU WRITEs rung at once
+ *             are carried by the copy kernel, a few launches, no driver copy;
+ *             a WRITE from pageable memory goes through the mapped bounce
+ *             ring by the kernel too; a launch the driver refuses goes to the
+ *             driver's copies: nothing lost
+ *   kernel_reads the 64 READs with the copy kernel: its copies
  *
+ * The cases other than kernel run with the copy kernel off
+ * (GNIC_EMU_CUDA_KERNEL_MAX=0, set by CMake), order, mixed and fail_run
+ * also with it on: the same semantics by either path.
  * Exit 77 when libcuda.so.1 is not the fake (a real driver).
  */
 #include <dlfcn.h>
@@ -663,19 +674,129 @@ static void case_streams(void)
 	CHECK_OK(ibv_close_device(ctx));
 }
 
+/* 64 READs of GPU memory into GPU memory rung at once (8 outstanding at a
+ * time), copies late: an answer that arrives while the READ before it
+ * still copies its data is in order, not dropped (each dropped answer cost
+ * a transport timeout). With the copy kernel (by_kernel), the responder's
+ * reads (into the ring) and the requester's writes (from it) are its. */
+static void gpu_reads(int by_kernel)
+{
+	enum { N = 64, SZ = 256 };
+	uint8_t *a = gpu_alloc(N * SZ), *b = gpu_alloc(N * SZ);
+	struct ibv_send_wr wr[N];
+	struct ibv_sge sge[N];
+	struct ibv_mr *amr, *bmr;
+	struct ibv_wc wc[N];
+	long c0 = cu.stat("kernel_copies");
+
+	t_case("64 READs from GPU memory into GPU memory");
+	t_fill(a, N * SZ, 71);
+	memset(b, 0, N * SZ);
+	pair_open();
+	amr = t_reg(pair.pd, a, N * SZ, T_ACCESS_ALL);
+	bmr = t_reg(pair.pd, b, N * SZ, T_ACCESS_ALL);
+	cu.set_async(300);
+	for (int i = 0; i < N; i++) {
+		sge[i] = (struct ibv_sge){(uintptr_t)(b + i * SZ), SZ, bmr->lkey};
+		wr[i] = rdma_wr(i, IBV_WR_RDMA_READ, &sge[i], (uintptr_t)(a + i * SZ), amr->rkey,
+		                i == N - 1 ? IBV_SEND_SIGNALED : 0);
+	}
+	post_chain(pair.qp[0], wr, N);
+	t_poll(pair.scq[0], 1, wc, "GPU READs");
+	CHECK_WC(&wc[0], (uint64_t)(N - 1), IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	CHECK_MEM(b, a, N * SZ);
+	if (by_kernel)
+		CHECK_GE(cu.stat("kernel_copies") - c0, 2 * N);
+	cu.set_async(0);
+	CHECK_OK(ibv_dereg_mr(amr));
+	CHECK_OK(ibv_dereg_mr(bmr));
+	pair_close();
+	gpu_free(a);
+	gpu_free(b);
+}
+
+static void case_reads(void)
+{
+	gpu_reads(0);
+}
+
+static void case_kernel(void)
+{
+	long l0 = cu.stat("kernel_launches"), c0 = cu.stat("kernel_copies");
+	uint8_t *page = t_alloc(SLOT, 0), *g = gpu_alloc(SLOT);
+	struct ibv_mr *qmr, *gmr;
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	struct stats s = gpu_writes(32, 500);
+	long launches = cu.stat("kernel_launches") - l0, copies = cu.stat("kernel_copies") - c0;
+
+	print_stats("32 GPU-to-GPU WRITEs with the copy kernel", &s);
+	printf("kernel: %ld launches, %ld copies\n", launches, copies);
+	CHECK_GE(launches, 1);
+	CHECK(launches < 32); /* one per engine pass, not per WRITE */
+	CHECK_EQ(copies, 32); /* a WRITE is one copy: the kernel writes its last byte last */
+	CHECK_EQ(s.batch_calls + s.htod + s.dtoh + s.dtod + s.stream_sync, 0);
+
+	t_case("kernel: a WRITE from pageable memory, through the mapped ring");
+	t_fill(page, SLOT, 61);
+	memset(g, 0, SLOT);
+	pair_open();
+	qmr = t_reg(pair.pd, page, SLOT, T_ACCESS_ALL);
+	gmr = t_reg(pair.pd, g, SLOT, T_ACCESS_ALL);
+	s = stats_now();
+	c0 = cu.stat("kernel_copies");
+	sge = (struct ibv_sge){(uintptr_t)page, SLOT, qmr->lkey};
+	wr = rdma_wr(1, IBV_WR_RDMA_WRITE, &sge, (uintptr_t)g, gmr->rkey, IBV_SEND_SIGNALED);
+	t_post_send(pair.qp[0], &wr);
+	wc = t_poll1(pair.scq[0], "WRITE from pageable memory");
+	CHECK_WC(&wc, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	CHECK_MEM(g, page, SLOT);
+	CHECK_EQ(cu.stat("kernel_copies") - c0, 1);
+	s = stats_since(&s);
+	CHECK_EQ(s.htod + s.batch_calls, 0);
+
+	t_case("kernel: a launch the driver refuses: the driver's copies, nothing lost");
+	t_fill(page, SLOT, 62);
+	cu.fail_copies(1, 0, ERR_INVALID_VALUE);
+	s = stats_now();
+	wr.wr_id = 2;
+	t_post_send(pair.qp[0], &wr);
+	wc = t_poll1(pair.scq[0], "WRITE after a refused launch");
+	CHECK_WC(&wc, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	CHECK_MEM(g, page, SLOT);
+	s = stats_since(&s);
+	CHECK_GE(s.htod, 1); /* body and last byte, one call each */
+	CHECK_OK(ibv_dereg_mr(qmr));
+	CHECK_OK(ibv_dereg_mr(gmr));
+	pair_close();
+	gpu_free(g);
+	free(page);
+}
+
+static void case_kernel_reads(void)
+{
+	gpu_reads(1);
+}
+
 static const struct t_named_case cases[] = {
     {"order", case_order},       {"not_held", case_not_held},     {"batch", case_batch},
     {"d2d", case_d2d},           {"pinned", case_pinned},         {"mixed", case_mixed},
     {"fail_run", case_fail_run}, {"fail_issue", case_fail_issue}, {"streams", case_streams},
+    {"reads", case_reads},
 };
 
 static const struct t_named_case nobatch[] = {{"nobatch", case_nobatch}};
+static const struct t_named_case kernel[] = {{"kernel", case_kernel},
+                                             {"kernel_reads", case_kernel_reads}};
 
 int main(int argc, char **argv)
 {
 	cuda_load();
 	if (argc > 1 && !strcmp(argv[1], "nobatch"))
 		T_RUN_CASES(nobatch, argc, argv);
+	else if (argc > 1 && !strncmp(argv[1], "kernel", 6))
+		T_RUN_CASES(kernel, argc, argv);
 	else
 		T_RUN_CASES(cases, argc, argv);
 	printf("PASS\n");

@@ -76,7 +76,8 @@ struct range {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct range regs[MAX_RANGES], allocs[MAX_RANGES], maps[MAX_RANGES], hosts[MAX_RANGES];
-static int nregs, nallocs, nmaps, nhosts;
+static struct range maphosts[MAX_RANGES]; /* cuMemHostAlloc'd with DEVICEMAP */
+static int nregs, nallocs, nmaps, nhosts, nmaphosts;
 static int ctx_token, primary_refs;
 static _Thread_local int *current; /* the calling thread's context */
 
@@ -204,7 +205,10 @@ EXPORT int cuMemHostGetDevicePointer_v2(uint64_t *dptr, void *p, unsigned flags)
 
 	(void)flags;
 	pthread_mutex_lock(&lock);
-	r = find(regs, nregs, (uintptr_t)p, 1) >= 0 ? OK : ERR_INVALID_VALUE;
+	r = find(regs, nregs, (uintptr_t)p, 1) >= 0 ||
+	            find(maphosts, nmaphosts, (uintptr_t)p, 1) >= 0
+	        ? OK
+	        : ERR_INVALID_VALUE;
 	pthread_mutex_unlock(&lock);
 	if (!r)
 		*dptr = (uintptr_t)p;
@@ -465,12 +469,14 @@ enum {
 	STAT_HOST_ALLOC,      /* ... cuMemHostAlloc'd (a bounce buffer, say) */
 	STAT_HOST_PAGEABLE,   /* ... memory the driver does not know */
 	STAT_STREAM_CREATE,
+	STAT_KERNEL_LAUNCHES, /* the copy kernel's launches (cuLaunchKernel) */
+	STAT_KERNEL_COPIES,   /* ... and the copies they carried */
 	STAT_COUNT
 };
 static const char *const stat_names[STAT_COUNT] = {
-    "batch_calls",     "batch_copies", "async_htod",    "async_dtoh",
-    "async_dtod",      "stream_sync",  "event_query",   "event_record",
-    "host_registered", "host_alloc",   "host_pageable", "stream_create"};
+    "batch_calls",   "batch_copies",  "async_htod",      "async_dtoh",      "async_dtod",
+    "stream_sync",   "event_query",   "event_record",    "host_registered", "host_alloc",
+    "host_pageable", "stream_create", "kernel_launches", "kernel_copies"};
 static long stats[STAT_COUNT];
 
 static void stat_add(int k, long n)
@@ -499,6 +505,7 @@ struct fake_event {
 struct copy {
 	uint64_t dst, src;
 	size_t n;
+	int last; /* the copy kernel's: the last byte after the rest */
 };
 
 /* One queued operation: copies (a batch, or one) or an event record. */
@@ -578,9 +585,16 @@ static void run_op(struct op *o)
 		pthread_mutex_unlock(&q_lock);
 		return;
 	}
-	for (size_t i = o->ncopies; i-- > 0;) /* a batch has no order: run it backwards */
-		memmove((void *)(uintptr_t)o->copies[i].dst,
-		        (const void *)(uintptr_t)o->copies[i].src, o->copies[i].n);
+	for (size_t i = o->ncopies; i-- > 0;) { /* a batch has no order: run it backwards */
+		const struct copy *c = &o->copies[i];
+		size_t body = c->last && c->n ? c->n - 1 : c->n;
+
+		memmove((void *)(uintptr_t)c->dst, (const void *)(uintptr_t)c->src, body);
+		if (body < c->n)
+			__atomic_store_n((uint8_t *)(uintptr_t)(c->dst + body),
+			                 *(const uint8_t *)(uintptr_t)(c->src + body),
+			                 __ATOMIC_RELEASE);
+	}
 }
 
 static void *q_main(void *arg)
@@ -715,7 +729,7 @@ static int copy_async(uint64_t dst, uint64_t src, size_t n, void *stream, int de
 	o = op_new(stream, 1);
 	if (!o)
 		return ERR_OUT_OF_MEMORY;
-	o->copies[0] = (struct copy){dst, src, n};
+	o->copies[0] = (struct copy){dst, src, n, 0};
 	o->fail = run;
 	stat_add(stat, 1);
 	if (stat == STAT_HTOD)
@@ -820,7 +834,7 @@ static int batch_async(uint64_t *dsts, uint64_t *srcs, size_t *sizes, size_t cou
 			host_stat(srcs[i], sizes[i]);
 		else if (!in_device(dsts[i], sizes[i]))
 			host_stat(dsts[i], sizes[i]);
-		o->copies[i] = (struct copy){dsts[i], srcs[i], sizes[i]};
+		o->copies[i] = (struct copy){dsts[i], srcs[i], sizes[i], 0};
 	}
 	o->fail = run_err;
 	stat_add(STAT_BATCH_CALLS, 1);
@@ -915,6 +929,8 @@ EXPORT int cuMemHostAlloc(void **p, size_t len, unsigned flags)
 		r = ERR_OUT_OF_MEMORY;
 	else
 		hosts[nhosts++] = (struct range){(uintptr_t)*p, len};
+	if (!r && (flags & 2) && nmaphosts < MAX_RANGES) /* CU_MEMHOSTALLOC_DEVICEMAP */
+		maphosts[nmaphosts++] = (struct range){(uintptr_t)*p, len};
 	pthread_mutex_unlock(&lock);
 	if (r) {
 		free(*p);
@@ -932,7 +948,89 @@ EXPORT int cuMemFreeHost(void *p)
 		;
 	if (i < nhosts)
 		hosts[i] = hosts[--nhosts];
+	for (i = 0; i < nmaphosts && maphosts[i].base != (uintptr_t)p; i++)
+		;
+	if (i < nmaphosts)
+		maphosts[i] = maphosts[--nmaphosts];
 	pthread_mutex_unlock(&lock);
 	free(p);
+	return OK;
+}
+
+/* ---- gnic-emu's copy kernel (emu/copy_kernel.c) -------------------------- */
+
+static int module_tag, function_tag;
+
+/* Loads only the copy kernel's PTX (a module is its entry point here). */
+EXPORT int cuModuleLoadData(void **mod, const void *image)
+{
+	if (!ctx_live())
+		return ERR_INVALID_CONTEXT;
+	if (!image || !strstr(image, ".entry gnic_emu_copy(") || !strstr(image, ".version "))
+		return 218; /* CUDA_ERROR_INVALID_PTX */
+	*mod = &module_tag;
+	return OK;
+}
+
+EXPORT int cuModuleGetFunction(void **fn, void *mod, const char *name)
+{
+	if (mod != &module_tag || !name || strcmp(name, "gnic_emu_copy"))
+		return ERR_NOT_FOUND;
+	*fn = &function_tag;
+	return OK;
+}
+
+/* What a kernel may touch: device memory, or host memory mapped into it. */
+static int device_reaches(uint64_t p, size_t n)
+{
+	int r;
+
+	pthread_mutex_lock(&lock);
+	r = find(allocs, nallocs, p, n) >= 0 || find(maps, nmaps, p, n) >= 0 ||
+	    find(regs, nregs, p, n) >= 0 || find(maphosts, nmaphosts, p, n) >= 0;
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+/* The copy kernel, carried out like a batch (in stream order, no order
+ * inside): its parameter block is a u32 count, 4 bytes of padding and count
+ * copies of {dst, src, n} with bit 63 of n meaning "last byte last". An
+ * address the device cannot reach faults when the kernel runs. */
+EXPORT int cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                          unsigned bz, unsigned shmem, void *stream, void **params, void **extra)
+{
+	const uint8_t *p;
+	uint32_t count;
+	struct op *o;
+	int run, r;
+
+	if (!stream || !ctx_live())
+		return ERR_INVALID_CONTEXT;
+	if (fn != &function_tag || !params || !params[0] || extra || !gx || gy != 1 || gz != 1 ||
+	    !bx || bx > 1024 || by != 1 || bz != 1 || shmem)
+		return ERR_INVALID_VALUE;
+	p = params[0];
+	memcpy(&count, p, sizeof(count));
+	if (!count || count > 168)
+		return ERR_INVALID_VALUE;
+	r = take_failure(&run);
+	if (r)
+		return r;
+	o = op_new(stream, count);
+	if (!o)
+		return ERR_OUT_OF_MEMORY;
+	for (uint32_t i = 0; i < count; i++) {
+		uint64_t v[3];
+
+		memcpy(v, p + 8 + 24 * (size_t)i, sizeof(v));
+		o->copies[i] =
+		    (struct copy){v[0], v[1], (size_t)(v[2] & ~(1ull << 63)), (int)(v[2] >> 63)};
+		if (!device_reaches(v[0], o->copies[i].n) || !device_reaches(v[1], o->copies[i].n))
+			run = ERR_ILLEGAL_ADDRESS;
+	}
+	o->fail = run;
+	stat_add(STAT_KERNEL_LAUNCHES, 1);
+	stat_add(STAT_KERNEL_COPIES, (long)count);
+	submit(o);
 	return OK;
 }
