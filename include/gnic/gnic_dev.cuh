@@ -1120,28 +1120,17 @@ GNIC_DEVFN unsigned gnic_warp_lanes(void)
 	return left >= 32 ? 0xffffffffu : (1u << left) - 1;
 }
 
+/* The warp's lanes as one coalesced group (gnic_dev_post_group), every lane
+ * there by the barrier first. */
 GNIC_DEVFN int gnic_dev_put_warp(struct gnic_dev_qp *qp, const void *laddr, uint32_t lkey,
                                  uint64_t raddr, uint32_t rkey, uint32_t len, uint32_t flags)
 {
 	unsigned mask = gnic_warp_lanes();
-	uint32_t tid = gnic_cta_tid();
-	uint32_t lane = tid & 31, n = __popc(mask);
-	unsigned long long base = 0;
-	int rc = 0;
+	int rc;
 
 	__syncwarp(mask);
-	if (lane == 0)
-		rc = gnic_dev_sq_reserve(qp, n, (uint64_t *)&base);
-	rc = __shfl_sync(mask, rc, 0);
-	if (rc)
-		return rc;
-	base = __shfl_sync(mask, base, 0);
-	gnic_dev_wqe_rdma(qp, base + lane, GNIC_MLX5_OPCODE_RDMA_WRITE, (uint64_t)(uintptr_t)laddr,
-	                  lkey, raddr, rkey, len, flags, 0, NULL);
-	__syncwarp(mask);
-	if (lane == 0)
-		rc = gnic_dev_sq_commit(qp, base, n, NULL);
-	rc = __shfl_sync(mask, rc, 0);
+	rc = gnic_dev_post_group(qp, mask, GNIC_MLX5_OPCODE_RDMA_WRITE, (uint64_t)(uintptr_t)laddr,
+	                         lkey, raddr, rkey, len, flags, 0, NULL);
 	return rc == GNIC_DEV_OK && len > GNIC_DEV_MAX_MSG ? GNIC_DEV_ERR_INVAL : rc;
 }
 
