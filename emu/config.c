@@ -111,6 +111,11 @@ static const struct knob knobs[] = {
      "the kernel needs a free SM slot, which a kernel that fills the GPU never leaves)"},
     {"GNIC_EMU_CUDA_TIMEOUT_MS", KNOB_INT, CFG(cuda_timeout_ms), "10000", 1, 3600000,
      "a GPU copy not done after this (ms) fails its work request (logged)"},
+    {"GNIC_EMU_UAR_PAGES", KNOB_INT, CFG(uar_pages), "4096", 0, 1 << 20,
+     "UAR pages (two doorbell registers each) a device gives its contexts as the kernel "
+     "allocates them dynamically: QPs' registers as rdma-core's mlx5 takes them, and one "
+     "register per thread domain; past it a QP or ibv_alloc_td that needs a new page fails "
+     "with ENOMEM"},
     {"GNIC_EMU_PENDING_MAX", KNOB_INT, CFG(pending_max), "256", 1, 65536,
      "most inbound fabric connections still in their handshake (and at most a quarter of "
      "RLIMIT_NOFILE); over it the oldest one is dropped"},

@@ -202,6 +202,8 @@ EMU_EXPORT int gemu_destroy_cq(struct ibv_cq *ibcq)
 		err = EBUSY;
 	else
 		emu_nic.cqs[cq->cqn] = NULL; /* no QP uses it: the engine cannot reach it */
+	if (!err && cq->parent)
+		cq->parent->refcnt--;
 	emu_nic_unlock();
 	if (err)
 		return err;

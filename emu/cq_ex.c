@@ -179,7 +179,7 @@ static void fill_ops(struct ibv_cq_ex *x, uint64_t wc_flags)
 /* ---- create ---------------------------------------------------------------- */
 
 /* mlx5's create_cq checks, in its order. */
-static int check_attr(const struct ibv_cq_init_attr_ex *a)
+static int check_attr(struct ibv_context *context, const struct ibv_cq_init_attr_ex *a)
 {
 	if (!a->cqe || (a->comp_mask & ~(uint32_t)CQ_COMP_MASK_MLX5) ||
 	    ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
@@ -191,8 +191,10 @@ static int check_attr(const struct ibv_cq_init_attr_ex *a)
 		         (unsigned long long)a->wc_flags);
 		return EOPNOTSUPP;
 	}
-	/* a parent domain: ibv_alloc_parent_domain makes none here */
-	if (a->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD)
+	/* IBV_CQ_INIT_ATTR_MASK_PD: a parent domain (a plain PD: EINVAL, as in
+	 * mlx5), of this context (gnic-emu's check) */
+	if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+	    (!emu_parent_domain(a->parent_domain) || a->parent_domain->context != context))
 		return EINVAL;
 	return 0;
 }
@@ -207,7 +209,7 @@ EMU_EXPORT struct ibv_cq_ex *gemu_create_cq_ex(struct ibv_context *context,
 		errno = EINVAL;
 		return NULL;
 	}
-	err = check_attr(attr);
+	err = check_attr(context, attr);
 	if (!err && attr->cqe > EMU_MAX_CQE)
 		err = EINVAL;
 	cq = err ? NULL : calloc(1, sizeof(*cq));
@@ -219,6 +221,12 @@ EMU_EXPORT struct ibv_cq_ex *gemu_create_cq_ex(struct ibv_context *context,
 		                     (attr->flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN);
 		err = emu_cq_init(cq, context, (int)attr->cqe, attr->cq_context, attr->channel,
 		                  (int)attr->comp_vector);
+	}
+	if (!err && (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD)) {
+		cq->parent = emu_parent_domain(attr->parent_domain); /* held until destroy */
+		emu_nic_lock();
+		cq->parent->refcnt++;
+		emu_nic_unlock();
 	}
 	if (err) {
 		errno = err;

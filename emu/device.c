@@ -295,6 +295,9 @@ static void context_fill_ops(struct emu_context *ctx)
 	vctx->query_device_ex = gemu_query_device_ex;
 	vctx->create_qp_ex = gemu_create_qp_ex;
 	vctx->create_cq_ex = gemu_create_cq_ex;
+	vctx->alloc_td = gemu_alloc_td; /* thread and parent domains (td.c, pd.c) */
+	vctx->dealloc_td = gemu_dealloc_td;
+	vctx->alloc_parent_domain = gemu_alloc_parent_domain;
 	vctx->ibv_create_flow = gemu_create_flow; /* RAW_PACKET steering (flow.c) */
 	vctx->ibv_destroy_flow = gemu_destroy_flow;
 	vctx->sz = sizeof(struct verbs_context);

@@ -111,6 +111,7 @@ struct emu_config {
 	char secret[1024];      /* GNIC_EMU_SECRET; "" = unset. Never printed */
 	char secret_file[4096]; /* GNIC_EMU_SECRET_FILE; "" = the per-user file */
 	char eth_if[256];       /* GNIC_EMU_ETH_IF: interfaces of the Ethernet ports */
+	int uar_pages;          /* GNIC_EMU_UAR_PAGES: dynamic UAR pages of a device */
 };
 extern struct emu_config emu_cfg;
 void emu_config_load(void);
@@ -196,6 +197,7 @@ struct emu_device {
 	struct sockaddr_in addr; /* where this device's fabric listens */
 	struct emu_listener *listener;
 	int open_count;
+	_Atomic int uar_pages; /* dynamic UAR pages its contexts hold (uar.c) */
 };
 
 struct emu_context {
@@ -207,32 +209,58 @@ struct emu_context {
 };
 
 /* One doorbell (BlueFlame) register of a context, as rdma-core's mlx5 hands
- * them to QPs (uar.c): dedicated to one QP or shared by several. */
+ * them out (uar.c): to QPs, dedicated to one or shared by several, or to a
+ * thread domain, whose QPs use it without a lock. */
 struct emu_bfreg {
 	volatile uint64_t *reg; /* UAR page + 0x800 or 0xa00: two halves of buf_size */
 	uint32_t buf_size;      /* a half, 256; 0: no BlueFlame (8-byte doorbells at reg) */
 	uint32_t offset;        /* the half the next doorbell goes to (posters, under lock) */
 	bool shared;            /* posters take lock for the write and the toggle */
+	bool td;                /* a thread domain's (from the pool of emu_uar_td_attach) */
+	bool no_copy;           /* MLX5_SHUT_UP_BF: posts write 8-byte doorbells only */
 	pthread_spinlock_t lock;
-	int count, index; /* QPs using it, its number: under the context's UAR lock */
+	int count, index; /* QPs (or the TD) using it, its number: under the UAR lock */
 	struct emu_uars *owner;
+	struct emu_bfreg *next_free; /* a free thread-domain register's successor */
 };
 /* uar.c: at open (0, EINVAL or ENOMEM for MLX5_TOTAL_UUARS /
  * MLX5_NUM_LOW_LAT_UUARS that rdma-core refuses) and close of a context; a
- * QP's register (NULL: ENOMEM) and its release. */
+ * QP's register (NULL: ENOMEM) and its release (nothing for a TD's). */
 int emu_uars_open(struct emu_context *ctx);
 void emu_uars_close(struct emu_context *ctx);
 struct emu_bfreg *emu_uar_get(struct emu_context *ctx);
 void emu_uar_put(struct emu_bfreg *b);
+/* A thread domain's register, not shared with any QP outside it
+ * (mlx5_attach_dedicated_uar): the first free one, else one of a new page
+ * whose other register is kept for the next (NULL: ENOMEM, no page left);
+ * detach puts it back at the end of the free list. */
+struct emu_bfreg *emu_uar_td_attach(struct emu_context *ctx);
+void emu_uar_td_detach(struct emu_bfreg *b);
 void emu_bfreg_lock(struct emu_bfreg *b); /* only shared registers have a lock */
 void emu_bfreg_unlock(struct emu_bfreg *b);
 
+/* A thread domain (td.c): one dedicated doorbell register for the QPs of
+ * the parent domains made with it. */
+struct emu_td {
+	struct ibv_td ibtd;
+	struct emu_bfreg *bf;
+	int refcnt; /* parent domains using it (under nic.lock): dealloc -> EBUSY */
+};
+
+/* A protection domain, or a parent domain (ibv_alloc_parent_domain): then
+ * protection is the PD it contains, which the NIC checks QPs and MRs
+ * against, and td its thread domain, if any. */
 struct emu_pd {
 	struct ibv_pd ibpd;
 	uint32_t pdn;
-	int refcnt;          /* QPs + MRs using it (under nic.lock): dealloc -> EBUSY */
+	int refcnt;          /* QPs + MRs (+ parent domains) using it, under nic.lock */
 	struct emu_pd *next; /* every PD, for emu_pd_lookup (under nic.lock) */
+	struct emu_pd *protection;
+	struct emu_td *td;
+	void *pd_context; /* IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT */
 };
+/* The parent domain ibpd is, or NULL (a plain PD). */
+struct emu_pd *emu_parent_domain(struct ibv_pd *ibpd);
 
 enum emu_mem_type { EMU_MEM_HOST, EMU_MEM_CUDA };
 
@@ -288,6 +316,7 @@ struct emu_cq {
 	/* control path */
 	int refcnt;                    /* QPs using it (under nic.lock): destroy -> EBUSY */
 	uint32_t comp_events_reported; /* handed out by get_cq_event (under ibcq.mutex) */
+	struct emu_pd *parent;         /* the parent domain it was made on, or NULL */
 };
 
 /* A shared receive queue, in mlx5's format (providers/mlx5/srq.c): wq.wqe_cnt
@@ -429,7 +458,8 @@ struct emu_qp {
 	struct mlx5dv_qp_ex dvqpx;    /* mlx5dv_qp_ex_from_ibv_qp_ex's view (qp_ex.c) */
 	const struct emu_qp_ops *ops; /* its type's engine behaviour (qp_ops.h) */
 	struct emu_context *ctx;
-	struct emu_pd *pd;
+	struct emu_pd *pd;     /* the protection domain (a parent domain's own PD) */
+	struct emu_pd *parent; /* the parent domain it was made on, or NULL */
 	struct emu_cq *scq, *rcq;
 	struct emu_srq *srq; /* receives come from it (no RQ then), or NULL */
 	/* the engine worker serving it (worker.h): set at creation, may change
@@ -449,9 +479,10 @@ struct emu_qp {
 	 * stride >= 16; either may have none (wqe_cnt 0, stride 1, and an RQ's
 	 * buf NULL then) */
 	struct emu_wq sq, rq;
-	__be32 *dbrec;             /* own page: [0] RQ head, [1] SQ producer */
-	struct emu_bfreg *bf;      /* its doorbell register, maybe shared (uar.c) */
-	volatile uint64_t *bf_reg; /* bf->reg */
+	__be32 *dbrec;               /* own page: [0] RQ head, [1] SQ producer */
+	struct emu_bfreg *bf;        /* its doorbell register, maybe shared (uar.c) */
+	volatile uint64_t *bf_reg;   /* bf->reg */
+	_Atomic uint64_t bf_dropped; /* register writes the NIC dropped (requester.c) */
 
 	/* verbs side (post.c / cq.c poll); sq.lock guards the sq_* fields,
 	 * poll_cq reads an entry's after its CQE; the rest is set
@@ -742,6 +773,15 @@ EMU_EXPORT int gemu_read_sysfs_attr(const char *dir, const char *file, char *buf
 /* pd.c */
 EMU_EXPORT struct ibv_pd *gemu_alloc_pd(struct ibv_context *context);
 EMU_EXPORT int gemu_dealloc_pd(struct ibv_pd *pd);
+/* pd.c: parent domains; td.c: thread domains (the verbs_context ops that
+ * verbs.h's inline ibv_alloc_parent_domain / ibv_alloc_td / ibv_dealloc_td
+ * call; ibv_dealloc_pd frees a parent domain) */
+struct ibv_parent_domain_init_attr;
+struct ibv_td_init_attr;
+EMU_EXPORT struct ibv_pd *gemu_alloc_parent_domain(struct ibv_context *context,
+                                                   struct ibv_parent_domain_init_attr *attr);
+EMU_EXPORT struct ibv_td *gemu_alloc_td(struct ibv_context *context, struct ibv_td_init_attr *attr);
+EMU_EXPORT int gemu_dealloc_td(struct ibv_td *td);
 /* mr.c */
 EMU_EXPORT struct ibv_mr *gemu_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
                                             uint64_t iova, unsigned int access);
@@ -879,6 +919,12 @@ EMU_EXPORT int gemu_qp_engine_worker(struct ibv_qp *qp);
  * to another worker's inbox since the process began (their QP is served by
  * another worker than the connection); for tests and diagnostics. */
 EMU_EXPORT uint64_t gemu_engine_forwarded(void);
+/* requester.c: doorbell register writes naming a QP that the NIC dropped
+ * because they do not match its SQ (a BlueFlame copy torn by another QP's
+ * write, say): of one QP (-1 if not gnic-emu's), and of every QP since the
+ * process began; for tests and diagnostics. */
+EMU_EXPORT int64_t gemu_qp_bf_dropped(struct ibv_qp *qp);
+EMU_EXPORT uint64_t gemu_engine_bf_dropped(void);
 /* Is this ibv_context one of gnic-emu's? (libgnic asks before using gemu_*) */
 EMU_EXPORT bool gemu_is_emu_context(struct ibv_context *context);
 
@@ -898,9 +944,12 @@ static inline struct emu_mr *to_emr(struct ibv_mr *m)
 {
 	return container_of(m, struct emu_mr, ibmr);
 }
+/* The protection domain: a parent domain's own PD (as rdma-core's to_mpd). */
 static inline struct emu_pd *to_epd(struct ibv_pd *p)
 {
-	return container_of(p, struct emu_pd, ibpd);
+	struct emu_pd *pd = container_of(p, struct emu_pd, ibpd);
+
+	return pd->protection ? pd->protection : pd;
 }
 static inline struct emu_ah *to_eah(struct ibv_ah *a)
 {

@@ -424,7 +424,8 @@ void emu_ring_send_doorbell_nreq(struct emu_qp *qp, uint64_t ctrl8, unsigned int
 	                 __ATOMIC_RELEASE);
 	emu_bfreg_lock(bf); /* a shared register: one poster at a time, toggle included */
 	reg = bf->reg + bf->offset / sizeof(uint64_t);
-	if (nreq == 1 && bf->buf_size && ds > 1 && ds <= bf->buf_size / GNIC_MLX5_SEG_SIZE)
+	if (nreq == 1 && !bf->no_copy && bf->buf_size && ds > 1 &&
+	    ds <= bf->buf_size / GNIC_MLX5_SEG_SIZE)
 		bf_copy(qp, reg, ctrl8, ds);
 	else
 		__atomic_store_n(reg, ctrl8, __ATOMIC_RELEASE);

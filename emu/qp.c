@@ -320,6 +320,7 @@ static void init_ibqp(struct emu_qp *qp, const struct ibv_qp_init_attr_ex *a)
 	emu_wq_init_lock(&qp->rq);
 	qp->ctx = to_ectx(a->pd->context);
 	qp->pd = to_epd(a->pd);
+	qp->parent = emu_parent_domain(a->pd);
 	qp->scq = to_ecq(a->send_cq);
 	qp->rcq = to_ecq(a->recv_cq);
 	qp->srq = a->srq ? to_esrq(a->srq) : NULL;
@@ -343,6 +344,8 @@ static void destroy_ibqp(struct emu_qp *qp)
 static void hold_refs(struct emu_qp *qp, int delta)
 {
 	qp->pd->refcnt += delta;
+	if (qp->parent)
+		qp->parent->refcnt += delta;
 	qp->scq->refcnt += delta;
 	qp->rcq->refcnt += delta;
 	if (qp->srq)
@@ -404,6 +407,17 @@ static int publish(struct emu_qp *qp)
 	return 0;
 }
 
+/* mlx5_create_qp: a parent domain's thread domain gives the QP its
+ * register; any other QP takes one of the context's (uar.c). */
+static struct emu_bfreg *qp_bfreg(const struct ibv_qp_init_attr_ex *a)
+{
+	struct emu_pd *parent = emu_parent_domain(a->pd);
+
+	if (parent && parent->td)
+		return parent->td->bf;
+	return emu_uar_get(to_ectx(a->pd->context));
+}
+
 /* *cap: what ibv_create_qp reports back (the caller's caps change only when
  * the QP is made). */
 static struct emu_qp *qp_new(const struct ibv_qp_init_attr_ex *a, uint64_t dv_ops,
@@ -420,7 +434,7 @@ static struct emu_qp *qp_new(const struct ibv_qp_init_attr_ex *a, uint64_t dv_op
 		*err = size_rq(qp, a, cap);
 	if (!*err)
 		*err = alloc_queues(qp);
-	if (!*err && !(qp->bf = emu_uar_get(to_ectx(a->pd->context))))
+	if (!*err && !(qp->bf = qp_bfreg(a)))
 		*err = ENOMEM;
 	if (!*err)
 		qp->bf_reg = qp->bf->reg;

@@ -126,6 +126,20 @@ static bool reg_matches_sq(const struct emu_qp *qp, const uint64_t *cur, const u
 	return true;
 }
 
+static _Atomic uint64_t bf_dropped; /* every QP's, since the process began */
+
+EMU_EXPORT int64_t gemu_qp_bf_dropped(struct ibv_qp *ibqp)
+{
+	if (!ibqp || !gemu_is_emu_context(ibqp->context))
+		return -1;
+	return (int64_t)atomic_load_explicit(&to_eqp(ibqp)->bf_dropped, memory_order_relaxed);
+}
+
+EMU_EXPORT uint64_t gemu_engine_bf_dropped(void)
+{
+	return atomic_load_explicit(&bf_dropped, memory_order_relaxed);
+}
+
 /* One register half whose first 8 bytes changed to v: 1 and *pi if it is a
  * doorbell of this QP, 0 if not, -1 to look again in the next pass. The
  * register may be shared (uar.c): a doorbell names its QP in its second
@@ -162,6 +176,8 @@ static int reg_doorbell(struct emu_qp *qp, int half, uint64_t v, uint16_t *pi)
 			qp->req.db_pend_set[half] = true;
 			return -1; /* maybe still being written */
 		}
+		atomic_fetch_add_explicit(&qp->bf_dropped, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&bf_dropped, 1, memory_order_relaxed);
 		emu_warn_limited(&limit,
 		                 "QP 0x%x: a doorbell register write for index %u does not match "
 		                 "the WQE in the SQ there; dropped, as hardware drops it (the "

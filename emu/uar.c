@@ -19,7 +19,18 @@
  *   - a shared register has a lock, which the poster holds for the write and
  *     the half toggle; the toggle is the register's, not the QP's;
  *   - MLX5_SHUT_UP_BF (not "0"): every QP gets the one non-BlueFlame
- *     doorbell register of the context (bf.size 0, 8-byte doorbells only).
+ *     doorbell register of the context (bf.size 0, 8-byte doorbells only);
+ *   - a thread domain (mlx5_alloc_td / mlx5_attach_dedicated_uar) takes a
+ *     register of a third kind, from pages of their own: the first one on
+ *     the free list, else the first of a new page, whose second goes on the
+ *     list (a freed one goes back at its end). No QP outside the domain
+ *     gets it, and it has no lock: the domain's QPs are the user's to keep
+ *     to one thread. MLX5_SHUT_UP_BF does not change it (bf.size 256), but
+ *     posts through it write 8-byte doorbells only, as rdma-core's do;
+ *   - every page is a dynamic UAR the kernel allocates from the device:
+ *     GNIC_EMU_UAR_PAGES of them per device; past that, making a page
+ *     fails (ENOMEM, the kernel's error when the firmware refuses a UAR),
+ *     and with it the QP or thread domain that needed it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -34,8 +45,16 @@
 #define UAR_MED_THRESHOLD 12 /* MLX5_MED_BFREGS_TSHOLD */
 #define UAR_BF_REG_SIZE   (2 * GNIC_MLX5_BF_SIZE)
 
+/* A page of two thread-domain registers. */
+struct td_page {
+	void *page;
+	struct emu_bfreg reg[UAR_REGS_PER_PAGE];
+	struct td_page *next;
+};
+
 struct emu_uars {
 	pthread_mutex_t lock;
+	struct emu_device *dev; /* whose pages it takes */
 	int total, low_lat;
 	bool shut_up_bf;
 	int n_dedicated, n_shared; /* registers made of each kind */
@@ -45,6 +64,10 @@ struct emu_uars {
 	int free_head, free_len;
 	void *pages[UAR_MAX_REGS / UAR_REGS_PER_PAGE + 1];
 	int n_pages;
+	int n_dyn;                 /* pages taken from the device (GNIC_EMU_UAR_PAGES) */
+	struct td_page *td_pages;  /* thread domains' pages, newest first */
+	struct emu_bfreg *td_free; /* their free registers, oldest first */
+	struct emu_bfreg **td_free_end;
 	struct emu_bfreg nc; /* MLX5_SHUT_UP_BF's register */
 };
 
@@ -90,7 +113,29 @@ static void bfreg_init(struct emu_bfreg *b, struct emu_uars *u, void *page, int 
 	b->buf_size = GNIC_MLX5_BF_SIZE;
 	b->shared = shared;
 	b->index = u->n_regs;
+	b->no_copy = u->shut_up_bf;
 	pthread_spin_init(&b->lock, PTHREAD_PROCESS_PRIVATE);
+}
+
+/* A dynamic UAR page of the device (NULL: none left, or no memory); the
+ * caller keeps it. Under u->lock. */
+static void *dyn_page(struct emu_uars *u)
+{
+	void *page;
+
+	if (atomic_fetch_add(&u->dev->uar_pages, 1) >= emu_cfg.uar_pages) {
+		atomic_fetch_sub(&u->dev->uar_pages, 1);
+		emu_info("%s: no UAR page left (all GNIC_EMU_UAR_PAGES=%d in use): ENOMEM",
+		         u->dev->ibdev.name, emu_cfg.uar_pages);
+		return NULL;
+	}
+	page = emu_alloc_pages(EMU_PAGE);
+	if (!page) {
+		atomic_fetch_sub(&u->dev->uar_pages, 1);
+		return NULL;
+	}
+	u->n_dyn++;
+	return page;
 }
 
 int emu_uars_open(struct emu_context *ctx)
@@ -109,6 +154,8 @@ int emu_uars_open(struct emu_context *ctx)
 		return err;
 	}
 	u->shut_up_bf = env_on("MLX5_SHUT_UP_BF");
+	u->dev = ctx->dev;
+	u->td_free_end = &u->td_free;
 	pthread_mutex_init(&u->lock, NULL);
 	if (u->shut_up_bf) {
 		void *page = emu_alloc_pages(EMU_PAGE);
@@ -133,7 +180,7 @@ static int add_page(struct emu_uars *u, bool shared)
 
 	if (u->n_regs + UAR_REGS_PER_PAGE > UAR_MAX_REGS)
 		return ENOMEM;
-	page = emu_alloc_pages(EMU_PAGE);
+	page = dyn_page(u);
 	if (!page)
 		return ENOMEM;
 	u->pages[u->n_pages++] = page;
@@ -214,13 +261,78 @@ void emu_uar_put(struct emu_bfreg *b)
 {
 	struct emu_uars *u;
 
-	if (!b)
+	if (!b || b->td) /* a thread domain's stays with it */
 		return;
 	u = b->owner;
 	pthread_mutex_lock(&u->lock);
 	b->count--;
 	if (b != &u->nc && !b->shared) /* back at the end of the free list */
 		u->free_ded[(u->free_head + u->free_len++) % UAR_MAX_REGS] = b->index;
+	pthread_mutex_unlock(&u->lock);
+}
+
+/* ---- thread domains' registers ---------------------------------------- */
+
+static void td_free_push(struct emu_uars *u, struct emu_bfreg *b)
+{
+	b->next_free = NULL;
+	*u->td_free_end = b;
+	u->td_free_end = &b->next_free;
+}
+
+static struct emu_bfreg *td_free_pop(struct emu_uars *u)
+{
+	struct emu_bfreg *b = u->td_free;
+
+	if (b) {
+		u->td_free = b->next_free;
+		if (!u->td_free)
+			u->td_free_end = &u->td_free;
+	}
+	return b;
+}
+
+/* A new page's registers go on the free list, the first one first. */
+static int add_td_page(struct emu_uars *u)
+{
+	struct td_page *p = calloc(1, sizeof(*p));
+
+	if (!p || !(p->page = dyn_page(u))) {
+		free(p);
+		return ENOMEM;
+	}
+	for (int k = 0; k < UAR_REGS_PER_PAGE; k++) {
+		bfreg_init(&p->reg[k], u, p->page, k, false);
+		p->reg[k].td = true;
+		td_free_push(u, &p->reg[k]);
+	}
+	p->next = u->td_pages;
+	u->td_pages = p;
+	return 0;
+}
+
+struct emu_bfreg *emu_uar_td_attach(struct emu_context *ctx)
+{
+	struct emu_uars *u = ctx->uars;
+	struct emu_bfreg *b;
+
+	pthread_mutex_lock(&u->lock);
+	b = td_free_pop(u);
+	if (!b && !add_td_page(u))
+		b = td_free_pop(u);
+	if (b)
+		b->count = 1;
+	pthread_mutex_unlock(&u->lock);
+	return b;
+}
+
+void emu_uar_td_detach(struct emu_bfreg *b)
+{
+	struct emu_uars *u = b->owner;
+
+	pthread_mutex_lock(&u->lock);
+	b->count = 0;
+	td_free_push(u, b);
 	pthread_mutex_unlock(&u->lock);
 }
 
@@ -236,8 +348,12 @@ void emu_uars_close(struct emu_context *ctx)
 	busy = u->nc.count > 0;
 	for (int i = 0; i < u->n_regs; i++)
 		busy |= u->bfregs[i]->count > 0;
+	for (struct td_page *p = u->td_pages; p; p = p->next)
+		for (int k = 0; k < UAR_REGS_PER_PAGE; k++)
+			busy |= p->reg[k].count > 0;
 	if (busy) {
-		emu_warn("ibv_close_device: QPs still use its doorbell pages; they are kept");
+		emu_warn("ibv_close_device: QPs or thread domains still use its doorbell pages; "
+		         "they are kept");
 		return;
 	}
 	for (int i = 0; i < u->n_regs; i++) {
@@ -246,6 +362,14 @@ void emu_uars_close(struct emu_context *ctx)
 	}
 	for (int i = 0; i < u->n_pages; i++)
 		free(u->pages[i]);
+	for (struct td_page *p = u->td_pages, *next; p; p = next) {
+		next = p->next;
+		for (int k = 0; k < UAR_REGS_PER_PAGE; k++)
+			pthread_spin_destroy(&p->reg[k].lock);
+		free(p->page);
+		free(p);
+	}
+	atomic_fetch_sub(&u->dev->uar_pages, u->n_dyn);
 	if (u->shut_up_bf)
 		pthread_spin_destroy(&u->nc.lock);
 	pthread_mutex_destroy(&u->lock);

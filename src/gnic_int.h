@@ -15,7 +15,9 @@
  *   proxy.c   the CPU proxy thread of GNIC_DB_PROXY QPs
  *
  * libgnic links neither rdma-core nor CUDA: verbs.h and mlx5dv.h provide
- * types only, and every call goes through struct gnic_verbs / cuda.c.
+ * types only, and every call goes through struct gnic_verbs / cuda.c (or,
+ * for thread and parent domains, verbs.h's inline calls through the
+ * context's own operation table: verbs.c).
  */
 #ifndef GNIC_INT_H
 #define GNIC_INT_H
@@ -134,6 +136,12 @@ int gnic_verbs_query_port(const struct gnic_verbs *v, struct ibv_context *ctx, u
                           struct ibv_port_attr *attr);
 struct ibv_mr *gnic_verbs_reg_mr(const struct gnic_verbs *v, struct ibv_pd *pd, void *addr,
                                  size_t len, int access);
+/* ibv_alloc_td (no comp_mask), ibv_dealloc_td, ibv_alloc_parent_domain
+ * (pd + td, nothing else): NULL / errno as verbs.h returns them. */
+struct ibv_td *gnic_verbs_alloc_td(struct ibv_context *ctx);
+int gnic_verbs_dealloc_td(struct ibv_td *td);
+struct ibv_pd *gnic_verbs_alloc_parent_domain(struct ibv_context *ctx, struct ibv_pd *pd,
+                                              struct ibv_td *td);
 
 /* ---- cuda.c: the CUDA driver API, loaded only for GPU contexts ---------- */
 struct gnic_gpu {
@@ -209,6 +217,7 @@ struct gnic_ctx {
 	atomic_bool px_stop;
 	atomic_int px_waiters; /* others waiting for px_lock: the thread lets them in */
 	bool px_noted;         /* AUTO's fallback to the proxy was logged */
+	bool bf_noted;         /* GNIC_DB_MODE=bf's fallback to SM was logged */
 };
 
 static inline bool gnic_ctx_has_gpu(const struct gnic_ctx *ctx)
@@ -260,6 +269,11 @@ struct gnic_qp {
 	bool on_progress;
 	/* proxy.c: GNIC_DB_PROXY state (NULL in the other modes) */
 	struct gnic_proxy *px;
+	/* qp_bf.c: a BF QP's thread domain and the parent domain it is made
+	 * on (its doorbell register is the domain's alone); NULL otherwise */
+	struct ibv_td *td;
+	struct ibv_pd *pdom;
+	bool db_from_env; /* db_mode came from GNIC_DB_MODE (attr said AUTO) */
 };
 
 /* qp_attr.c */
@@ -268,6 +282,13 @@ gnic_status_t gnic_qp_attr_check(const struct gnic_qp_attr *attr, uint32_t max_q
 gnic_status_t gnic_qp_attr_check_geometry(const struct gnic_qp_attr *attr, uint32_t sq_wqe_cnt);
 uint32_t gnic_qp_scq_depth(const struct gnic_qp_attr *attr);
 uint32_t gnic_qp_rcq_depth(const struct gnic_qp_attr *attr);
+/* qp_bf.c: a BF QP's own doorbell register. gnic_qp_bf_pd gives the PD to
+ * make the QP on: for db_mode BF a parent domain with a thread domain of its
+ * own, else the context's PD. When no domain can be had, explicit BF fails
+ * (NOT_SUPPORTED, the reason in the message) and BF from GNIC_DB_MODE
+ * becomes SM (a note). gnic_qp_bf_close frees the domains, after the QP. */
+gnic_status_t gnic_qp_bf_pd(struct gnic_qp *qp, struct ibv_pd **pd);
+void gnic_qp_bf_close(struct gnic_qp *qp);
 /* qp_dev.c: the device view (struct gnic_dev_qp and where it lives) */
 gnic_status_t gnic_qp_dev_create(struct gnic_qp *qp);
 void gnic_qp_dev_destroy(struct gnic_qp *qp);

@@ -34,7 +34,7 @@ static gnic_status_t create_cqs(struct gnic_qp *qp, uint32_t scq_n, uint32_t rcq
  * (device code polls CQEs itself; a GPU buffer cannot even be copied into
  * by the CPU). gnic_dev_recv_wait still copies such data, should a
  * provider without mlx5dv_create_qp leave it on. */
-static struct ibv_qp *create_rc(struct gnic_qp *qp, struct ibv_qp_init_attr *ia)
+static struct ibv_qp *create_rc(struct gnic_qp *qp, struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
 {
 	struct mlx5dv_qp_init_attr dv = {
 	    .comp_mask = MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS,
@@ -47,14 +47,14 @@ static struct ibv_qp *create_rc(struct gnic_qp *qp, struct ibv_qp_init_attr *ia)
 	    .qp_type = ia->qp_type,
 	    .sq_sig_all = ia->sq_sig_all,
 	    .comp_mask = IBV_QP_INIT_ATTR_PD,
-	    .pd = qp->ctx->pd,
+	    .pd = pd,
 	};
 	struct ibv_qp *ibqp;
 
 	if (!qp->ctx->v->mlx5dv_create_qp) {
 		gnic_info("qp: %s has no mlx5dv_create_qp: scatter-to-CQE stays on",
 		          qp->ctx->v->lib_path);
-		return qp->ctx->v->create_qp(qp->ctx->pd, ia);
+		return qp->ctx->v->create_qp(pd, ia);
 	}
 	ibqp = qp->ctx->v->mlx5dv_create_qp(qp->ctx->ibctx, &ex, &dv);
 	if (ibqp)
@@ -75,8 +75,12 @@ static gnic_status_t create_ibqp(struct gnic_qp *qp)
 	    .qp_type = IBV_QPT_RC,
 	    .sq_sig_all = 0,
 	};
+	struct ibv_pd *pd;
+	gnic_status_t st = gnic_qp_bf_pd(qp, &pd); /* BF: a register of its own */
 
-	qp->ibqp = create_rc(qp, &ia);
+	if (st)
+		return st;
+	qp->ibqp = create_rc(qp, pd, &ia);
 	if (!qp->ibqp)
 		return gnic_error(GNIC_ERR_SYSTEM,
 		                  "create_qp(send %u, recv %u, inline %u) on %s: %s",
@@ -221,6 +225,7 @@ static void qp_free(struct gnic_qp *qp)
 	gnic_qp_dev_destroy(qp);
 	free_hblk(qp);
 	destroy_verbs(qp);
+	gnic_qp_bf_close(qp);
 	free(qp);
 }
 
@@ -245,6 +250,10 @@ GNIC_API gnic_status_t gnic_qp_create(struct gnic_ctx *ctx, const struct gnic_qp
 		return gnic_error(GNIC_ERR_NOMEM, "qp_create: out of memory");
 	qp->ctx = ctx;
 	qp->attr = *attr;
+	if (qp->attr.db_mode == GNIC_DB_AUTO) { /* GNIC_DB_MODE, if set */
+		qp->attr.db_mode = (enum gnic_db_mode)gnic_config()->db_mode;
+		qp->db_from_env = qp->attr.db_mode != GNIC_DB_AUTO;
+	}
 	st = qp_build(qp);
 	if (st) {
 		qp_free(qp);

@@ -400,9 +400,7 @@ gnic_status_t gnic_qp_dev_create(struct gnic_qp *qp)
 {
 	gnic_status_t st;
 
-	if (qp->attr.db_mode == GNIC_DB_AUTO) /* GNIC_DB_MODE, if set */
-		qp->attr.db_mode = (enum gnic_db_mode)gnic_config()->db_mode;
-	st = check_bf(qp);
+	st = check_bf(qp); /* db_mode: GNIC_DB_MODE applied (gnic_qp_create) */
 	if (st)
 		return st;
 	if (posix_memalign((void **)&qp->img, 64, sizeof(*qp->img)))

@@ -315,3 +315,26 @@ struct ibv_mr *gnic_verbs_reg_mr(const struct gnic_verbs *v, struct ibv_pd *pd, 
 		return v->reg_mr_iova2(pd, addr, len, (uintptr_t)addr, (unsigned int)access);
 	return v->reg_mr(pd, addr, len, access);
 }
+
+/* Thread and parent domains have no symbols: verbs.h's inline calls reach
+ * the context's own operation table (rdma-core's provider or gnic-emu's),
+ * so they are the same for both providers and link nothing. */
+struct ibv_td *gnic_verbs_alloc_td(struct ibv_context *ctx)
+{
+	struct ibv_td_init_attr a = {.comp_mask = 0};
+
+	return ibv_alloc_td(ctx, &a);
+}
+
+int gnic_verbs_dealloc_td(struct ibv_td *td)
+{
+	return ibv_dealloc_td(td);
+}
+
+struct ibv_pd *gnic_verbs_alloc_parent_domain(struct ibv_context *ctx, struct ibv_pd *pd,
+                                              struct ibv_td *td)
+{
+	struct ibv_parent_domain_init_attr a = {.pd = pd, .td = td};
+
+	return ibv_alloc_parent_domain(ctx, &a);
+}

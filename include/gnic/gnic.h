@@ -154,8 +154,11 @@ void gnic_qp_attr_init(struct gnic_qp_attr *attr);
  * to the device (GPU memory for a GPU context). db_mode AUTO becomes SM when
  * device code can store to the doorbell register, else PROXY (the reason is
  * logged at the default level, once per context); SM and BF without it fail
- * with GNIC_ERR_NOT_SUPPORTED. A CPU QP starts the progress thread below, a
- * PROXY QP the proxy thread (see the CPU proxy section). */
+ * with GNIC_ERR_NOT_SUPPORTED. A BF QP gets a doorbell register no other QP
+ * shares (a thread domain of its own); when none can be had, an explicit BF
+ * fails with GNIC_ERR_NOT_SUPPORTED and BF from GNIC_DB_MODE becomes SM. A
+ * CPU QP starts the progress thread below, a PROXY QP the proxy thread (see
+ * the CPU proxy section). */
 gnic_status_t gnic_qp_create(struct gnic_ctx *ctx, const struct gnic_qp_attr *attr,
                              struct gnic_qp **qp_p);
 void gnic_qp_destroy(struct gnic_qp *qp);

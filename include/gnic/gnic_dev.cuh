@@ -242,7 +242,9 @@ GNIC_DEVFN void gnic_bf_copy_words(void *reg, const void *src, uint32_t bytes)
 
 /* Tell the NIC that every WQE below pi is ready. bf_wqe: the last WQE (nbb
  * BBs, starting at pi - nbb), copied whole in BlueFlame mode. Caller holds
- * the doorbell lock (or owns the QP). */
+ * the doorbell lock (or owns the QP). A BF QP's register is its own (a thread
+ * domain's, qp_bf.c), so bf_half is the register's toggle and needs no other
+ * lock. */
 GNIC_DEVFN void gnic_ring_locked(struct gnic_dev_qp *qp, uint64_t pi, const void *bf_wqe,
                                  uint32_t nbb)
 {

@@ -112,7 +112,7 @@ struct gnic_dev_qp {
 	GNIC_DEV_ALIGNED uint64_t sq_ready;    /* BBs written, published in order */
 	GNIC_DEV_ALIGNED uint64_t sq_rung;     /* producer index last given to the NIC */
 	uint32_t db_lock;                      /* serialises ringing (and BF halves) */
-	uint32_t bf_half;                      /* next BlueFlame half: 0 or 1 */
+	uint32_t bf_half;                      /* next BF half, 0 or 1, of its own register */
 	uint32_t rsvd2;
 	uint32_t unrung;                      /* WQEs ready but not rung (batching) */
 	GNIC_DEV_ALIGNED uint64_t sq_retired; /* BBs whose completion was seen */
