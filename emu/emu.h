@@ -102,6 +102,7 @@ struct emu_config {
 	uint64_t node_guid;     /* GNIC_EMU_GUID: device 0's node GUID; 0 = from its address */
 	int atomic_be;          /* GNIC_EMU_ATOMIC_ENDIAN=big: fetched values land big-endian */
 	int link_ib;            /* GNIC_EMU_LINK=ib: InfiniBand ports (LIDs), else RoCE */
+	int devx;               /* GNIC_EMU_DEVX=0: mlx5dv_open_device refuses DEVX */
 	int cuda_inflight;      /* GNIC_EMU_CUDA_INFLIGHT: GPU copies in flight per worker */
 	int cuda_stage_kb;      /* GNIC_EMU_CUDA_STAGE_KB: pinned bounce ring per worker */
 	int cuda_batch;         /* GNIC_EMU_CUDA_BATCH: use cuMemcpyBatchAsync (0/1) */
