@@ -12,6 +12,10 @@
  *   - nothing stays registered or allocated once the context is gone;
  *   - (argument "nomap", with GNIC_DB_MAP=off) AUTO falls back to the proxy
  *     in the GPU placement, with the reason logged by default; SM is refused;
+ *   - (argument "queue") queue placement in a GPU context: AUTO falls back to
+ *     host queues with the reason said once (gnic-emu takes no GPU umem), GPU
+ *     is refused, HOST_DEVX (DEVX queues in host memory, mapped) carries
+ *     every operation, an error, reset and reconnect;
  *   - (argument "mr", with GNIC_EMU_LOG=3) GPU memory is registered with
  *     IBV_ACCESS_RELAXED_ORDERING, host memory without, as gnic-emu's
  *     debug line of each registration shows; both registrations work.
@@ -58,14 +62,15 @@ static void connect_both(struct fpair *p)
 	CHECK_GNIC(gnic_qp_connect(p->qb, &ba));
 }
 
-static void fpair_open(struct gnic_ctx *ctx, struct fpair *p, enum gnic_db_mode mode,
-                       enum gnic_db_mode want)
+static void fpair_open_q(struct gnic_ctx *ctx, struct fpair *p, enum gnic_db_mode mode,
+                         enum gnic_db_mode want, enum gnic_queue queue)
 {
 	struct gnic_qp_attr attr;
 
 	memset(p, 0, sizeof(*p));
 	gnic_qp_attr_init(&attr);
 	attr.db_mode = mode;
+	attr.queue = (uint8_t)queue;
 	CHECK_GNIC(gnic_qp_create(ctx, &attr, &p->qa));
 	CHECK_GNIC(gnic_qp_create(ctx, &attr, &p->qb));
 	p->a = gnic_qp_dev(p->qa);
@@ -81,6 +86,12 @@ static void fpair_open(struct gnic_ctx *ctx, struct fpair *p, enum gnic_db_mode 
 	CHECK_GNIC(gnic_mr_reg(ctx, p->abuf, LEN, GNIC_ACCESS_ALL, &p->amr));
 	CHECK_GNIC(gnic_mr_reg(ctx, p->bbuf, LEN, GNIC_ACCESS_ALL, &p->bmr));
 	gnic_mr_rmem(p->bmr, &p->brm);
+}
+
+static void fpair_open(struct gnic_ctx *ctx, struct fpair *p, enum gnic_db_mode mode,
+                       enum gnic_db_mode want)
+{
+	fpair_open_q(ctx, p, mode, want, GNIC_QUEUE_AUTO);
 }
 
 static void fpair_close(struct fpair *p)
@@ -296,12 +307,72 @@ static void test_mr(void)
 	check_released();
 }
 
+/* gnic-emu takes no GPU memory as umem yet: GPU queues are refused there. */
+static void test_queue(void)
+{
+	struct gnic_ctx *ctx = open_ctx();
+	struct gnic_qp_attr attr;
+	struct gnic_qp_error err;
+	struct gnic_qp *qp, *qp2;
+	char log[4096];
+	struct fpair p;
+
+	t_case("GPU context, queue AUTO: no GPU umem in gnic-emu: host queues, why said once");
+	gnic_qp_attr_init(&attr);
+	CHECK_GNIC(create_logged(ctx, &attr, &qp, log, sizeof(log)));
+	printf("logged: %s", log);
+	CHECK_EQ(gnic_qp_queue(qp), GNIC_QUEUE_HOST);
+	CHECK(strstr(log, "note:") && strstr(log, "host memory") &&
+	      strstr(log, "GPU memory as DEVX umem") && strstr(log, "not supported"));
+	CHECK_GNIC(create_logged(ctx, &attr, &qp2, log, sizeof(log)));
+	CHECK_EQ(gnic_qp_queue(qp2), GNIC_QUEUE_HOST);
+	CHECK(strstr(log, "note:") == NULL);
+	gnic_qp_destroy(qp2);
+	gnic_qp_destroy(qp);
+
+	t_case("queue GPU: NOT_SUPPORTED naming the umem refusal; with PROXY: NOT_SUPPORTED");
+	attr.queue = GNIC_QUEUE_GPU;
+	qp = NULL;
+	CHECK_EQ(gnic_qp_create(ctx, &attr, &qp), GNIC_ERR_NOT_SUPPORTED);
+	CHECK(strstr(gnic_last_error(), "GPU memory as DEVX umem") != NULL);
+	attr.db_mode = GNIC_DB_PROXY;
+	CHECK_EQ(gnic_qp_create(ctx, &attr, &qp), GNIC_ERR_NOT_SUPPORTED);
+	CHECK(strstr(gnic_last_error(), "PROXY") != NULL);
+	CHECK(qp == NULL);
+
+	t_case("queue HOST_DEVX in a GPU context: DEVX queues mapped into the GPU; every "
+	       "operation");
+	fpair_open_q(ctx, &p, GNIC_DB_AUTO, GNIC_DB_SM, GNIC_QUEUE_HOST_DEVX);
+	CHECK_EQ(gnic_qp_queue(p.qa), GNIC_QUEUE_HOST_DEVX);
+	ops(&p);
+	t_case("queue HOST_DEVX in a GPU context: bad rkey, reset, reconnect");
+	CHECK_DEV(gnic_dev_put(p.a, p.abuf, gnic_mr_lkey(p.amr), p.brm.addr, p.brm.rkey ^ 0x100, 8,
+	                       0, NULL));
+	CHECK_EQ(gnic_dev_quiet(p.a), GNIC_DEV_ERR_CQE);
+	CHECK_GNIC(gnic_qp_error(p.qa, &err));
+	CHECK_EQ(err.syndrome, GNIC_MLX5_SYND_REMOTE_ACCESS);
+	CHECK_GNIC(gnic_qp_reset(p.qa));
+	CHECK_GNIC(gnic_qp_reset(p.qb));
+	connect_both(&p);
+	ops(&p);
+	fpair_close(&p);
+	t_case("queue HOST_DEVX, PROXY, in a GPU context: every operation");
+	fpair_open_q(ctx, &p, GNIC_DB_PROXY, GNIC_DB_PROXY, GNIC_QUEUE_HOST_DEVX);
+	ops(&p);
+	fpair_close(&p);
+	gnic_ctx_destroy(ctx);
+	t_case("nothing left registered or allocated with the fake driver");
+	check_released();
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "nomap"))
 		test_nomap();
 	else if (argc > 1 && !strcmp(argv[1], "mr"))
 		test_mr();
+	else if (argc > 1 && !strcmp(argv[1], "queue"))
+		test_queue();
 	else
 		test_placement();
 	return T_EXIT_PASS;
