@@ -240,6 +240,7 @@ enum emu_mem_type { EMU_MEM_HOST, EMU_MEM_CUDA };
  * (cuMemCreate + cuMemMap) belongs to no context: then it is the primary
  * context of the device holding it, retained by the lookup (primary_dev >= 0)
  * until emu_cuda_put(). */
+struct emu_devx_umem;
 struct emu_cuda_ctx {
 	void *ctx;       /* CUcontext */
 	int primary_dev; /* CUdevice whose primary context ctx is (retained), else -1 */
@@ -272,6 +273,9 @@ struct emu_cq {
 	__be32 *dbrec;    /* [0] consumer index & 0xffffff, [1] arm */
 	bool ignore_overrun;
 	bool ext_bufs; /* DEVX: buf and dbrec are the user's (umem), not freed here */
+	/* DEVX umem in GPU memory (devx_umem.c): buf / dbrec are its host
+	 * shadow; CQEs are pushed, the consumer index pulled. NULL: host memory */
+	struct emu_devx_umem *gpu_buf, *gpu_dbr;
 	/* engine side: any worker, under write_lock (cqe.c) */
 	_Atomic int write_lock;
 	uint32_t pi;  /* next CQE the engine writes */
@@ -449,8 +453,11 @@ struct emu_qp {
 	 * stride >= 16; either may have none (wqe_cnt 0, stride 1, and an RQ's
 	 * buf NULL then) */
 	struct emu_wq sq, rq;
-	__be32 *dbrec;             /* own page: [0] RQ head, [1] SQ producer */
-	struct emu_bfreg *bf;      /* its doorbell register, maybe shared (uar.c) */
+	__be32 *dbrec;        /* own page: [0] RQ head, [1] SQ producer */
+	struct emu_bfreg *bf; /* its doorbell register, maybe shared (uar.c) */
+	/* DEVX umem in GPU memory: sq/rq buf and dbrec are its host shadow,
+	 * pulled when a doorbell comes (devx_umem.c). NULL: host memory */
+	struct emu_devx_umem *gpu_wq, *gpu_dbr;
 	volatile uint64_t *bf_reg; /* bf->reg */
 
 	/* verbs side (post.c / cq.c poll); sq.lock guards the sq_* fields,
@@ -628,6 +635,11 @@ void *emu_mem_host_ptr(const struct emu_mr *mr, uint64_t addr); /* NULL if not h
 
 /* cuda.c: CUDA device memory, through the process's own libcuda.so.1 (never
  * required: without CUDA every address is host memory). */
+/* devx_umem.c: a DEVX umem in GPU memory is seen through a host shadow of
+ * the same layout: pull brings [p, p + len) of it up to date from the GPU,
+ * push writes it out. 0, or -EIO (logged). */
+int emu_devx_umem_pull(const struct emu_devx_umem *u, void *p, uint64_t len);
+int emu_devx_umem_push(const struct emu_devx_umem *u, const void *p, uint64_t len);
 int emu_cuda_lookup(uint64_t va, uint64_t len,
                     struct emu_cuda_ctx *c); /* 1 device, 0 host, -errno */
 void emu_cuda_put(struct emu_cuda_ctx *c);   /* releases what the lookup retained */
