@@ -109,9 +109,17 @@ static void fall_back_to_host(struct gnic_qp *qp, const char *why)
 	gnic_log(level, "qp: queues in host memory (GNIC_QUEUE_HOST), not in the GPU: %s", why);
 }
 
+/* CPU and PROXY QPs have host threads write their queues; AUTO becomes
+ * PROXY where the register may not be mapped. */
 static bool host_writes_queues(enum gnic_db_mode db)
 {
-	return db == GNIC_DB_CPU || db == GNIC_DB_PROXY;
+	return db == GNIC_DB_CPU || db == GNIC_DB_PROXY ||
+	       (db == GNIC_DB_AUTO && !gnic_config()->db_map);
+}
+
+static const char *db_name(enum gnic_db_mode db)
+{
+	return db == GNIC_DB_CPU ? "CPU" : db == GNIC_DB_PROXY ? "PROXY" : "AUTO (GNIC_DB_MAP=off)";
 }
 
 /* AUTO: GPU queues in a GPU context unless they failed here before. */
@@ -149,7 +157,7 @@ static gnic_status_t create_queues(struct gnic_qp *qp)
 		if (q == GNIC_QUEUE_GPU && host_writes_queues(qp->attr.db_mode)) {
 			gnic_info("qp: GNIC_QUEUE=gpu, but db_mode %s writes the queues from the "
 			          "host: host queues",
-			          qp->attr.db_mode == GNIC_DB_CPU ? "CPU" : "PROXY");
+			          db_name(qp->attr.db_mode));
 			q = GNIC_QUEUE_HOST;
 		}
 	}

@@ -231,6 +231,7 @@ static void test_nomap(void)
 	CHECK_GNIC(create_logged(ctx, &attr, &qp, log, sizeof(log)));
 	printf("logged: %s", log);
 	CHECK_EQ(gnic_qp_dev(qp)->db_mode, GNIC_DB_PROXY);
+	CHECK_EQ(gnic_qp_queue(qp), GNIC_QUEUE_HOST); /* the proxy writes host queues */
 	CHECK(strstr(log, "note:") && strstr(log, "GNIC_DB_MAP=off") && strstr(log, "CPU proxy"));
 	gnic_qp_destroy(qp);
 	attr.db_mode = GNIC_DB_SM;
