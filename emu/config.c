@@ -85,6 +85,9 @@ static const struct knob knobs[] = {
     {"GNIC_EMU_LINK", KNOB_LINK, CFG(link_ib), "roce", 0, 0,
      "roce|ib: the ports' link layer; ib: LIDs (the low 16 bits of each device's IPv4 "
      "address, which must be a unicast LID), a GID table of one IB GID, GRH optional"},
+    {"GNIC_EMU_DEVX", KNOB_INT, CFG(devx), "1", 0, 1,
+     "0: mlx5dv_open_device with MLX5DV_CONTEXT_FLAGS_DEVX fails (EOPNOTSUPP), as on a NIC "
+     "or kernel without DEVX; verbs are unaffected"},
     {"GNIC_EMU_ETH_IF", KNOB_STR, CFG(eth_if), "", 1, sizeof(emu_cfg.eth_if) - 1,
      "network interfaces backing the devices' Ethernet ports, device 0's first "
      "(\"veth0\" or \"eth1,,eth2\"; an empty entry: none): RAW_PACKET QPs send and receive "

@@ -47,7 +47,26 @@ static bool cq_has_room(struct emu_cq *cq)
 	ci = gnic_be32(
 	         atomic_load_explicit((_Atomic uint32_t *)&cq->dbrec[0], memory_order_acquire)) &
 	     0xffffff;
+	if (((cq->pi - ci) & 0xffffff) < cq->cqe_cnt)
+		return true;
+	/* a record in GPU memory: the shadow's may be old; look at the real one */
+	if (!cq->gpu_dbr || emu_devx_umem_pull(cq->gpu_dbr, cq->dbrec, sizeof(cq->dbrec[0])))
+		return false;
+	ci = gnic_be32(
+	         atomic_load_explicit((_Atomic uint32_t *)&cq->dbrec[0], memory_order_acquire)) &
+	     0xffffff;
 	return ((cq->pi - ci) & 0xffffff) < cq->cqe_cnt;
+}
+
+/* A CQE in GPU memory: everything but op_own, then op_own, so that software
+ * polling op_own never sees it before the rest. */
+static void push_cqe(struct emu_cq *cq, const struct gnic_mlx5_cqe64 *cqe)
+{
+	size_t own = offsetof(struct gnic_mlx5_cqe64, op_own);
+
+	if (emu_devx_umem_push(cq->gpu_buf, cqe, own) ||
+	    emu_devx_umem_push(cq->gpu_buf, &cqe->op_own, 1))
+		emu_err("CQ 0x%x: a CQE could not be written to GPU memory", cq->cqn);
 }
 
 static bool is_error(uint8_t opcode)
@@ -136,6 +155,8 @@ static bool cqe_write(struct emu_cq *cq, const struct emu_cqe_info *in, bool *ov
 	/* seq_cst, not release: the load of cq->armed that follows must not pass
 	 * it, or an arm racing this CQE could miss its event */
 	atomic_store((_Atomic uint8_t *)&cqe->op_own, op_own);
+	if (cq->gpu_buf)
+		push_cqe(cq, cqe);
 	cq->pi++;
 	maybe_notify(cq, in);
 	return true;

@@ -76,6 +76,11 @@ EMU_EXPORT struct ibv_context *gemu_mlx5dv_open_device(struct ibv_device *device
 		errno = EINVAL;
 		return NULL;
 	}
+	if (attr && (attr->flags & MLX5DV_CONTEXT_FLAGS_DEVX) && !emu_cfg.devx) {
+		emu_info("mlx5dv_open_device: DEVX refused (GNIC_EMU_DEVX=0)");
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
 	context = gemu_open_device(device);
 	if (context && attr && (attr->flags & MLX5DV_CONTEXT_FLAGS_DEVX))
 		to_ectx(context)->devx = true;

@@ -28,10 +28,13 @@
 struct emu_devx_umem {
 	struct mlx5dv_devx_umem pub; /* first: the user's handle */
 	struct emu_context *ctx;
-	uint8_t *addr;
+	uint8_t *addr; /* host memory, or the shadow of GPU memory */
 	size_t size;
 	uint32_t access;
-	int refcnt; /* objects whose queues or doorbells are in it */
+	bool gpu; /* GPU memory: addr is a shadow, dev its GPU address */
+	uint64_t dev;
+	struct emu_cuda_ctx cu; /* the context its copies run in */
+	int refcnt;             /* objects whose queues or doorbells are in it */
 	struct emu_devx_umem *next;
 };
 

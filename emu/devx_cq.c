@@ -99,6 +99,8 @@ uint8_t emu_devx_create_cq(struct devx_call *c)
 		emu_devx_uar_put(p.uar);
 		return fail(c, R_NO_RES, PRM_STAT_NO_RES);
 	}
+	cq->gpu_buf = p.umem->gpu ? p.umem : NULL;
+	cq->gpu_dbr = p.dbr_umem->gpu ? p.dbr_umem : NULL;
 	obj->ctx = c->ctx;
 	obj->type = EMU_DEVX_CQ;
 	obj->id = cq->cqn;
@@ -129,8 +131,10 @@ uint8_t emu_devx_query_cq(struct devx_call *c)
 	emu_cqe_lock(cq);
 	prm_set(cqc, PRM_CQC_PRODUCER_CNT, cq->pi & 0xffffff);
 	prm_set(cqc, PRM_CQC_STATUS, cq->overrun ? CQC_ST_OVERRUN : 0);
-	emu_cqe_unlock(cq);
+	if (cq->gpu_dbr) /* the shadow's, which the engine pulls under this lock too */
+		emu_devx_umem_pull(cq->gpu_dbr, cq->dbrec, sizeof(cq->dbrec[0]));
 	ci = gnic_be32(__atomic_load_n(&cq->dbrec[0], __ATOMIC_ACQUIRE));
+	emu_cqe_unlock(cq);
 	prm_set(cqc, PRM_CQC_CONSUMER_CNT, ci & 0xffffff);
 	return PRM_STAT_OK;
 }

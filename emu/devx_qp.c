@@ -207,6 +207,8 @@ uint8_t emu_devx_create_qp(struct devx_call *c)
 		emu_devx_uar_put(p.uar);
 		return fail(c, R_NO_RES, err == ENOMEM ? PRM_STAT_NO_RES : PRM_STAT_BAD_PARAM);
 	}
+	qp->gpu_wq = p.umem && p.umem->gpu ? p.umem : NULL;
+	qp->gpu_dbr = p.dbr_umem->gpu ? p.dbr_umem : NULL;
 	obj->ctx = c->ctx;
 	obj->type = EMU_DEVX_QP;
 	obj->id = qp->ibqp.qp_num;

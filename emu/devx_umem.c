@@ -2,13 +2,22 @@
 /*
  * DEVX umem: memory the user registers so that the NIC may hold its queues,
  * CQEs and doorbell records there (mlx5dv_devx_umem_reg / _reg_ex). Created
- * objects name a umem by id plus an offset; the engine reads and writes that
- * memory directly, so only host memory is taken: device memory and dma-buf
- * registrations answer EOPNOTSUPP. A umem that objects use cannot go
- * (EBUSY), as the firmware refuses to destroy it.
+ * objects name a umem by id plus an offset. A umem that objects use cannot
+ * go (EBUSY), as the firmware refuses to destroy it.
+ *
+ * Host memory the engine reads and writes directly. GPU memory (told apart
+ * by the CUDA pointer checks MRs use) the engine sees through a host shadow
+ * of the same size: u->addr is the shadow, u->dev the GPU address of its
+ * byte 0. What the NIC reads there it pulls with a CUDA copy when the UAR
+ * doorbell says there is something to read (requester.c: the send record
+ * and the WQEs rung; recv.c: the receive record and the WQE taken; cqe.c: a
+ * CQ's consumer index when the CQ looks full), and what it writes it pushes
+ * (cqe.c: each CQE, its op_own byte last). dma-buf registrations
+ * (umem_reg_ex with MLX5DV_UMEM_MASK_DMABUF) answer EOPNOTSUPP.
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "devx.h"
 
@@ -18,6 +27,37 @@
 #define UMEM_MIN_PAGE (1ull << 12) /* the device's smallest page: 4 KiB */
 
 static struct emu_devx_umem *umems; /* under the DEVX lock */
+
+static void umem_free(struct emu_devx_umem *u)
+{
+	if (u->gpu) {
+		emu_cuda_put(&u->cu);
+		free(u->addr); /* the shadow */
+	}
+	free(u);
+}
+
+static int umem_copy(const struct emu_devx_umem *u, void *p, uint64_t len, bool to_dev)
+{
+	uint64_t off = (uint64_t)((uint8_t *)p - u->addr);
+
+	if (!u || !u->gpu || !len) /* host memory: nothing to copy */
+		return 0;
+	if ((uint8_t *)p < u->addr || off > u->size || len > u->size - off)
+		return -EIO;
+	return to_dev ? emu_cuda_write(u->cu.ctx, u->dev + off, p, len)
+	              : emu_cuda_read(u->cu.ctx, u->dev + off, p, len);
+}
+
+int emu_devx_umem_pull(const struct emu_devx_umem *u, void *p, uint64_t len)
+{
+	return umem_copy(u, p, len, false);
+}
+
+int emu_devx_umem_push(const struct emu_devx_umem *u, const void *p, uint64_t len)
+{
+	return umem_copy(u, (void *)p, len, true);
+}
 
 static uint32_t umem_id_alloc(void)
 {
@@ -47,7 +87,7 @@ void emu_devx_umem_close(struct emu_context *ctx)
 			continue;
 		}
 		*p = u->next;
-		free(u);
+		umem_free(u);
 	}
 }
 
@@ -66,10 +106,10 @@ void *emu_devx_umem_ptr(struct emu_devx_umem *u, uint64_t off, uint64_t len, uin
 	return u->addr + off;
 }
 
-/* Host memory only: the engine keeps plain pointers into it. */
-static int umem_check(struct ibv_context *context, const struct mlx5dv_devx_umem_in *in)
+/* *cu: the CUDA context of GPU memory (1), else unset (0); or an errno. */
+static int umem_check(struct ibv_context *context, const struct mlx5dv_devx_umem_in *in,
+                      struct emu_cuda_ctx *cu, int *gpu)
 {
-	struct emu_cuda_ctx cu;
 	int where;
 
 	if (!context || !gemu_is_emu_context(context) || !to_ectx(context)->devx || !in)
@@ -84,36 +124,53 @@ static int umem_check(struct ibv_context *context, const struct mlx5dv_devx_umem
 	if (!in->addr || !in->size || (in->access & ~(uint32_t)UMEM_ACCESS_OK) ||
 	    !(in->pgsz_bitmap & ~(UMEM_MIN_PAGE - 1)))
 		return EINVAL;
-	where = emu_cuda_lookup((uint64_t)(uintptr_t)in->addr, in->size, &cu);
+	where = emu_cuda_lookup((uint64_t)(uintptr_t)in->addr, in->size, cu);
 	if (where < 0)
 		return EFAULT;
-	if (where == 1) {
-		emu_cuda_put(&cu);
-		emu_info("devx_umem_reg: GPU memory at %p is not supported as umem by gnic-emu "
-		         "(host memory only)",
-		         in->addr);
-		return EOPNOTSUPP;
-	}
+	*gpu = where == 1;
+	return 0;
+}
+
+/* The shadow of a GPU umem: zeroes until pulled; what the NIC writes is
+ * pushed, so nothing needs to be read now. */
+static int umem_shadow(struct emu_devx_umem *u, const struct mlx5dv_devx_umem_in *in,
+                       const struct emu_cuda_ctx *cu)
+{
+	size_t len = (in->size + EMU_PAGE - 1) & ~(size_t)(EMU_PAGE - 1);
+
+	u->gpu = true;
+	u->cu = *cu;
+	u->dev = (uint64_t)(uintptr_t)in->addr;
+	if (posix_memalign((void **)&u->addr, EMU_PAGE, len))
+		return ENOMEM;
+	memset(u->addr, 0, len);
 	return 0;
 }
 
 EMU_EXPORT struct mlx5dv_devx_umem *gemu_mlx5dv_devx_umem_reg_ex(struct ibv_context *context,
                                                                  struct mlx5dv_devx_umem_in *in)
 {
+	struct emu_cuda_ctx cu = {0};
 	struct emu_devx_umem *u;
-	int err = umem_check(context, in);
+	int gpu = 0, err = umem_check(context, in, &cu, &gpu);
 
 	if (err) {
 		errno = err;
 		return NULL;
 	}
 	u = calloc(1, sizeof(*u));
-	if (!u) {
-		errno = ENOMEM;
+	err = !u ? ENOMEM : gpu ? umem_shadow(u, in, &cu) : 0;
+	if (err) {
+		if (gpu)
+			emu_cuda_put(&cu);
+		free(u ? u->addr : NULL);
+		free(u);
+		errno = err;
 		return NULL;
 	}
 	u->ctx = to_ectx(context);
-	u->addr = in->addr;
+	if (!gpu)
+		u->addr = in->addr;
 	u->size = in->size;
 	u->access = in->access;
 	emu_devx_lock();
@@ -121,7 +178,8 @@ EMU_EXPORT struct mlx5dv_devx_umem *gemu_mlx5dv_devx_umem_reg_ex(struct ibv_cont
 	u->next = umems;
 	umems = u;
 	emu_devx_unlock();
-	emu_dbg("devx umem 0x%x: %zu bytes at %p", u->pub.umem_id, u->size, (void *)u->addr);
+	emu_dbg("devx umem 0x%x: %zu bytes of %s memory at %p", u->pub.umem_id, u->size,
+	        gpu ? "GPU" : "host", gpu ? in->addr : (void *)u->addr);
 	return &u->pub;
 }
 
@@ -154,6 +212,6 @@ EMU_EXPORT int gemu_mlx5dv_devx_umem_dereg(struct mlx5dv_devx_umem *pub)
 	}
 	emu_devx_unlock();
 	if (!err)
-		free(u);
+		umem_free(u);
 	return err;
 }

@@ -102,6 +102,7 @@ struct emu_config {
 	uint64_t node_guid;     /* GNIC_EMU_GUID: device 0's node GUID; 0 = from its address */
 	int atomic_be;          /* GNIC_EMU_ATOMIC_ENDIAN=big: fetched values land big-endian */
 	int link_ib;            /* GNIC_EMU_LINK=ib: InfiniBand ports (LIDs), else RoCE */
+	int devx;               /* GNIC_EMU_DEVX=0: mlx5dv_open_device refuses DEVX */
 	int cuda_inflight;      /* GNIC_EMU_CUDA_INFLIGHT: GPU copies in flight per worker */
 	int cuda_stage_kb;      /* GNIC_EMU_CUDA_STAGE_KB: pinned bounce ring per worker */
 	int cuda_batch;         /* GNIC_EMU_CUDA_BATCH: use cuMemcpyBatchAsync (0/1) */
@@ -268,6 +269,7 @@ enum emu_mem_type { EMU_MEM_HOST, EMU_MEM_CUDA };
  * (cuMemCreate + cuMemMap) belongs to no context: then it is the primary
  * context of the device holding it, retained by the lookup (primary_dev >= 0)
  * until emu_cuda_put(). */
+struct emu_devx_umem;
 struct emu_cuda_ctx {
 	void *ctx;       /* CUcontext */
 	int primary_dev; /* CUdevice whose primary context ctx is (retained), else -1 */
@@ -300,6 +302,9 @@ struct emu_cq {
 	__be32 *dbrec;    /* [0] consumer index & 0xffffff, [1] arm */
 	bool ignore_overrun;
 	bool ext_bufs; /* DEVX: buf and dbrec are the user's (umem), not freed here */
+	/* DEVX umem in GPU memory (devx_umem.c): buf / dbrec are its host
+	 * shadow; CQEs are pushed, the consumer index pulled. NULL: host memory */
+	struct emu_devx_umem *gpu_buf, *gpu_dbr;
 	/* engine side: any worker, under write_lock (cqe.c) */
 	_Atomic int write_lock;
 	uint32_t pi;  /* next CQE the engine writes */
@@ -481,6 +486,9 @@ struct emu_qp {
 	struct emu_wq sq, rq;
 	__be32 *dbrec;               /* own page: [0] RQ head, [1] SQ producer */
 	struct emu_bfreg *bf;        /* its doorbell register, maybe shared (uar.c) */
+	/* DEVX umem in GPU memory: sq/rq buf and dbrec are its host shadow,
+	 * pulled when a doorbell comes (devx_umem.c). NULL: host memory */
+	struct emu_devx_umem *gpu_wq, *gpu_dbr;
 	volatile uint64_t *bf_reg;   /* bf->reg */
 	_Atomic uint64_t bf_dropped; /* register writes the NIC dropped (requester.c) */
 
@@ -659,6 +667,11 @@ void *emu_mem_host_ptr(const struct emu_mr *mr, uint64_t addr); /* NULL if not h
 
 /* cuda.c: CUDA device memory, through the process's own libcuda.so.1 (never
  * required: without CUDA every address is host memory). */
+/* devx_umem.c: a DEVX umem in GPU memory is seen through a host shadow of
+ * the same layout: pull brings [p, p + len) of it up to date from the GPU,
+ * push writes it out. 0, or -EIO (logged). */
+int emu_devx_umem_pull(const struct emu_devx_umem *u, void *p, uint64_t len);
+int emu_devx_umem_push(const struct emu_devx_umem *u, const void *p, uint64_t len);
 int emu_cuda_lookup(uint64_t va, uint64_t len,
                     struct emu_cuda_ctx *c); /* 1 device, 0 host, -errno */
 void emu_cuda_put(struct emu_cuda_ctx *c);   /* releases what the lookup retained */

@@ -845,14 +845,27 @@ static void commit_attr(struct emu_qp *qp, const struct ibv_qp_attr *a, int mask
 		qp->attr.rnr_retry = a->rnr_retry;
 }
 
+/* The engine reads the register as memory and takes a changed value for a
+ * doorbell: a value left there from before a RESET would hide a doorbell of
+ * the new life that writes the same bytes (index 0 again), which hardware,
+ * seeing every write, takes. A DEVX QP's UAR page is the user's, but what a
+ * register "holds" is the emulator's own, so it is cleared for those too. */
+static void clear_register(volatile uint64_t *reg)
+{
+	for (uint32_t i = 0; i < 2 * GNIC_MLX5_BF_SIZE / sizeof(uint64_t); i++)
+		__atomic_store_n(&reg[i], 0, __ATOMIC_RELAXED);
+}
+
 /* RESET empties the work queues: software starts again at index 0, as the
  * engine does (emu_engine_qp_state), and the doorbell records are zeroed,
  * as rdma-core does. The queue buffers keep their bytes: rdma-core does not
  * clear them, and software that reuses WQEs across a reset relies on it. */
 static void reset_queues(struct emu_qp *qp)
 {
-	if (qp->devx) /* its memory is the user's; the kernel cleans no CQ for DEVX */
+	if (qp->devx) { /* its memory is the user's; the kernel cleans no CQ for DEVX */
+		clear_register(qp->bf_reg);
 		return;
+	}
 	pthread_spin_lock(&qp->sq.lock);
 	pthread_spin_lock(&qp->rq.lock);
 	emu_wq_reset(&qp->sq);
@@ -863,8 +876,7 @@ static void reset_queues(struct emu_qp *qp)
 	 * doorbell this may wipe still has its record. The half toggle is the
 	 * register's and stays. */
 	emu_bfreg_lock(qp->bf);
-	for (uint32_t i = 0; i < 2 * GNIC_MLX5_BF_SIZE / sizeof(uint64_t); i++)
-		__atomic_store_n(&qp->bf_reg[i], 0, __ATOMIC_RELAXED);
+	clear_register(qp->bf_reg);
 	emu_bfreg_unlock(qp->bf);
 	pthread_spin_unlock(&qp->rq.lock);
 	pthread_spin_unlock(&qp->sq.lock);

@@ -47,11 +47,17 @@ bool emu_recv_peek(struct emu_qp *qp, struct emu_recv_wqe *w)
 		w->seg = emu_srq_wqe(srq, w->idx, &w->nseg);
 		return true;
 	}
+	if (qp->rq.wqe_cnt && qp->gpu_dbr &&
+	    emu_devx_umem_pull(qp->gpu_dbr, &qp->dbrec[GNIC_MLX5_RCV_DBR], sizeof(qp->dbrec[0])))
+		return false;
 	if (!qp->rq.wqe_cnt ||
 	    !posted("QP", qp->ibqp.qp_num, dbrec16(&qp->dbrec[GNIC_MLX5_RCV_DBR]), qp->resp.rq_ci,
 	            qp->rq.wqe_cnt))
 		return false;
 	w->idx = qp->resp.rq_ci;
+	/* a WQE in GPU memory: the one taken, pulled now */
+	if (qp->gpu_wq && emu_devx_umem_pull(qp->gpu_wq, emu_wq_at(&qp->rq, w->idx), qp->rq.stride))
+		return false;
 	w->seg = (const struct gnic_mlx5_data_seg *)emu_wq_at(&qp->rq, w->idx);
 	w->nseg = qp->rq.stride / sizeof(*w->seg);
 	return true;

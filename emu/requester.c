@@ -191,6 +191,50 @@ static int reg_doorbell(struct emu_qp *qp, int half, uint64_t v, uint16_t *pi)
 	return ok;
 }
 
+/* Is end further from the consumer index than best, and inside the SQ? */
+static bool further(const struct emu_qp *qp, uint16_t end, uint16_t best)
+{
+	uint16_t n = (uint16_t)(end - qp->req.sq_ci);
+
+	return n <= qp->sq.wqe_cnt && n > (uint16_t)(best - qp->req.sq_ci);
+}
+
+/* A DEVX QP whose SQ and records are in GPU memory (devx_umem.c): when a
+ * register half changed (the UAR doorbell), pull the records, then the WQEs
+ * from the consumer index up to the newest index the register or the send
+ * record names. false: no doorbell, nothing read (the shadow's record is
+ * then as old as the shadow's WQEs). */
+static bool pull_rung(struct emu_qp *qp)
+{
+	uint16_t end = qp->req.sq_ci, ci = qp->req.sq_ci, n, first;
+	bool rung = false;
+
+	for (int half = 0; half < 2; half++) {
+		const _Atomic uint64_t *reg =
+		    (const _Atomic uint64_t *)((uint8_t *)qp->bf_reg + half * GNIC_MLX5_BF_SIZE);
+		uint64_t v = atomic_load_explicit(reg, memory_order_acquire);
+
+		if (v == qp->req.db_last_reg[half])
+			continue;
+		rung = true;
+		if (further(qp, reg_pi(v), end))
+			end = reg_pi(v);
+	}
+	if (!rung || emu_devx_umem_pull(qp->gpu_dbr, qp->dbrec, 2 * sizeof(qp->dbrec[0])))
+		return false;
+	if (further(qp, (uint16_t)gnic_be32(qp->dbrec[GNIC_MLX5_SND_DBR]), end))
+		end = (uint16_t)gnic_be32(qp->dbrec[GNIC_MLX5_SND_DBR]);
+	n = (uint16_t)(end - ci);
+	first = (uint16_t)(qp->sq.wqe_cnt - (ci & (qp->sq.wqe_cnt - 1)));
+	first = n < first ? n : first;
+	if (emu_devx_umem_pull(qp->gpu_wq, emu_wq_at(&qp->sq, ci),
+	                       (uint64_t)first * GNIC_MLX5_SEND_WQE_BB) ||
+	    emu_devx_umem_pull(qp->gpu_wq, emu_wq_at(&qp->sq, (uint16_t)(ci + first)),
+	                       (uint64_t)(n - first) * GNIC_MLX5_SEND_WQE_BB))
+		return false;
+	return true;
+}
+
 /* Newest producer index rung through the doorbell record or either half of
  * the register. Only a source whose raw value changed since the last look is
  * a new doorbell: a stale or never-written half (0) would otherwise read as
@@ -203,6 +247,12 @@ uint16_t emu_sq_doorbell(struct emu_qp *qp)
 
 	if ((uint16_t)(best - qp->req.sq_ci) > qp->sq.wqe_cnt)
 		best = qp->req.sq_ci; /* after a rewind: nothing known ahead */
+	if (qp->gpu_wq || qp->gpu_dbr) {
+		if (!pull_rung(qp))
+			return qp->req.db_pi = best;
+		rec = atomic_load_explicit((_Atomic uint32_t *)&qp->dbrec[GNIC_MLX5_SND_DBR],
+		                           memory_order_acquire);
+	}
 	if (rec != qp->req.db_last_rec) {
 		qp->req.db_last_rec = rec;
 		consider(qp, (uint16_t)gnic_be32(rec), &best);

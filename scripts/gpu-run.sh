@@ -12,9 +12,19 @@ export LD_LIBRARY_PATH=$PWD/$b/src:$PWD/$b/emu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PA
 {
 	date -u; nvidia-smi -L; nproc
 	# the binaries directly: the build tree may come from another path
-	for t in "$b/tests/gnic/test_gnic_gpu" "$b/tests/gpu/test_gpu_dev" \
-		"$b/tests/gpu/test_gpu_atomics"; do
-		echo "== $t"; timeout 100 "$t"; echo "rc=$?"
+	# each in both queue placements: host memory (ibv_create_qp) and GPU
+	# memory (DevX umem); QPs in CPU/PROXY doorbell modes stay on the host
+	for q in host gpu; do
+		for t in "$b/tests/gnic/test_gnic_gpu" "$b/tests/gpu/test_gpu_dev" \
+			"$b/tests/gpu/test_gpu_atomics" "$b/examples/put_bw_gpu"; do
+			echo "== GNIC_QUEUE=$q $t"; GNIC_QUEUE=$q timeout 100 "$t"; echo "rc=$?"
+		done
+		echo "== GNIC_QUEUE=$q GNIC_DB_MAP=off test_gnic_gpu nomap"
+		GNIC_QUEUE=$q GNIC_DB_MAP=off timeout 100 "$b/tests/gnic/test_gnic_gpu" nomap
+		echo "rc=$?"
+		echo "== GNIC_QUEUE=$q GNIC_DB_MODE=proxy test_gpu_atomics"
+		GNIC_QUEUE=$q GNIC_DB_MODE=proxy timeout 100 "$b/tests/gpu/test_gpu_atomics"
+		echo "rc=$?"
 	done
 	echo "== compute-sanitizer memcheck"
 	timeout 120 compute-sanitizer --tool memcheck --report-api-errors no --target-processes all \

@@ -5,7 +5,7 @@
  * getenv(); the rest reads gnic_config(). The table is read once, at the
  * first use.
  *
- * A malformed GNIC_PROVIDER, GNIC_EMU_LIB, GNIC_DB_MODE, GNIC_DB_MAP,
+ * A malformed GNIC_PROVIDER, GNIC_EMU_LIB, GNIC_DB_MODE, GNIC_DB_MAP, GNIC_QUEUE,
  * GNIC_NEAR_PCI, GNIC_GID_INDEX, GNIC_TRAFFIC_CLASS or GNIC_SL is not
  * ignored: they choose what runs and where packets go, so gnic_ctx_create()
  * refuses to start (config.error). A malformed GNIC_LOG is reported and left
@@ -30,7 +30,8 @@ enum knob_type {
 	KNOB_SYSFS,
 	KNOB_PCI,
 	KNOB_DB_MODE,
-	KNOB_DB_MAP
+	KNOB_DB_MAP,
+	KNOB_QUEUE
 };
 
 struct knob {
@@ -63,12 +64,17 @@ static const struct knob knobs[] = {
      "PCI address (dddd:bb:dd.f); a context without a device name takes the mlx5 device "
      "nearest it in the PCIe tree; empty: nearest the context's GPU",
      0, 0, 0},
-    {"GNIC_SYSFS", KNOB_SYSFS, "/sys", "where sysfs is mounted (PCIe distances are read there)", 0, 0, 0},
+    {"GNIC_SYSFS", KNOB_SYSFS, "/sys", "where sysfs is mounted (PCIe distances are read there)", 0,
+     0, 0},
     {"GNIC_DB_MODE", KNOB_DB_MODE, "auto",
      "auto|sm|bf|cpu|proxy: the doorbell mode of QPs created with db_mode AUTO", 0, 0, 0},
     {"GNIC_DB_MAP", KNOB_DB_MAP, "try",
      "try|off: off never maps the doorbell register for device code (as when the system "
      "cannot): AUTO QPs then use the CPU proxy, SM and BF QPs fail",
+     0, 0, 0},
+    {"GNIC_QUEUE", KNOB_QUEUE, "auto",
+     "auto|host|gpu|host_devx: where QPs created with queue AUTO put their queues "
+     "(host: ibv_create_qp; gpu: DEVX umem in GPU memory; host_devx: DEVX umem in host memory)",
      0, 0, 0},
 };
 
@@ -111,6 +117,25 @@ static void knob_db_mode(const struct knob *k, const char *s)
 		}
 	}
 	config_fail(k->name, s, "auto, sm, bf, cpu or proxy");
+}
+
+static const char *const queue_names[] = {
+    [GNIC_QUEUE_AUTO] = "auto",
+    [GNIC_QUEUE_HOST] = "host",
+    [GNIC_QUEUE_GPU] = "gpu",
+    [GNIC_QUEUE_HOST_DEVX] = "host_devx",
+};
+
+/* It decides where the NIC reads its queues: not ignored when malformed. */
+static void knob_queue(const struct knob *k, const char *s)
+{
+	for (int i = 0; i < (int)(sizeof(queue_names) / sizeof(queue_names[0])); i++) {
+		if (!strcmp(s, queue_names[i])) {
+			cfg.queue = i;
+			return;
+		}
+	}
+	config_fail(k->name, s, "auto, host, gpu or host_devx");
 }
 
 static void knob_db_map(const struct knob *k, const char *s)
@@ -227,6 +252,9 @@ static void knob_set(const struct knob *k, const char *s)
 		break;
 	case KNOB_DB_MAP:
 		knob_db_map(k, s);
+		break;
+	case KNOB_QUEUE:
+		knob_queue(k, s);
 		break;
 	}
 }

@@ -117,6 +117,53 @@ static struct ibv_device *pick_device(struct gnic_ctx *ctx, struct ibv_device **
 	return NULL;
 }
 
+/* With DEVX when the library has it (DEVX QPs, qp_devx.c, need it; verbs
+ * objects work the same on such a context), else as before; ctx->devx_why
+ * keeps the reason for GNIC_QUEUE_AUTO's fallback. */
+static struct ibv_context *open_ctx(struct gnic_ctx *ctx, struct ibv_device *dev)
+{
+	struct mlx5dv_context_attr a = {.flags = MLX5DV_CONTEXT_FLAGS_DEVX};
+	struct ibv_context *c;
+
+	if (!gnic_verbs_has_devx(ctx->v)) {
+		snprintf(ctx->devx_why, sizeof(ctx->devx_why), "%s has no DEVX calls",
+		         ctx->v->lib_path);
+		return ctx->v->open_device(dev);
+	}
+	errno = 0;
+	c = ctx->v->mlx5dv_open_device(dev, &a);
+	if (c) {
+		ctx->devx = true;
+		return c;
+	}
+	snprintf(ctx->devx_why, sizeof(ctx->devx_why), "mlx5dv_open_device(%s, DEVX): %s",
+	         ctx->device, strerror(errno ? errno : EINVAL));
+	gnic_info("%s; opening without DEVX", ctx->devx_why);
+	return ctx->v->open_device(dev);
+}
+
+/* The PD's number goes into DEVX commands. */
+static void query_pdn(struct gnic_ctx *ctx)
+{
+	struct mlx5dv_pd dvpd = {0};
+	struct mlx5dv_obj obj = {0};
+	int r;
+
+	if (!ctx->devx)
+		return;
+	obj.pd.in = ctx->pd;
+	obj.pd.out = &dvpd;
+	r = ctx->v->mlx5dv_init_obj(&obj, MLX5DV_OBJ_PD);
+	if (!r) {
+		ctx->pdn = dvpd.pdn;
+		return;
+	}
+	ctx->devx = false;
+	snprintf(ctx->devx_why, sizeof(ctx->devx_why), "mlx5dv_init_obj(PD) on %s: %s", ctx->device,
+	         strerror(r));
+	gnic_info("%s: no DEVX QPs", ctx->devx_why);
+}
+
 static gnic_status_t open_device(struct gnic_ctx *ctx, const char *name, char *why, size_t size)
 {
 	struct ibv_device **list;
@@ -132,7 +179,7 @@ static gnic_status_t open_device(struct gnic_ctx *ctx, const char *name, char *w
 	dev = pick_device(ctx, list, n, name, &not_mlx5, why, size);
 	if (dev) {
 		snprintf(ctx->device, sizeof(ctx->device), "%s", ctx->v->get_device_name(dev));
-		ctx->ibctx = ctx->v->open_device(dev);
+		ctx->ibctx = open_ctx(ctx, dev);
 	}
 	ctx->v->free_device_list(list);
 	if (not_mlx5)
@@ -252,6 +299,8 @@ static gnic_status_t open_verbs(struct gnic_ctx *ctx, const struct gnic_ctx_attr
 		if (!ctx->pd)
 			st = gnic_error(GNIC_ERR_SYSTEM, "alloc_pd(%s): %s", ctx->device,
 			                strerror(errno));
+		else
+			query_pdn(ctx);
 	}
 	return st;
 }

@@ -66,6 +66,7 @@ struct gnic_config {
 	int gid_index;     /* GNIC_GID_INDEX: -1 = auto */
 	int traffic_class; /* GNIC_TRAFFIC_CLASS */
 	int sl;            /* GNIC_SL */
+	int queue;         /* GNIC_QUEUE: enum gnic_queue that AUTO QPs take; AUTO */
 	char error[512];   /* a knob that must not be ignored is malformed */
 };
 const struct gnic_config *gnic_config(void); /* loaded on first use */
@@ -122,7 +123,27 @@ struct gnic_verbs {
 	struct ibv_qp *(*mlx5dv_create_qp)(struct ibv_context *ctx,
 	                                   struct ibv_qp_init_attr_ex *attr,
 	                                   struct mlx5dv_qp_init_attr *mlx5_attr); /* may be NULL */
+	/* DEVX (qp_devx.c): all NULL when the library has no DEVX */
+	struct ibv_context *(*mlx5dv_open_device)(struct ibv_device *dev,
+	                                          struct mlx5dv_context_attr *attr);
+	struct ibv_ah *(*create_ah)(struct ibv_pd *pd, struct ibv_ah_attr *attr);
+	int (*destroy_ah)(struct ibv_ah *ah);
+	struct mlx5dv_devx_umem *(*devx_umem_reg)(struct ibv_context *ctx, void *addr, size_t size,
+	                                          uint32_t access);
+	struct mlx5dv_devx_umem *(*devx_umem_reg_ex)(struct ibv_context *ctx,
+	                                             struct mlx5dv_devx_umem_in *in);
+	int (*devx_umem_dereg)(struct mlx5dv_devx_umem *umem);
+	struct mlx5dv_devx_uar *(*devx_alloc_uar)(struct ibv_context *ctx, uint32_t flags);
+	void (*devx_free_uar)(struct mlx5dv_devx_uar *uar);
+	int (*devx_query_eqn)(struct ibv_context *ctx, uint32_t vector, uint32_t *eqn);
+	struct mlx5dv_devx_obj *(*devx_obj_create)(struct ibv_context *ctx, const void *in,
+	                                           size_t inlen, void *out, size_t outlen);
+	int (*devx_obj_modify)(struct mlx5dv_devx_obj *obj, const void *in, size_t inlen, void *out,
+	                       size_t outlen);
+	int (*devx_obj_destroy)(struct mlx5dv_devx_obj *obj);
 };
+/* Has the library every DEVX call qp_devx.c makes? */
+bool gnic_verbs_has_devx(const struct gnic_verbs *v);
 /* The table for provider (VERBS or EMU), loaded once per process. */
 gnic_status_t gnic_verbs_get(enum gnic_provider provider, const struct gnic_verbs **v);
 /* AUTO: rdma-core when it lists an mlx5 device, else gnic-emu; why says
@@ -201,6 +222,12 @@ struct gnic_ctx {
 	 * atomics work either way */
 	bool atomic_be;
 	char device[64];
+	/* opened through mlx5dv_open_device with DEVX; else why not */
+	bool devx;
+	char devx_why[320];
+	uint32_t pdn;            /* the PD's number, for DEVX commands */
+	bool queue_noted;        /* AUTO's fallback to HOST queues was logged */
+	char queue_gpu_why[512]; /* why GPU queues failed here once: AUTO tries no more */
 	struct gnic_gpu gpu;
 	int nqp, nmr; /* live objects: destroy refuses while any */
 	/* progress.c: the doorbell thread for GNIC_DB_CPU QPs */
@@ -233,14 +260,34 @@ gnic_status_t gnic_gid_pick(struct gnic_ctx *ctx, int want);
 /* ---- qp.c / qp_*.c ------------------------------------------------------- */
 #define GNIC_QP_MAX_MAPS 10
 
+struct gnic_qp;
+/* How a QP's verbs objects are made: qp_verbs.c (ibv_create_qp, GNIC_QUEUE_HOST)
+ * or qp_devx.c (PRM commands on umem, GPU and HOST_DEVX). create fills qpn,
+ * dv, dv_scq and dv_rcq (host or device addresses, as qp->queue says), or
+ * leaves what it made for destroy; modify takes a verbs transition. */
+struct gnic_qp_ops {
+	const char *name;
+	gnic_status_t (*create)(struct gnic_qp *qp);
+	void (*destroy)(struct gnic_qp *qp);
+	gnic_status_t (*modify)(struct gnic_qp *qp, struct ibv_qp_attr *a, int mask);
+};
+extern const struct gnic_qp_ops gnic_qp_verbs_ops;
+extern const struct gnic_qp_ops gnic_qp_devx_ops;
+struct gnic_devx_qp; /* qp_devx.c */
+
 struct gnic_qp {
 	struct gnic_ctx *ctx;
 	struct gnic_qp_attr attr; /* as validated; db_mode resolved at placement */
 	bool connected;           /* left RESET through gnic_qp_connect */
 	uint32_t psn;             /* our starting PSN, kept across resets */
-	/* verbs objects and their hardware view */
+	uint32_t qpn;
+	enum gnic_queue queue; /* resolved: HOST, GPU or HOST_DEVX */
+	const struct gnic_qp_ops *ops;
+	/* verbs objects (HOST) or DEVX objects (dx), and their hardware view:
+	 * with GPU queues dv's queue and record pointers are device addresses */
 	struct ibv_cq *scq, *rcq;
 	struct ibv_qp *ibqp;
+	struct gnic_devx_qp *dx;
 	struct mlx5dv_qp dv;
 	struct mlx5dv_cq dv_scq, dv_rcq;
 	/* host block (page-aligned, its own pages): scratch, err, cpu_db */

@@ -36,8 +36,7 @@ static inline void wc_flush(void)
  * release store orders the WQE bytes (acquired with pi) before the record. */
 static void ring(struct gnic_qp *qp, uint64_t pi)
 {
-	uint32_t words[2] = {gnic_be32((uint32_t)(pi & 0xffff) << 8),
-	                     gnic_be32(qp->ibqp->qp_num << 8)};
+	uint32_t words[2] = {gnic_be32((uint32_t)(pi & 0xffff) << 8), gnic_be32(qp->qpn << 8)};
 	uint64_t reg;
 
 	memcpy(&reg, words, sizeof(reg));

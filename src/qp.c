@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A queue pair as the device uses it: an RC QP with its own send and receive
- * CQs, handed to the device through mlx5dv, plus a small host block (atomic
- * results, the error record, the CPU doorbell word). qp_dev.c builds the
- * struct gnic_dev_qp that describes all of it to device code.
+ * CQs, made by the provider (qp_verbs.c) or through DEVX (qp_devx.c) as the
+ * queue placement says, plus a small host block (atomic results, the error
+ * record, the CPU doorbell word). qp_dev.c builds the struct gnic_dev_qp
+ * that describes all of it to device code.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -12,157 +13,6 @@
 #include <unistd.h>
 
 #include "gnic_int.h"
-
-static gnic_status_t create_cqs(struct gnic_qp *qp, uint32_t scq_n, uint32_t rcq_n)
-{
-	struct gnic_ctx *ctx = qp->ctx;
-
-	qp->scq = ctx->v->create_cq(ctx->ibctx, (int)scq_n, NULL, NULL, 0);
-	if (!qp->scq)
-		return gnic_error(GNIC_ERR_SYSTEM, "create_cq(%u) for sends: %s", scq_n,
-		                  strerror(errno));
-	qp->rcq = ctx->v->create_cq(ctx->ibctx, (int)rcq_n, NULL, NULL, 0);
-	if (!qp->rcq)
-		return gnic_error(GNIC_ERR_SYSTEM, "create_cq(%u) for receives: %s", rcq_n,
-		                  strerror(errno));
-	return GNIC_OK;
-}
-
-/* Through mlx5dv_create_qp without scatter-to-CQE, which rdma-core turns
- * on by default: with it, a SEND of <= 32 bytes lands in the receive CQE
- * and never in the buffer, and only rdma-core's own poll_cq copies it out
- * (device code polls CQEs itself; a GPU buffer cannot even be copied into
- * by the CPU). gnic_dev_recv_wait still copies such data, should a
- * provider without mlx5dv_create_qp leave it on. */
-static struct ibv_qp *create_rc(struct gnic_qp *qp, struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
-{
-	struct mlx5dv_qp_init_attr dv = {
-	    .comp_mask = MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS,
-	    .create_flags = MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE,
-	};
-	struct ibv_qp_init_attr_ex ex = {
-	    .send_cq = ia->send_cq,
-	    .recv_cq = ia->recv_cq,
-	    .cap = ia->cap,
-	    .qp_type = ia->qp_type,
-	    .sq_sig_all = ia->sq_sig_all,
-	    .comp_mask = IBV_QP_INIT_ATTR_PD,
-	    .pd = pd,
-	};
-	struct ibv_qp *ibqp;
-
-	if (!qp->ctx->v->mlx5dv_create_qp) {
-		gnic_info("qp: %s has no mlx5dv_create_qp: scatter-to-CQE stays on",
-		          qp->ctx->v->lib_path);
-		return qp->ctx->v->create_qp(pd, ia);
-	}
-	ibqp = qp->ctx->v->mlx5dv_create_qp(qp->ctx->ibctx, &ex, &dv);
-	if (ibqp)
-		ia->cap = ex.cap;
-	return ibqp;
-}
-
-static gnic_status_t create_ibqp(struct gnic_qp *qp)
-{
-	struct ibv_qp_init_attr ia = {
-	    .send_cq = qp->scq,
-	    .recv_cq = qp->rcq,
-	    .cap = {.max_send_wr = qp->attr.sq_depth,
-	            .max_recv_wr = qp->attr.rq_depth,
-	            .max_send_sge = 1,
-	            .max_recv_sge = 1,
-	            .max_inline_data = qp->attr.max_inline},
-	    .qp_type = IBV_QPT_RC,
-	    .sq_sig_all = 0,
-	};
-	struct ibv_pd *pd;
-	gnic_status_t st = gnic_qp_bf_pd(qp, &pd); /* BF: a register of its own */
-
-	if (st)
-		return st;
-	qp->ibqp = create_rc(qp, pd, &ia);
-	if (!qp->ibqp)
-		return gnic_error(GNIC_ERR_SYSTEM,
-		                  "create_qp(send %u, recv %u, inline %u) on %s: %s",
-		                  qp->attr.sq_depth, qp->attr.rq_depth, qp->attr.max_inline,
-		                  qp->ctx->device, strerror(errno));
-	return GNIC_OK;
-}
-
-static gnic_status_t init_dv(struct gnic_qp *qp)
-{
-	struct mlx5dv_obj obj = {0};
-	int r;
-
-	obj.qp.in = qp->ibqp;
-	obj.qp.out = &qp->dv;
-	obj.cq.in = qp->scq;
-	obj.cq.out = &qp->dv_scq;
-	r = qp->ctx->v->mlx5dv_init_obj(&obj, MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ);
-	if (!r) {
-		memset(&obj, 0, sizeof(obj));
-		obj.cq.in = qp->rcq;
-		obj.cq.out = &qp->dv_rcq;
-		r = qp->ctx->v->mlx5dv_init_obj(&obj, MLX5DV_OBJ_CQ);
-	}
-	if (r)
-		return gnic_error(GNIC_ERR_SYSTEM, "mlx5dv_init_obj on %s: %s", qp->ctx->device,
-		                  strerror(r));
-	if (qp->dv_scq.cqe_size != sizeof(struct gnic_mlx5_cqe64) ||
-	    qp->dv_rcq.cqe_size != sizeof(struct gnic_mlx5_cqe64) ||
-	    qp->dv.sq.stride != GNIC_MLX5_SEND_WQE_BB)
-		return gnic_error(GNIC_ERR_NOT_SUPPORTED,
-		                  "qp: CQE size %u / SQ stride %u; only 64 is supported "
-		                  "(is MLX5_CQE_SIZE set?)",
-		                  qp->dv_scq.cqe_size, qp->dv.sq.stride);
-	/* every doorbell mode, CPU-assisted too, ends at the register */
-	if (!qp->dv.bf.reg || !qp->dv.dbrec)
-		return gnic_error(GNIC_ERR_NOT_SUPPORTED, "qp: %s gave no doorbell %s",
-		                  qp->ctx->device, qp->dv.dbrec ? "register" : "record");
-	return GNIC_OK;
-}
-
-static void destroy_verbs(struct gnic_qp *qp)
-{
-	const struct gnic_verbs *v = qp->ctx->v;
-
-	if (qp->ibqp)
-		v->destroy_qp(qp->ibqp);
-	if (qp->rcq)
-		v->destroy_cq(qp->rcq);
-	if (qp->scq)
-		v->destroy_cq(qp->scq);
-	qp->ibqp = NULL;
-	qp->rcq = qp->scq = NULL;
-}
-
-/* Each CQ must hold as many CQEs as its queue has slots (see qp_attr.c);
- * the provider may size the SQ above our guess, then we size again. */
-static bool cqs_fit(const struct gnic_qp *qp)
-{
-	return qp->dv_scq.cqe_cnt >= qp->dv.sq.wqe_cnt && qp->dv_rcq.cqe_cnt >= qp->dv.rq.wqe_cnt;
-}
-
-static gnic_status_t create_verbs(struct gnic_qp *qp)
-{
-	uint32_t scq_n = gnic_qp_scq_depth(&qp->attr), rcq_n = gnic_qp_rcq_depth(&qp->attr);
-	gnic_status_t st;
-
-	for (int attempt = 0; attempt < 2; attempt++) {
-		st = create_cqs(qp, scq_n, rcq_n);
-		if (!st)
-			st = create_ibqp(qp);
-		if (!st)
-			st = init_dv(qp);
-		if (st || cqs_fit(qp))
-			return st;
-		scq_n = qp->dv.sq.wqe_cnt;
-		rcq_n = qp->dv.rq.wqe_cnt > 2 ? qp->dv.rq.wqe_cnt : 2;
-		destroy_verbs(qp);
-	}
-	return gnic_error(GNIC_ERR_SYSTEM, "qp: %s gave CQs smaller than their queues",
-	                  qp->ctx->device);
-}
 
 /* The host block, on pages of its own so a GPU context can map it alone:
  * scratch[2 * sq_wqe_cnt + 1] (result slots, then the discard word), then the
@@ -207,10 +57,123 @@ static uint32_t random_psn(void)
 	return r & 0xffffff;
 }
 
+static const char *const queue_names[] = {"AUTO", "HOST", "GPU", "HOST_DEVX"};
+
+/* Why explicit DEVX placements cannot be had on this context, or GNIC_OK. */
+static gnic_status_t devx_usable(const struct gnic_qp *qp, enum gnic_queue q)
+{
+	const struct gnic_ctx *ctx = qp->ctx;
+	enum gnic_db_mode db = qp->attr.db_mode;
+
+	if (!ctx->devx)
+		return gnic_error(GNIC_ERR_NOT_SUPPORTED, "qp: queue %s needs DEVX: %s",
+		                  queue_names[q], ctx->devx_why);
+	if (q != GNIC_QUEUE_GPU)
+		return GNIC_OK;
+	if (!gnic_ctx_has_gpu(ctx))
+		return gnic_error(GNIC_ERR_NOT_SUPPORTED, "qp: queue GPU needs a GPU context");
+	/* the progress and proxy threads write queues and records from the host */
+	if (db == GNIC_DB_CPU || db == GNIC_DB_PROXY)
+		return gnic_error(GNIC_ERR_NOT_SUPPORTED,
+		                  "qp: queue GPU with db_mode %s: the host writes that mode's "
+		                  "queues; use SM, BF or AUTO",
+		                  db == GNIC_DB_CPU ? "CPU" : "PROXY");
+	if (!gnic_config()->db_map)
+		return gnic_error(
+		    GNIC_ERR_NOT_SUPPORTED,
+		    "qp: queue GPU needs the doorbell register in the GPU: GNIC_DB_MAP=off");
+	return GNIC_OK;
+}
+
+static gnic_status_t create_as(struct gnic_qp *qp, enum gnic_queue q)
+{
+	gnic_status_t st;
+
+	qp->queue = q;
+	qp->ops = q == GNIC_QUEUE_HOST ? &gnic_qp_verbs_ops : &gnic_qp_devx_ops;
+	st = qp->ops->create(qp);
+	if (st) {
+		qp->ops->destroy(qp);
+		qp->ops = NULL;
+	}
+	return st;
+}
+
+/* AUTO did not get GPU queues: said once per context at the default
+ * level, then at info. */
+static void fall_back_to_host(struct gnic_qp *qp, const char *why)
+{
+	int level = qp->ctx->queue_noted ? GNIC_LOG_INFO : GNIC_LOG_NOTE;
+
+	qp->ctx->queue_noted = true;
+	gnic_log(level, "qp: queues in host memory (GNIC_QUEUE_HOST), not in the GPU: %s", why);
+}
+
+/* CPU and PROXY QPs have host threads write their queues; AUTO becomes
+ * PROXY where the register may not be mapped. */
+static bool host_writes_queues(enum gnic_db_mode db)
+{
+	return db == GNIC_DB_CPU || db == GNIC_DB_PROXY ||
+	       (db == GNIC_DB_AUTO && !gnic_config()->db_map);
+}
+
+static const char *db_name(enum gnic_db_mode db)
+{
+	return db == GNIC_DB_CPU ? "CPU" : db == GNIC_DB_PROXY ? "PROXY" : "AUTO (GNIC_DB_MAP=off)";
+}
+
+/* AUTO: GPU queues in a GPU context unless they failed here before. */
+static gnic_status_t create_auto(struct gnic_qp *qp)
+{
+	struct gnic_ctx *ctx = qp->ctx;
+	gnic_status_t st;
+
+	if (!gnic_ctx_has_gpu(ctx) || host_writes_queues(qp->attr.db_mode))
+		return create_as(qp, GNIC_QUEUE_HOST);
+	if (ctx->queue_gpu_why[0]) {
+		gnic_info("qp: host queues: %s", ctx->queue_gpu_why);
+		return create_as(qp, GNIC_QUEUE_HOST);
+	}
+	st = devx_usable(qp, GNIC_QUEUE_GPU);
+	if (!st)
+		st = create_as(qp, GNIC_QUEUE_GPU);
+	if (!st)
+		return st;
+	snprintf(ctx->queue_gpu_why, sizeof(ctx->queue_gpu_why), "%s", gnic_last_error());
+	fall_back_to_host(qp, ctx->queue_gpu_why);
+	return create_as(qp, GNIC_QUEUE_HOST);
+}
+
+/* attr.queue, where AUTO defers to GNIC_QUEUE. The knob's GPU leaves QPs
+ * whose doorbell mode has the host write their queues (CPU, PROXY) on the
+ * host, said at info; an attribute's GPU refuses them. */
+static gnic_status_t create_queues(struct gnic_qp *qp)
+{
+	enum gnic_queue q = (enum gnic_queue)qp->attr.queue;
+	gnic_status_t st;
+
+	if (q == GNIC_QUEUE_AUTO) {
+		q = (enum gnic_queue)gnic_config()->queue;
+		if (q == GNIC_QUEUE_GPU && host_writes_queues(qp->attr.db_mode)) {
+			gnic_info("qp: GNIC_QUEUE=gpu, but db_mode %s writes the queues from the "
+			          "host: host queues",
+			          db_name(qp->attr.db_mode));
+			q = GNIC_QUEUE_HOST;
+		}
+	}
+	if (q == GNIC_QUEUE_AUTO)
+		return create_auto(qp);
+	if (q == GNIC_QUEUE_HOST)
+		return create_as(qp, GNIC_QUEUE_HOST);
+	st = devx_usable(qp, q);
+	return st ? st : create_as(qp, q);
+}
+
 static gnic_status_t qp_build(struct gnic_qp *qp)
 {
-	gnic_status_t st = create_verbs(qp);
+	gnic_status_t st;
 
+	st = create_queues(qp); /* db_mode: GNIC_DB_MODE applied (gnic_qp_create) */
 	if (!st)
 		st = gnic_qp_attr_check_geometry(&qp->attr, qp->dv.sq.wqe_cnt);
 	if (!st)
@@ -224,7 +187,8 @@ static void qp_free(struct gnic_qp *qp)
 {
 	gnic_qp_dev_destroy(qp);
 	free_hblk(qp);
-	destroy_verbs(qp);
+	if (qp->ops)
+		qp->ops->destroy(qp);
 	gnic_qp_bf_close(qp);
 	free(qp);
 }
@@ -281,6 +245,11 @@ GNIC_API void gnic_qp_destroy(struct gnic_qp *qp)
 	gnic_proxy_remove(qp); /* the thread lets go of it first */
 	qp->ctx->nqp--;
 	qp_free(qp);
+}
+
+GNIC_API int gnic_qp_queue(const struct gnic_qp *qp)
+{
+	return qp ? (int)qp->queue : -1;
 }
 
 GNIC_API struct gnic_dev_qp *gnic_qp_dev(struct gnic_qp *qp)

@@ -125,6 +125,8 @@ static gnic_status_t check_device(const struct gnic_qp_attr *a)
 		return gnic_error(GNIC_ERR_INVALID, "qp: unknown db_mode %d", a->db_mode);
 	if ((unsigned)a->share > GNIC_SHARE_GPU)
 		return gnic_error(GNIC_ERR_INVALID, "qp: unknown share %d", a->share);
+	if (a->queue > GNIC_QUEUE_HOST_DEVX)
+		return gnic_error(GNIC_ERR_INVALID, "qp: unknown queue placement %u", a->queue);
 	if (!is_pow2(a->cqe_every))
 		return gnic_error(GNIC_ERR_INVALID, "qp: cqe_every %u is not a power of two",
 		                  a->cqe_every);

@@ -21,7 +21,7 @@ GNIC_API gnic_status_t gnic_qp_export(struct gnic_qp *qp, struct gnic_blob *blob
 	if (!qp || !blob)
 		return gnic_error(GNIC_ERR_INVALID, "qp_export: NULL argument");
 	memcpy(info.gid, qp->ctx->gid.raw, sizeof(info.gid));
-	info.qpn = qp->ibqp->qp_num;
+	info.qpn = qp->qpn;
 	info.psn = qp->psn;
 	info.mtu = (uint8_t)qp->ctx->mtu;
 	info.lid = qp->ctx->lid;
@@ -32,11 +32,11 @@ GNIC_API gnic_status_t gnic_qp_export(struct gnic_qp *qp, struct gnic_blob *blob
 
 static gnic_status_t modify(struct gnic_qp *qp, struct ibv_qp_attr *a, int mask, const char *to)
 {
-	int r = qp->ctx->v->modify_qp(qp->ibqp, a, mask);
+	gnic_status_t st = qp->ops->modify(qp, a, mask);
 
-	if (r)
-		return gnic_error(GNIC_ERR_SYSTEM, "modify_qp(QP %#x) to %s: %s", qp->ibqp->qp_num,
-		                  to, strerror(r));
+	if (st)
+		return gnic_error(st, "QP %#x (%s) to %s: %s", qp->qpn, qp->ops->name, to,
+		                  gnic_last_error());
 	return GNIC_OK;
 }
 
@@ -114,8 +114,7 @@ static gnic_status_t undo_connect(struct gnic_qp *qp, gnic_status_t st)
 
 	snprintf(why, sizeof(why), "%s", gnic_last_error());
 	if (gnic_qp_to_reset(qp))
-		gnic_warn("qp %#x: after a failed connect: %s", qp->ibqp->qp_num,
-		          gnic_last_error());
+		gnic_warn("qp %#x: after a failed connect: %s", qp->qpn, gnic_last_error());
 	return gnic_error(st, "%s", why);
 }
 
@@ -147,7 +146,7 @@ GNIC_API gnic_status_t gnic_qp_connect(struct gnic_qp *qp, const struct gnic_blo
 	if (qp->connected)
 		return gnic_error(GNIC_ERR_STATE,
 		                  "qp_connect: QP %#x is connected already; gnic_qp_reset() first",
-		                  qp->ibqp->qp_num);
+		                  qp->qpn);
 	st = gnic_blob_decode(remote, &peer);
 	if (!st)
 		st = check_peer(qp, &peer);
@@ -161,8 +160,7 @@ GNIC_API gnic_status_t gnic_qp_connect(struct gnic_qp *qp, const struct gnic_blo
 	if (st)
 		return undo_connect(qp, st);
 	qp->connected = true;
-	gnic_dbg("qp %#x connected to qpn %#x (psn %#x/%#x)", qp->ibqp->qp_num, peer.qpn, qp->psn,
-	         peer.psn);
+	gnic_dbg("qp %#x connected to qpn %#x (psn %#x/%#x)", qp->qpn, peer.qpn, qp->psn, peer.psn);
 	return GNIC_OK;
 }
 

@@ -50,7 +50,7 @@ static void fill(struct gnic_qp *qp, struct gnic_dev_qp *d, const struct dev_ptr
 {
 	memset(d, 0, sizeof(*d));
 	d->magic = GNIC_DEV_QP_MAGIC;
-	d->qpn = qp->ibqp->qp_num;
+	d->qpn = qp->qpn;
 	d->sq_buf = ptr(p->sq_buf);
 	d->sq_wqe_cnt = qp->dv.sq.wqe_cnt;
 	d->db_mode = qp->attr.db_mode;
@@ -104,7 +104,7 @@ static void fall_back_to_proxy(struct gnic_qp *qp, const char *why)
 	gnic_log(level,
 	         "QP %#x: the doorbell register is not mappable for device code (%s): "
 	         "CPU proxy (GNIC_DB_PROXY)",
-	         qp->ibqp->qp_num, why);
+	         qp->qpn, why);
 	qp->attr.db_mode = GNIC_DB_PROXY;
 }
 
@@ -227,7 +227,11 @@ static gnic_status_t map_wq(struct gnic_qp *qp)
 static gnic_status_t map_queues(struct gnic_qp *qp)
 {
 	const size_t cqe = sizeof(struct gnic_mlx5_cqe64), dbrec = 2 * sizeof(uint32_t);
-	gnic_status_t st = map_wq(qp);
+	gnic_status_t st;
+
+	if (qp->queue == GNIC_QUEUE_GPU) /* in GPU memory already: only the host block */
+		return map(qp, qp->hblk, qp->hblk_len, 0);
+	st = map_wq(qp);
 
 	if (!st)
 		st = map(qp, qp->dv_scq.buf, qp->dv_scq.cqe_cnt * cqe, 0);
@@ -263,8 +267,8 @@ static gnic_status_t map_db_reg(struct gnic_qp *qp)
 	if (!st)
 		return GNIC_OK;
 	snprintf(iomem_err, sizeof(iomem_err), "%s", gnic_last_error());
-	gnic_info("QP %#x: doorbell page as I/O memory: %s; retrying as ordinary memory",
-	          qp->ibqp->qp_num, iomem_err);
+	gnic_info("QP %#x: doorbell page as I/O memory: %s; retrying as ordinary memory", qp->qpn,
+	          iomem_err);
 	st = map(qp, qp->dv.bf.reg, len, 0);
 	if (!st)
 		return GNIC_OK;
@@ -293,6 +297,10 @@ static gnic_status_t place_db_reg(struct gnic_qp *qp, uint64_t *db_reg)
 		return gnic_error(GNIC_ERR_NOT_SUPPORTED,
 		                  "qp: db_mode %s needs the doorbell register in the GPU: %s",
 		                  qp->attr.db_mode == GNIC_DB_BF ? "BF" : "SM", gnic_last_error());
+	if (qp->queue == GNIC_QUEUE_GPU) /* the proxy writes WQEs from the host */
+		return gnic_error(GNIC_ERR_NOT_SUPPORTED,
+		                  "qp: GPU queues need the doorbell register in the GPU: %s",
+		                  gnic_last_error());
 	fall_back_to_proxy(qp, gnic_last_error());
 	return GNIC_OK;
 }
@@ -321,9 +329,27 @@ static gnic_status_t dev_ptr(void *host, uint64_t *out)
 	return host ? gnic_cuda_host_dev_ptr(host, out) : GNIC_OK;
 }
 
+/* GPU queues: their addresses are device addresses already. */
+static void gpu_queues(const struct gnic_qp *qp, struct dev_ptrs *p)
+{
+	p->sq_buf = (uintptr_t)qp->dv.sq.buf;
+	p->rq_buf = (uintptr_t)qp->dv.rq.buf;
+	p->dbrec = (uintptr_t)qp->dv.dbrec;
+	p->scq_buf = (uintptr_t)qp->dv_scq.buf;
+	p->scq_dbrec = (uintptr_t)qp->dv_scq.dbrec;
+	p->rcq_buf = (uintptr_t)qp->dv_rcq.buf;
+	p->rcq_dbrec = (uintptr_t)qp->dv_rcq.dbrec;
+}
+
 static gnic_status_t translate(struct gnic_qp *qp, struct dev_ptrs *p)
 {
-	gnic_status_t st = dev_ptr(qp->dv.sq.buf, &p->sq_buf);
+	gnic_status_t st;
+
+	if (qp->queue == GNIC_QUEUE_GPU) {
+		gpu_queues(qp, p);
+		goto host_block;
+	}
+	st = dev_ptr(qp->dv.sq.buf, &p->sq_buf);
 
 	if (!st && qp->dv.rq.wqe_cnt)
 		st = dev_ptr(qp->dv.rq.buf, &p->rq_buf);
@@ -337,8 +363,10 @@ static gnic_status_t translate(struct gnic_qp *qp, struct dev_ptrs *p)
 		st = dev_ptr(qp->dv_rcq.buf, &p->rcq_buf);
 	if (!st)
 		st = dev_ptr(qp->dv_rcq.dbrec, &p->rcq_dbrec);
-	if (!st)
-		st = dev_ptr(qp->scratch, &p->scratch);
+	if (st)
+		return st;
+host_block:
+	st = dev_ptr(qp->scratch, &p->scratch);
 	if (!st)
 		st = dev_ptr(qp->err, &p->err);
 	if (!st)
@@ -443,6 +471,41 @@ static uint64_t drain_cq(const struct mlx5dv_cq *cq, uint64_t ci)
 	return ci;
 }
 
+/* drain_cq() on a CQ in GPU memory: through a host copy of the ring, the
+ * consumer index written back to its record. */
+static gnic_status_t drain_gpu_cq(const struct mlx5dv_cq *cq, uint64_t *ci)
+{
+	size_t len = (size_t)cq->cqe_cnt * sizeof(struct gnic_mlx5_cqe64);
+	struct mlx5dv_cq copy = *cq;
+	uint32_t dbrec[2] = {0};
+	gnic_status_t st;
+
+	copy.buf = malloc(len);
+	if (!copy.buf)
+		return gnic_error(GNIC_ERR_NOMEM, "qp: out of memory");
+	copy.dbrec = dbrec;
+	st = gnic_cuda_dtoh(copy.buf, (uintptr_t)cq->buf, len);
+	if (!st) {
+		*ci = drain_cq(&copy, *ci);
+		st = gnic_cuda_htod((uintptr_t)cq->dbrec, dbrec, sizeof(dbrec[0]));
+	}
+	free(copy.buf);
+	return st;
+}
+
+static gnic_status_t drain_cqs(struct gnic_qp *qp, uint64_t *scq_ci, uint64_t *rcq_ci)
+{
+	gnic_status_t st;
+
+	if (qp->queue != GNIC_QUEUE_GPU) {
+		*scq_ci = drain_cq(&qp->dv_scq, *scq_ci);
+		*rcq_ci = drain_cq(&qp->dv_rcq, *rcq_ci);
+		return GNIC_OK;
+	}
+	st = drain_gpu_cq(&qp->dv_scq, scq_ci);
+	return st ? st : drain_gpu_cq(&qp->dv_rcq, rcq_ci);
+}
+
 static gnic_status_t reset_gpu_locked(struct gnic_qp *qp, uint64_t *scq_ci, uint64_t *rcq_ci)
 {
 	struct gnic_dev_qp *d = qp->img;
@@ -451,8 +514,11 @@ static gnic_status_t reset_gpu_locked(struct gnic_qp *qp, uint64_t *scq_ci, uint
 	st = gnic_cuda_dtoh(d, qp->dev_gpu, sizeof(*d));
 	if (st)
 		return st;
-	*scq_ci = drain_cq(&qp->dv_scq, qp->px ? gnic_proxy_scq_ci(qp) : d->scq_ci);
-	*rcq_ci = drain_cq(&qp->dv_rcq, d->rcq_ci);
+	*scq_ci = qp->px ? gnic_proxy_scq_ci(qp) : d->scq_ci;
+	*rcq_ci = d->rcq_ci;
+	st = drain_cqs(qp, scq_ci, rcq_ci);
+	if (st)
+		return st;
 	memset((char *)d + COUNTERS_OFF, 0, sizeof(*d) - COUNTERS_OFF);
 	d->scq_ci = *scq_ci;
 	d->rcq_ci = *rcq_ci;

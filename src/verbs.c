@@ -70,6 +70,20 @@ static const struct verbs_sym syms[] = {
     SYM(mlx5dv_init_obj, "mlx5dv_init_obj", LIB_MLX5, "gemu_mlx5dv_init_obj", false),
     SYM(mlx5dv_is_supported, "mlx5dv_is_supported", LIB_MLX5, "gemu_mlx5dv_is_supported", true),
     SYM(mlx5dv_create_qp, "mlx5dv_create_qp", LIB_MLX5, "gemu_mlx5dv_create_qp", true),
+    SYM(mlx5dv_open_device, "mlx5dv_open_device", LIB_MLX5, "gemu_mlx5dv_open_device", true),
+    SYM(create_ah, "ibv_create_ah", LIB_VERBS, "gemu_create_ah", true),
+    SYM(destroy_ah, "ibv_destroy_ah", LIB_VERBS, "gemu_destroy_ah", true),
+    SYM(devx_umem_reg, "mlx5dv_devx_umem_reg", LIB_MLX5, "gemu_mlx5dv_devx_umem_reg", true),
+    SYM(devx_umem_reg_ex, "mlx5dv_devx_umem_reg_ex", LIB_MLX5, "gemu_mlx5dv_devx_umem_reg_ex",
+        true),
+    SYM(devx_umem_dereg, "mlx5dv_devx_umem_dereg", LIB_MLX5, "gemu_mlx5dv_devx_umem_dereg", true),
+    SYM(devx_alloc_uar, "mlx5dv_devx_alloc_uar", LIB_MLX5, "gemu_mlx5dv_devx_alloc_uar", true),
+    SYM(devx_free_uar, "mlx5dv_devx_free_uar", LIB_MLX5, "gemu_mlx5dv_devx_free_uar", true),
+    SYM(devx_query_eqn, "mlx5dv_devx_query_eqn", LIB_MLX5, "gemu_mlx5dv_devx_query_eqn", true),
+    SYM(devx_obj_create, "mlx5dv_devx_obj_create", LIB_MLX5, "gemu_mlx5dv_devx_obj_create", true),
+    SYM(devx_obj_modify, "mlx5dv_devx_obj_modify", LIB_MLX5, "gemu_mlx5dv_devx_obj_modify", true),
+    SYM(devx_obj_destroy, "mlx5dv_devx_obj_destroy", LIB_MLX5, "gemu_mlx5dv_devx_obj_destroy",
+        true),
 };
 
 #define NUM_SYMS (sizeof(syms) / sizeof(syms[0]))
@@ -337,4 +351,12 @@ struct ibv_pd *gnic_verbs_alloc_parent_domain(struct ibv_context *ctx, struct ib
 	struct ibv_parent_domain_init_attr a = {.pd = pd, .td = td};
 
 	return ibv_alloc_parent_domain(ctx, &a);
+}
+
+/* umem_reg_ex (dma-buf) is newer than the rest and optional. */
+bool gnic_verbs_has_devx(const struct gnic_verbs *v)
+{
+	return v->mlx5dv_open_device && v->create_ah && v->destroy_ah && v->devx_umem_reg &&
+	       v->devx_umem_dereg && v->devx_alloc_uar && v->devx_free_uar && v->devx_query_eqn &&
+	       v->devx_obj_create && v->devx_obj_modify && v->devx_obj_destroy;
 }

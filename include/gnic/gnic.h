@@ -132,6 +132,21 @@ void gnic_mr_rmem(const struct gnic_mr *mr, struct gnic_rmem *out);
 
 /* ---- queue pairs -------------------------------------------------------- */
 
+/* Where a QP's queues live: the SQ and RQ, both CQs and their doorbell
+ * records (the data path is the same in each; only its pointers differ). */
+enum gnic_queue {
+	/* GPU in a GPU context when the device takes GPU memory as DEVX umem,
+	 * else HOST (the reason logged once per context); HOST without a GPU */
+	GNIC_QUEUE_AUTO = 0,
+	GNIC_QUEUE_HOST = 1, /* ibv_create_qp/create_cq: the provider's host memory */
+	/* DEVX (mlx5dv_devx_*): cuMemAlloc'd GPU memory registered as umem
+	 * (dma-buf first, nvidia-peermem as fallback); GPU contexts only, db_mode
+	 * SM or BF (AUTO becomes SM); without DEVX or GPU umem: NOT_SUPPORTED */
+	GNIC_QUEUE_GPU = 2,
+	/* DEVX with the queues in host memory libgnic allocates */
+	GNIC_QUEUE_HOST_DEVX = 3,
+};
+
 struct gnic_qp_attr {
 	uint32_t sq_depth;         /* send WQEs of the largest size the SQ holds; 1024 */
 	uint32_t rq_depth;         /* receives the RQ holds; 256 (0: no receive queue) */
@@ -144,14 +159,15 @@ struct gnic_qp_attr {
 	uint8_t retry_cnt;         /* transport retries; 7 */
 	uint8_t rnr_retry;         /* RNR retries (7 = forever); 7 */
 	uint8_t timeout;           /* IB ack timeout exponent; 14 (67 ms) */
-	uint8_t rsvd;
+	uint8_t queue; /* enum gnic_queue; AUTO (env GNIC_QUEUE picks what AUTO becomes) */
 };
 
 struct gnic_qp;
 
 void gnic_qp_attr_init(struct gnic_qp_attr *attr);
-/* An RC QP with its own send and receive CQs, in host-pinned memory, exported
- * to the device (GPU memory for a GPU context). db_mode AUTO becomes SM when
+/* An RC QP with its own send and receive CQs, its queues placed as
+ * attr->queue says (see enum gnic_queue), exported to the device (the
+ * struct in GPU memory for a GPU context). db_mode AUTO becomes SM when
  * device code can store to the doorbell register, else PROXY (the reason is
  * logged at the default level, once per context); SM and BF without it fail
  * with GNIC_ERR_NOT_SUPPORTED. A BF QP gets a doorbell register no other QP
@@ -162,6 +178,8 @@ void gnic_qp_attr_init(struct gnic_qp_attr *attr);
 gnic_status_t gnic_qp_create(struct gnic_ctx *ctx, const struct gnic_qp_attr *attr,
                              struct gnic_qp **qp_p);
 void gnic_qp_destroy(struct gnic_qp *qp);
+/* The placement the QP got: HOST, GPU or HOST_DEVX (never AUTO); -1 for NULL. */
+int gnic_qp_queue(const struct gnic_qp *qp);
 
 /* Connection blob: versioned and checksummed; GID, QPN, PSN, MTU, and (from
  * version 2) LID and link layer. Send it to the peer by any means

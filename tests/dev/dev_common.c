@@ -49,6 +49,9 @@ void pair_open(struct pair *p, const struct gnic_qp_attr *attr, size_t len)
 	mode = getenv("GNIC_DB_MODE");
 	if (attr->db_mode == GNIC_DB_AUTO && mode && !strcmp(mode, "proxy"))
 		CHECK_EQ(p->a->db_mode, GNIC_DB_PROXY);
+	mode = getenv("GNIC_QUEUE");
+	if (attr->queue == GNIC_QUEUE_AUTO && mode && !strcmp(mode, "host_devx"))
+		CHECK_EQ(gnic_qp_queue(p->qa), GNIC_QUEUE_HOST_DEVX);
 	p->len = len;
 	p->abuf = alloc_buf(len);
 	p->bbuf = alloc_buf(len);

@@ -6,7 +6,8 @@
  *
  * Every test also runs with GNIC_DB_MODE=proxy (the *_proxy CTests): QPs
  * left at db_mode AUTO then go through libgnic's CPU proxy, and pair_open()
- * checks that they did.
+ * checks that they did; and with GNIC_QUEUE=host_devx (the *_devx CTests):
+ * QPs left at queue AUTO are made through DEVX, which pair_open() checks too.
  */
 #ifndef GNIC_TEST_DEV_COMMON_H
 #define GNIC_TEST_DEV_COMMON_H

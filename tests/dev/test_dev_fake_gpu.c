@@ -12,6 +12,13 @@
  *   - nothing stays registered or allocated once the context is gone;
  *   - (argument "nomap", with GNIC_DB_MAP=off) AUTO falls back to the proxy
  *     in the GPU placement, with the reason logged by default; SM is refused;
+ *   - (argument "queue") queue placement in a GPU context: AUTO and GPU give
+ *     GPU queues (DEVX umem in "GPU memory", which gnic-emu reaches through
+ *     CUDA copies), SM and BF; HOST_DEVX (DEVX queues in host memory,
+ *     mapped); each carries every operation, an error, reset and reconnect;
+ *     PROXY and CPU QPs keep host queues under AUTO and refuse GPU;
+ *   - (argument "queue_nodevx", with GNIC_EMU_DEVX=0) AUTO falls back to host
+ *     queues with the reason said once, GPU is refused;
  *   - (argument "mr", with GNIC_EMU_LOG=3) GPU memory is registered with
  *     IBV_ACCESS_RELAXED_ORDERING, host memory without, as gnic-emu's
  *     debug line of each registration shows; both registrations work.
@@ -58,14 +65,15 @@ static void connect_both(struct fpair *p)
 	CHECK_GNIC(gnic_qp_connect(p->qb, &ba));
 }
 
-static void fpair_open(struct gnic_ctx *ctx, struct fpair *p, enum gnic_db_mode mode,
-                       enum gnic_db_mode want)
+static void fpair_open_q(struct gnic_ctx *ctx, struct fpair *p, enum gnic_db_mode mode,
+                         enum gnic_db_mode want, enum gnic_queue queue)
 {
 	struct gnic_qp_attr attr;
 
 	memset(p, 0, sizeof(*p));
 	gnic_qp_attr_init(&attr);
 	attr.db_mode = mode;
+	attr.queue = (uint8_t)queue;
 	CHECK_GNIC(gnic_qp_create(ctx, &attr, &p->qa));
 	CHECK_GNIC(gnic_qp_create(ctx, &attr, &p->qb));
 	p->a = gnic_qp_dev(p->qa);
@@ -81,6 +89,12 @@ static void fpair_open(struct gnic_ctx *ctx, struct fpair *p, enum gnic_db_mode 
 	CHECK_GNIC(gnic_mr_reg(ctx, p->abuf, LEN, GNIC_ACCESS_ALL, &p->amr));
 	CHECK_GNIC(gnic_mr_reg(ctx, p->bbuf, LEN, GNIC_ACCESS_ALL, &p->bmr));
 	gnic_mr_rmem(p->bmr, &p->brm);
+}
+
+static void fpair_open(struct gnic_ctx *ctx, struct fpair *p, enum gnic_db_mode mode,
+                       enum gnic_db_mode want)
+{
+	fpair_open_q(ctx, p, mode, want, GNIC_QUEUE_AUTO);
 }
 
 static void fpair_close(struct fpair *p)
@@ -217,6 +231,7 @@ static void test_nomap(void)
 	CHECK_GNIC(create_logged(ctx, &attr, &qp, log, sizeof(log)));
 	printf("logged: %s", log);
 	CHECK_EQ(gnic_qp_dev(qp)->db_mode, GNIC_DB_PROXY);
+	CHECK_EQ(gnic_qp_queue(qp), GNIC_QUEUE_HOST); /* the proxy writes host queues */
 	CHECK(strstr(log, "note:") && strstr(log, "GNIC_DB_MAP=off") && strstr(log, "CPU proxy"));
 	gnic_qp_destroy(qp);
 	attr.db_mode = GNIC_DB_SM;
@@ -296,12 +311,118 @@ static void test_mr(void)
 	check_released();
 }
 
+/* A bad rkey on p, then reset (the CQs in GPU memory drained through host
+ * copies, the record cleared) and reconnect. */
+static void error_reset(struct fpair *p)
+{
+	struct gnic_qp_error err;
+
+	CHECK_DEV(gnic_dev_put(p->a, p->abuf, gnic_mr_lkey(p->amr), p->brm.addr,
+	                       p->brm.rkey ^ 0x100, 8, 0, NULL));
+	CHECK_EQ(gnic_dev_quiet(p->a), GNIC_DEV_ERR_CQE);
+	CHECK_GNIC(gnic_qp_error(p->qa, &err));
+	CHECK_EQ(err.syndrome, GNIC_MLX5_SYND_REMOTE_ACCESS);
+	CHECK_GNIC(gnic_qp_reset(p->qa));
+	CHECK_GNIC(gnic_qp_reset(p->qb));
+	connect_both(p);
+}
+
+/* Queue placement in a GPU context (gnic-emu takes the fake's GPU memory as
+ * umem: the engine pulls WQEs and pushes CQEs with CUDA copies). */
+static void test_queue(void)
+{
+	struct gnic_ctx *ctx = open_ctx();
+	struct gnic_qp_attr attr;
+	struct gnic_qp *qp = NULL;
+	struct fpair p;
+
+	t_case("GPU context, queue AUTO: GPU queues; every operation");
+	fpair_open(ctx, &p, GNIC_DB_AUTO, GNIC_DB_SM);
+	CHECK_EQ(gnic_qp_queue(p.qa), GNIC_QUEUE_GPU);
+	CHECK_EQ(gnic_qp_queue(p.qb), GNIC_QUEUE_GPU);
+	ops(&p);
+	t_case("GPU queues: bad rkey, reset, reconnect, every operation again");
+	error_reset(&p);
+	ops(&p);
+	fpair_close(&p);
+
+	t_case("GPU queues, BF: every operation");
+	fpair_open_q(ctx, &p, GNIC_DB_BF, GNIC_DB_BF, GNIC_QUEUE_GPU);
+	ops(&p);
+	fpair_close(&p);
+
+	t_case("queue AUTO with db_mode PROXY: host queues; queue GPU with PROXY or CPU: "
+	       "NOT_SUPPORTED");
+	fpair_open(ctx, &p, GNIC_DB_PROXY, GNIC_DB_PROXY);
+	CHECK_EQ(gnic_qp_queue(p.qa), GNIC_QUEUE_HOST);
+	fpair_close(&p);
+	gnic_qp_attr_init(&attr);
+	attr.queue = GNIC_QUEUE_GPU;
+	attr.db_mode = GNIC_DB_PROXY;
+	CHECK_EQ(gnic_qp_create(ctx, &attr, &qp), GNIC_ERR_NOT_SUPPORTED);
+	CHECK(strstr(gnic_last_error(), "PROXY") != NULL);
+	attr.db_mode = GNIC_DB_CPU;
+	CHECK_EQ(gnic_qp_create(ctx, &attr, &qp), GNIC_ERR_NOT_SUPPORTED);
+	CHECK(strstr(gnic_last_error(), "CPU") != NULL);
+	CHECK(qp == NULL);
+
+	t_case("queue HOST_DEVX in a GPU context: DEVX queues mapped into the GPU; every "
+	       "operation, bad rkey, reset, reconnect");
+	fpair_open_q(ctx, &p, GNIC_DB_AUTO, GNIC_DB_SM, GNIC_QUEUE_HOST_DEVX);
+	CHECK_EQ(gnic_qp_queue(p.qa), GNIC_QUEUE_HOST_DEVX);
+	ops(&p);
+	error_reset(&p);
+	ops(&p);
+	fpair_close(&p);
+	t_case("queue HOST_DEVX, PROXY, in a GPU context: every operation");
+	fpair_open_q(ctx, &p, GNIC_DB_PROXY, GNIC_DB_PROXY, GNIC_QUEUE_HOST_DEVX);
+	ops(&p);
+	fpair_close(&p);
+	gnic_ctx_destroy(ctx);
+	t_case("nothing left registered or allocated with the fake driver");
+	check_released();
+}
+
+/* GNIC_EMU_DEVX=0: no DEVX. */
+static void test_queue_nodevx(void)
+{
+	struct gnic_ctx *ctx = open_ctx();
+	struct gnic_qp_attr attr;
+	struct gnic_qp *qp, *qp2;
+	char log[4096];
+
+	t_case("no DEVX, GPU context, queue AUTO: host queues, the reason said once");
+	gnic_qp_attr_init(&attr);
+	CHECK_GNIC(create_logged(ctx, &attr, &qp, log, sizeof(log)));
+	printf("logged: %s", log);
+	CHECK_EQ(gnic_qp_queue(qp), GNIC_QUEUE_HOST);
+	CHECK(strstr(log, "note:") && strstr(log, "host memory") && strstr(log, "needs DEVX") &&
+	      strstr(log, "not supported"));
+	CHECK_GNIC(create_logged(ctx, &attr, &qp2, log, sizeof(log)));
+	CHECK_EQ(gnic_qp_queue(qp2), GNIC_QUEUE_HOST);
+	CHECK(strstr(log, "note:") == NULL);
+	gnic_qp_destroy(qp2);
+	gnic_qp_destroy(qp);
+	t_case("no DEVX: queue GPU is NOT_SUPPORTED, naming why");
+	attr.queue = GNIC_QUEUE_GPU;
+	qp = NULL;
+	CHECK_EQ(gnic_qp_create(ctx, &attr, &qp), GNIC_ERR_NOT_SUPPORTED);
+	CHECK(strstr(gnic_last_error(), "needs DEVX") != NULL);
+	CHECK(qp == NULL);
+	gnic_ctx_destroy(ctx);
+	check_released();
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "nomap"))
 		test_nomap();
 	else if (argc > 1 && !strcmp(argv[1], "mr"))
 		test_mr();
+	else if (argc > 1 && !strcmp(argv[1], "queue"))
+		test_queue();
+	else if (argc > 1 && !strcmp(argv[1], "queue_nodevx"))
+		test_queue_nodevx();
 	else
 		test_placement();
 	return T_EXIT_PASS;

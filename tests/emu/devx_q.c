@@ -11,7 +11,7 @@
 #define OFF_CQ_DBR 4096u
 #define OFF_QP_DBR (4096u + 64u)
 #define OFF_WQ     8192u
-#define MEM_LEN    (64u * 1024u)
+#define MEM_LEN    DQ_MEM_LEN
 
 uint8_t dq_status(const void *out)
 {
@@ -100,7 +100,8 @@ void dq_create(struct dq *q, struct ibv_context *ctx)
 	dq_create_on(q, ctx, NULL);
 }
 
-static void create(struct dq *q, struct ibv_context *ctx, struct mlx5dv_devx_uar *uar, bool zero_rq)
+static void create(struct dq *q, struct ibv_context *ctx, struct mlx5dv_devx_uar *uar, bool zero_rq,
+                   uint8_t *mem)
 {
 	struct mlx5dv_pd dvpd = {0};
 	struct mlx5dv_obj obj = {0};
@@ -114,7 +115,8 @@ static void create(struct dq *q, struct ibv_context *ctx, struct mlx5dv_devx_uar
 	CHECK_OK(mlx5dv_init_obj(&obj, MLX5DV_OBJ_PD));
 	q->pdn = dvpd.pdn;
 	CHECK_OK(mlx5dv_devx_query_eqn(ctx, 0, &q->eqn));
-	q->mem = t_alloc(MEM_LEN, 0);
+	q->own_mem = !mem;
+	q->mem = mem ? mem : t_alloc(MEM_LEN, 0);
 	q->umem = CHECK_PTR(mlx5dv_devx_umem_reg(ctx, q->mem, MEM_LEN, IBV_ACCESS_LOCAL_WRITE));
 	q->own_uar = !uar;
 	q->uar = uar ? uar : CHECK_PTR(mlx5dv_devx_alloc_uar(ctx, MLX5DV_UAR_ALLOC_TYPE_NC));
@@ -126,12 +128,17 @@ static void create(struct dq *q, struct ibv_context *ctx, struct mlx5dv_devx_uar
 
 void dq_create_on(struct dq *q, struct ibv_context *ctx, struct mlx5dv_devx_uar *uar)
 {
-	create(q, ctx, uar, false);
+	create(q, ctx, uar, false, NULL);
 }
 
 void dq_create_zero_rq(struct dq *q, struct ibv_context *ctx)
 {
-	create(q, ctx, NULL, true);
+	create(q, ctx, NULL, true, NULL);
+}
+
+void dq_create_in(struct dq *q, struct ibv_context *ctx, uint8_t *mem)
+{
+	create(q, ctx, NULL, false, mem);
 }
 
 void dq_destroy(struct dq *q)
@@ -143,7 +150,8 @@ void dq_destroy(struct dq *q)
 	CHECK_OK(mlx5dv_devx_umem_dereg(q->umem));
 	CHECK_OK(ibv_dereg_mr(q->mr));
 	CHECK_OK(ibv_dealloc_pd(q->pd));
-	free(q->mem);
+	if (q->own_mem)
+		free(q->mem);
 	free(q->data);
 }
 

@@ -40,7 +40,10 @@ struct dq {
 	struct ibv_mr *mr;
 	bool own_uar; /* dq_destroy frees the UAR */
 	bool zero_rq; /* made by dq_create_zero_rq: no RQ, the SQ at the WQ's start */
+	bool own_mem; /* dq_destroy frees mem */
 };
+
+#define DQ_MEM_LEN (64u * 1024u) /* the umem: CQ ring, records, WQ */
 
 /* The PRM status and syndrome of an outbox. */
 uint8_t dq_status(const void *out);
@@ -54,6 +57,9 @@ void dq_create(struct dq *q, struct ibv_context *ctx);
 void dq_create_on(struct dq *q, struct ibv_context *ctx, struct mlx5dv_devx_uar *uar);
 /* A QP with a zero-size RQ (rq_type 3), as GPU initiators make theirs. */
 void dq_create_zero_rq(struct dq *q, struct ibv_context *ctx);
+/* With the umem at mem (DQ_MEM_LEN bytes of the caller's, say GPU memory of
+ * the fake CUDA driver, which this process can read and write). */
+void dq_create_in(struct dq *q, struct ibv_context *ctx, uint8_t *mem);
 void dq_destroy(struct dq *q);
 /* A modify command of q's QP: 0, or the errno mlx5dv_devx_obj_modify gave
  * (the outbox in out, 16 bytes). */

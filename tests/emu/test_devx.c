@@ -261,6 +261,44 @@ static void test_pair(void)
 	dq_destroy(&b);
 }
 
+/* Hardware sees every register write; the engine sees changed memory. */
+static void test_reset_same_doorbell(void)
+{
+	struct gnic_mlx5_cqe64 c;
+	union ibv_gid gid;
+	struct dq a, b;
+
+	t_case("after 2RST_QP, index 0 rung again with the bytes of the last doorbell before it: "
+	       "a CQE");
+	dq_gid(ctx, &gid);
+	dq_create(&a, ctx);
+	dq_create(&b, ctx);
+	dq_connect(&a, &gid, b.qpn);
+	dq_connect(&b, &gid, a.qpn);
+	t_fill(a.data, 64, 7);
+	dq_post(&a, GNIC_MLX5_OPCODE_RDMA_WRITE, (uintptr_t)a.data, 64, (uintptr_t)b.data,
+	        b.mr->rkey);
+	c = dq_poll(&a, WAIT_MS, "WRITE before the reset");
+	check_cqe(&c, GNIC_MLX5_CQE_REQ, a.qpn, 0, 0);
+	CHECK_OK(dq_to_state(&a, PRM_CMD_2RST_QP, NULL));
+	CHECK_OK(dq_to_state(&b, PRM_CMD_2RST_QP, NULL));
+	/* as rdma-core does for a verbs QP: indices and the record start over */
+	a.pi = 0;
+	a.bf_off = 0;
+	a.qp_dbr[GNIC_MLX5_SND_DBR] = 0;
+	a.qp_dbr[GNIC_MLX5_RCV_DBR] = 0;
+	dq_connect(&a, &gid, b.qpn);
+	dq_connect(&b, &gid, a.qpn);
+	memset(b.data, 0, 64);
+	dq_post(&a, GNIC_MLX5_OPCODE_RDMA_WRITE, (uintptr_t)a.data, 64, (uintptr_t)b.data,
+	        b.mr->rkey);
+	c = dq_poll(&a, WAIT_MS, "the same WRITE after the reset");
+	check_cqe(&c, GNIC_MLX5_CQE_REQ, a.qpn, 0, 0);
+	CHECK_MEM(b.data, a.data, 64);
+	dq_destroy(&a);
+	dq_destroy(&b);
+}
+
 /* GNIC_EMU_LINK=ib: the path names the peer by its LID (rlid), no GRH. */
 static void test_ib_pair(void)
 {
@@ -610,9 +648,15 @@ static void test_close(void)
 }
 
 static const struct t_named_case cases[] = {
-    {"caps", test_caps},       {"vport", test_vport},           {"pair", test_pair},
-    {"ib_pair", test_ib_pair}, {"shared_uar", test_shared_uar}, {"verbs_peer", test_verbs_peer},
-    {"errors", test_errors},   {"close", test_close},
+    {"caps", test_caps},
+    {"vport", test_vport},
+    {"pair", test_pair},
+    {"ib_pair", test_ib_pair},
+    {"shared_uar", test_shared_uar},
+    {"verbs_peer", test_verbs_peer},
+    {"errors", test_errors},
+    {"close", test_close},
+    {"reset_same_doorbell", test_reset_same_doorbell},
 };
 
 int main(int argc, char **argv)

@@ -297,7 +297,7 @@ int main(void)
 	CHECK_EQ(a.retry_cnt, 7);
 	CHECK_EQ(a.rnr_retry, 7);
 	CHECK_EQ(a.timeout, 14);
-	CHECK_EQ(a.rsvd, 0);
+	CHECK_EQ(a.queue, GNIC_QUEUE_AUTO);
 
 	invalid_attrs(ctx);
 

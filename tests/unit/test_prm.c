@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Pin emu/prm.h, gnic-emu's table of PRM fields, to the ConnectX PRM layout
+ * Pin include/internal/prm.h, the table of PRM fields gnic-emu and libgnic share, to the ConnectX PRM layout
  * (as include/linux/mlx5/mlx5_ifc.h mirrors it): every field's bit offset
  * and width, written here a second time from the mlx5_ifc structures, must
  * be where prm_set puts its bits; byte images of known commands; the
@@ -169,7 +169,7 @@ static bool bit_set(const uint8_t *buf, unsigned int b)
 
 static void test_pins(void)
 {
-	t_case("every field of emu/prm.h at its mlx5_ifc bit offset and width (%zu fields)",
+	t_case("every field of prm.h at its mlx5_ifc bit offset and width (%zu fields)",
 	       sizeof(pins) / sizeof(pins[0]));
 	for (size_t i = 0; i < sizeof(pins) / sizeof(pins[0]); i++) {
 		const struct pin *p = &pins[i];

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The PRM command layouts gnic-emu's DEVX decoder reads and writes: one
- * table of the fields it uses, each a (bit offset, width) pair in the PRM's
+ * The PRM command layouts of DEVX, shared by gnic-emu's decoder (which reads
+ * and answers them) and libgnic's DEVX queues (which build them): one
+ * table of the fields either uses, each a (bit offset, width) pair in the PRM's
  * numbering (bit 0 is the most significant bit of byte 0; a field never
  * crosses a 32-bit word, 64-bit fields are word-aligned), and one pair of
  * big-endian get/set helpers. The offsets are facts of the ConnectX PRM as
@@ -10,10 +11,11 @@
  *
  * Offsets are relative to the structure named in the prefix; a nested
  * structure's base is given as its own PRM_*_OFF (bits, always a multiple
- * of 32). Only what the emulator implements is here.
+ * of 32). Only what the two implement is here. Header-only: neither links
+ * the other. Not installed.
  */
-#ifndef GNIC_EMU_PRM_H
-#define GNIC_EMU_PRM_H
+#ifndef GNIC_PRM_H
+#define GNIC_PRM_H
 
 #include <stdint.h>
 #include <string.h>
@@ -353,4 +355,4 @@ enum { PRM_CS_RES_DATA32 = 0x1, PRM_CS_REQ_DATA32 = 0x11 };
 #define PRM_ADS_RMAC_47_32   PRM_F(0x130, 16)
 #define PRM_ADS_RMAC_31_0    PRM_F(0x140, 32)
 
-#endif /* GNIC_EMU_PRM_H */
+#endif /* GNIC_PRM_H */
