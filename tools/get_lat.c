@@ -13,7 +13,7 @@ GNIC_DEVFN void get_lat_dev(const struct pd_side *s, const struct pd_thread *t)
 	(void)t;
 	pd_span(s, 0);
 	for (int64_t i = s->first; i < s->first + s->count; i++) {
-		uint32_t region = (uint32_t)((uint64_t)i % s->r.nsrc);
+		uint32_t region = perf_pp_region(&s->r, i);
 		uint64_t t0;
 		int rc;
 
@@ -21,7 +21,7 @@ GNIC_DEVFN void get_lat_dev(const struct pd_side *s, const struct pd_thread *t)
 			perf_pat_fill(s->lbase + dst, s->r.size, PERF_B, 0, ~0ull); /* the poison */
 		t0 = pd_clock();
 		rc = gnic_dev_get_wait(s->qp[0], s->lbase + dst, s->lkey,
-		                       s->rbase + perf_ring_src(&s->r, region), s->rkey,
+		                       s->rbase + perf_pp_src(&s->r, i), s->rkey,
 		                       (uint32_t)s->r.size);
 		s->lat[i - s->first] = pd_clock() - t0;
 		if (rc) {
@@ -41,7 +41,7 @@ static void host_run(struct perf_run *r, struct perf_ep *a)
 	uint64_t dst = perf_ring_dst(&r->ring, 0), start = perf_now_ns();
 
 	for (long i = r->first; i < r->first + r->count; i++) {
-		uint32_t region = (uint32_t)(i % r->ring.nsrc);
+		uint32_t region = perf_pp_region(&r->ring, i);
 		struct ibv_send_wr wr;
 		struct ibv_sge sge;
 		uint64_t t0;
@@ -49,7 +49,7 @@ static void host_run(struct perf_run *r, struct perf_ep *a)
 		if (r->a->validate)
 			perf_pattern_poison(a->buf + dst, r->size, PERF_B);
 		perf_wr(&wr, &sge, a, IBV_WR_RDMA_READ, dst, (uint32_t)r->size,
-		        perf_ring_src(&r->ring, region));
+		        perf_pp_src(&r->ring, i));
 		t0 = perf_now_ns();
 		perf_sq_post_wait(a, 0, &wr);
 		r->lat[i - r->first] = (double)(perf_now_ns() - t0);

@@ -343,9 +343,6 @@ void perf_host_stream(struct perf_run *r, perf_wr_fn *wr);
 /* Ping-pongs: each message out, its arrival, its slot given back. */
 void perf_host_pingpong(struct perf_run *r, const struct perf_pp_host *h);
 void perf_pingpong_setup(struct perf_run *r);
-/* Ping-pong slot and source of message i. */
-uint64_t perf_pp_slot(const struct perf_run *r, long i);
-uint64_t perf_pp_src(const struct perf_run *r, long i);
 
 /* ---- libgnic modes (perf_gnic.c) ------------------------------------------------------------- */
 void perf_gnic_resolve(struct perf_args *a);

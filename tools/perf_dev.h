@@ -167,36 +167,51 @@ PERF_HD uint32_t perf_ring_region(const struct perf_ring *r, int64_t i)
 	return r->shared ? 0 : (uint32_t)((uint64_t)i % r->nsrc);
 }
 
+/* Ping-pongs: message i goes from the sender's region i % nsrc into the
+ * peer's slot i % 2 (one is checked while the next lands in the other). */
+PERF_HD uint32_t perf_pp_region(const struct perf_ring *r, int64_t i)
+{
+	return (uint32_t)((uint64_t)i % r->nsrc);
+}
+
+PERF_HD uint64_t perf_pp_slot(const struct perf_ring *r, int64_t i)
+{
+	return perf_ring_dst(r, (uint64_t)i % 2);
+}
+
+PERF_HD uint64_t perf_pp_src(const struct perf_ring *r, int64_t i)
+{
+	return perf_ring_src(r, perf_pp_region(r, i));
+}
+
 /* ---- a launch of device threads ----------------------------------------------------------
  * ctas "CTAs" of threads threads per side (a CUDA grid of nsides * ctas
  * blocks, or nsides * ctas CPU threads of one thread each); thread g = cta *
  * threads + tid of a side posts on QP cta % nqps, so a warp or CTA shares one. */
-/* Which call failed (pd_status.op). */
-enum pd_op {
-	PD_OP_PUT = 1,
-	PD_OP_GET,
-	PD_OP_PUT_SIGNAL,
-	PD_OP_ADD,
-	PD_OP_FETCH_ADD,
-	PD_OP_SEND,
-	PD_OP_RECV_POST,
-	PD_OP_RECV_WAIT,
-	PD_OP_QUIET,
-	PD_OP_WAIT,
-	PD_OP_RETIRE,
-	PD_OP_CHECK,
-};
+/* Which call failed (pd_status.op), and its name in the report. */
+/* clang-format off */
+#define PD_OPS(X) X(PUT, "put") X(GET, "get") X(PUT_SIGNAL, "put_signal") X(ADD, "add") \
+	X(FETCH_ADD, "fetch-add") X(SEND, "send") X(RECV_POST, "receive post") \
+	X(RECV_WAIT, "receive") X(QUIET, "quiet") X(WAIT, "wait") X(RETIRE, "retire") \
+	X(CHECK, "check")
+/* clang-format on */
+#define PD_OP_ENUM(name, text) PD_OP_##name,
+enum pd_op { PD_OP_NONE, PD_OPS(PD_OP_ENUM) PD_NOPS };
 
-/* Failures the workers find themselves, besides gnic_dev statuses. */
-enum pd_bad {
-	PD_BAD_DATA = -100, /* a byte differs from the pattern: off, got, want */
-	PD_BAD_LEN,         /* a receive has the wrong length: got, want */
-	PD_BAD_SIGNAL,      /* the signal word has the wrong value: got, want */
-	PD_BAD_FETCH,       /* a fetch-add returned the wrong value: got, want */
-	PD_BAD_COUNTER,     /* post_rate: a QP counter (off = which) is got, not want */
-	PD_BAD_WQE,         /* post_rate: WQE field iter at BB off is got, not want */
-	PD_PEER_FAILED,     /* not recorded: the other side's status says why */
-};
+/* Failures the workers find themselves, besides gnic_dev statuses, and what
+ * the report says of each (pd_status: off, got, want); PD_PEER_FAILED is
+ * not recorded: the other side's status says why. */
+#define PD_BADS(X)                                                                                 \
+	X(DATA, "data mismatch (at: the byte)")                                                    \
+	X(LEN, "a receive of the wrong length")                                                    \
+	X(SIGNAL, "a wrong signal word")                                                           \
+	X(FETCH, "a fetch-add fetched a wrong value")                                              \
+	X(COUNTER, "a QP counter is off (at: 0 sq_reserved, 1 sq_ready, 2 sq_rung, "               \
+	           "3 sq_retired, 4 CPU doorbell, 5 doorbell record)")                             \
+	X(WQE, "a WQE field is off (iteration: 0 ctrl word 0, 1 ctrl word 1, 2 length, "           \
+	       "3 lkey, 4 rkey, 5 remote offset, 6 local offset; at: its BB)")
+#define PD_BAD_ENUM(name, text) PD_BAD_##name,
+enum pd_bad { PD_BAD_BASE = -101, PD_BADS(PD_BAD_ENUM) PD_PEER_FAILED };
 
 struct pd_status { /* the launch's first failure and the span of its iterations */
 	uint32_t claimed;

@@ -181,16 +181,6 @@ GNIC_DEVFN void pd_stream(const struct pd_side *s, const struct pd_thread *t, pd
  * and hands the slot back (done(), may be NULL). */
 typedef int pd_pp_fn(const struct pd_side *s, int64_t i);
 
-GNIC_DEVFN uint64_t pd_pp_slot(const struct pd_side *s, int64_t i)
-{
-	return perf_ring_dst(&s->r, (uint64_t)i % 2);
-}
-
-GNIC_DEVFN uint64_t pd_pp_src(const struct pd_side *s, int64_t i)
-{
-	return perf_ring_src(&s->r, (uint64_t)i % s->r.nsrc);
-}
-
 /* Bounded, and over once the side in this process failed. */
 GNIC_DEVFN int pd_pp_await(const struct pd_side *s, int64_t i, pd_pp_fn *arrived, pd_pp_fn *take)
 {
@@ -225,8 +215,8 @@ GNIC_DEVFN void pd_pingpong(const struct pd_side *s, pd_pp_fn *send, pd_pp_fn *a
 				break;
 			s->lat[i - s->first] = pd_clock() - t0;
 		}
-		rc = pd_check(s, pd_pp_slot(s, i), (uint32_t)((uint64_t)i % s->r.nsrc), i);
-		((volatile uint8_t *)s->lbase)[pd_pp_slot(s, i) + s->r.size - 1] = 0;
+		rc = pd_check(s, perf_pp_slot(&s->r, i), perf_pp_region(&s->r, i), i);
+		((volatile uint8_t *)s->lbase)[perf_pp_slot(&s->r, i) + s->r.size - 1] = 0;
 		if (!rc && done)
 			rc = done(s, i);
 	}

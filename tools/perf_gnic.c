@@ -267,30 +267,20 @@ const struct perf_backend perf_gnic_ops = {perf_gnic_open, perf_gnic_info, perf_
 
 static void describe(const struct pd_status *st, int side, char *buf, size_t cap)
 {
-	static const char *const ops[] = {
-	    "?",       "put",   "get",  "put_signal", "add",  "fetch-add", "send", "receive post",
-	    "receive", "quiet", "wait", "retire",     "check"};
-	static const char *const bad[] = {
-	    "data mismatch (at: the byte)",
-	    "a receive of the wrong length",
-	    "a wrong signal word",
-	    "a fetch-add fetched a wrong value",
-	    "a QP counter is off (at: 0 sq_reserved, 1 sq_ready, 2 sq_rung, 3 sq_retired, 4 CPU "
-	    "doorbell, 5 doorbell record)",
-	    "a WQE field is off (iteration: 0 ctrl word 0, 1 ctrl word 1, 2 length, 3 lkey, 4 "
-	    "rkey, "
-	    "5 remote offset, 6 local offset; at: its BB)"};
-	const char *what = st->rc >= PD_BAD_DATA && st->rc <= PD_BAD_WQE ? bad[st->rc - PD_BAD_DATA]
-	                   : st->rc == GNIC_DEV_ERR_CQE ? "GNIC_DEV_ERR_CQE (an error completion)"
-	                   : st->rc == GNIC_DEV_ERR_TIMEOUT
-	                       ? "GNIC_DEV_ERR_TIMEOUT (a wait ran out)"
-	                   : st->rc == GNIC_DEV_ERR_INVAL ? "GNIC_DEV_ERR_INVAL (bad argument)"
-	                   : st->rc == GNIC_DEV_ERR_QP ? "GNIC_DEV_ERR_QP (the QP failed earlier)"
-	                                               : "unknown status";
+#define PD_TEXT(name, text) text,
+	static const char *const ops[] = {"?", PD_OPS(PD_TEXT)};
+	static const char *const bad[] = {PD_BADS(PD_TEXT)};
+	const char *what =
+	    st->rc > PD_BAD_BASE && st->rc < PD_PEER_FAILED ? bad[st->rc - PD_BAD_DATA]
+	    : st->rc == GNIC_DEV_ERR_CQE     ? "GNIC_DEV_ERR_CQE (an error completion)"
+	    : st->rc == GNIC_DEV_ERR_TIMEOUT ? "GNIC_DEV_ERR_TIMEOUT (a wait ran out)"
+	    : st->rc == GNIC_DEV_ERR_INVAL   ? "GNIC_DEV_ERR_INVAL (bad argument)"
+	    : st->rc == GNIC_DEV_ERR_QP      ? "GNIC_DEV_ERR_QP (the QP failed earlier)"
+	                                     : "unknown status";
 
 	snprintf(buf, cap, "side %c, %s on QP %u, iteration %lld: %s", side ? 'B' : 'A',
-	         st->op > 0 && st->op <= PD_OP_CHECK ? ops[st->op] : "?", st->q,
-	         (long long)st->iter, what);
+	         st->op > 0 && st->op < PD_NOPS ? ops[st->op] : "?", st->q, (long long)st->iter,
+	         what);
 	if (st->rc <= PD_BAD_WQE)
 		snprintf(buf + strlen(buf), cap - strlen(buf),
 		         " (at %lld: %llu = 0x%llx, expected %llu = 0x%llx)", (long long)st->off,

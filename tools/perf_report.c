@@ -90,52 +90,45 @@ static bool lat(const struct perf_args *a)
 
 /* ---- the table ---------------------------------------------------------------------------- */
 
-#define BYTES (-1)
-#define ITERS (-2)
-struct col {
-	const char *head;
-	int width, fig;
-};
-static const struct col bw_cols[] = {{"#bytes", 10, BYTES},
-                                     {"#iterations", 12, ITERS},
-                                     {"BW peak[%s]", 17, PERF_BW_PEAK},
-                                     {"BW average[%s]", 20, PERF_BW_AVG},
-                                     {"MsgRate[Mpps]", 13, PERF_MPPS}};
-/* heads are formats: %s is the bandwidth unit */
-static const struct col lat_cols[] = {{"#bytes", 10, BYTES},
-                                      {"#iterations", 12, ITERS},
-                                      {"t_min[usec]", 12, PERF_T_MIN},
-                                      {"t_max[usec]", 12, PERF_T_MAX},
-                                      {"t_typical[usec]", 16, PERF_T_TYP},
-                                      {"t_avg[usec]", 12, PERF_T_AVG},
-                                      {"t_stdev[usec]", 14, PERF_T_SD},
-                                      {"99%% percentile[usec]", 21, PERF_T_P99},
-                                      {"99.9%% percentile[usec]", 22, PERF_T_P999}};
+/* Every figure: its CSV / JSON name (bandwidths get their unit appended),
+ * its table head (a format: %s is the bandwidth unit) and column width. */
+static const struct fig {
+	const char *name, *head;
+	int width;
+} figs[PERF_NFIG] = {{"bw_peak", "BW peak[%s]", 17},
+                     {"bw_avg", "BW average[%s]", 20},
+                     {"msg_rate_mpps", "MsgRate[Mpps]", 13},
+                     {"t_min_us", "t_min[usec]", 12},
+                     {"t_max_us", "t_max[usec]", 12},
+                     {"t_typical_us", "t_typical[usec]", 16},
+                     {"t_avg_us", "t_avg[usec]", 12},
+                     {"t_stdev_us", "t_stdev[usec]", 14},
+                     {"t_p99_us", "99%% percentile[usec]", 21},
+                     {"t_p999_us", "99.9%% percentile[usec]", 22}};
 
-/* A row, or with w NULL the header. */
+/* A row, or with w NULL the header: #bytes, #iterations, then the test's
+ * figures (latency tests: the t_ ones, the others: the rest). */
 static void table_line(const struct perf_args *a, const struct row *w)
 {
-	const struct col *c = lat(a) ? lat_cols : bw_cols;
-	int n = lat(a) ? 9 : 5;
+	int lo = lat(a) ? PERF_T_MIN : PERF_BW_PEAK, hi = lat(a) ? PERF_NFIG : PERF_T_MIN;
+	char cell[40];
 
 	if (a->mode->gnic && w)
 		printf(" %-12s %-6s %5d %7d %3d ", a->mode->name, perf_scope_name(a->scope),
 		       a->ctas, a->threads, a->qps);
 	else if (a->mode->gnic)
 		printf(" %-12s %-6s %5s %7s %3s ", "mode", "scope", "ctas", "threads", "qps");
-	for (int k = 0; k < n; k++) {
-		char cell[40];
-
+	if (w)
+		printf(" %-10zu %-12ld", w->size, w->st.iters);
+	else
+		printf(" %-10s %-12s", "#bytes", "#iterations");
+	for (int k = lo; k < hi; k++) {
 		if (!w)
-			snprintf(cell, sizeof(cell), c[k].head, a->gbits ? "Gb/s" : "MiB/s");
-		else if (c[k].fig == BYTES)
-			snprintf(cell, sizeof(cell), "%zu", w->size);
-		else if (c[k].fig == ITERS)
-			snprintf(cell, sizeof(cell), "%ld", w->st.iters);
+			snprintf(cell, sizeof(cell), figs[k].head, a->gbits ? "Gb/s" : "MiB/s");
 		else
-			snprintf(cell, sizeof(cell), "%.*f", c[k].fig == PERF_MPPS ? 4 : 2,
-			         w->st.v[c[k].fig]);
-		printf(" %-*s", k + 1 < n || a->repeat > 1 ? c[k].width : 0, cell);
+			snprintf(cell, sizeof(cell), "%.*f", k == PERF_MPPS ? 4 : 2, w->st.v[k]);
+		/* the last column is padded only when the spread follows */
+		printf(" %-*s", k + 1 < hi || a->repeat > 1 ? figs[k].width : 0, cell);
 	}
 	if (a->repeat > 1 && w)
 		printf(" %.4g-%.4g", w->lo, w->hi);
@@ -233,9 +226,6 @@ static struct field *put(struct field *f, const char *name, int kind, const char
 /* The row's fields (f has room for 32); returns how many. */
 static int fields(const struct perf_args *a, const struct row *w, struct field *f)
 {
-	static const char *const figs[PERF_NFIG] = {
-	    "bw_peak",      "bw_avg",   "msg_rate_mpps", "t_min_us", "t_max_us",
-	    "t_typical_us", "t_avg_us", "t_stdev_us",    "t_p99_us", "t_p999_us"};
 	struct field *p = put(f, "test", STR, "%s", a->test->name);
 
 	p = put(p, "mode", STR, "%s", a->mode->name);
@@ -252,7 +242,7 @@ static int fields(const struct perf_args *a, const struct row *w, struct field *
 	for (int k = 0; k < PERF_NFIG; k++) {
 		char name[24];
 
-		snprintf(name, sizeof(name), "%s%s", figs[k],
+		snprintf(name, sizeof(name), "%s%s", figs[k].name,
 		         k > PERF_BW_AVG ? ""
 		         : a->gbits      ? "_gbit_s"
 		                         : "_mib_s");

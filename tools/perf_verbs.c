@@ -458,16 +458,6 @@ void perf_host_stream(struct perf_run *r, perf_wr_fn *fn)
  * answer and checks it. A process does only the steps of the sides it
  * holds. The latency is half the round trip, as perftest reports it. */
 
-uint64_t perf_pp_slot(const struct perf_run *r, long i)
-{
-	return perf_ring_dst(&r->ring, (uint64_t)i % 2);
-}
-
-uint64_t perf_pp_src(const struct perf_run *r, long i)
-{
-	return perf_ring_src(&r->ring, (uint64_t)i % r->ring.nsrc);
-}
-
 /* Sources, both receive slots poisoned, the signal word zero; in host mode
  * the receives of the first two messages (done() of messages -2 and -1). */
 void perf_pingpong_setup(struct perf_run *r)
@@ -493,7 +483,8 @@ static void pp_send(struct perf_run *r, struct perf_ep *ep, long i, enum ibv_wr_
 	struct ibv_send_wr wr;
 	struct ibv_sge sge;
 
-	perf_wr(&wr, &sge, ep, op, perf_pp_src(r, i), (uint32_t)r->size, perf_pp_slot(r, i));
+	perf_wr(&wr, &sge, ep, op, perf_pp_src(&r->ring, i), (uint32_t)r->size,
+	        perf_pp_slot(&r->ring, i));
 	wr.imm_data = htonl((uint32_t)i);
 	perf_sq_post(ep, 0, &wr, i == r->first + r->count - 1);
 }
@@ -502,12 +493,12 @@ static void pp_send(struct perf_run *r, struct perf_ep *ep, long i, enum ibv_wr_
  * seen arriving whatever it carries; give the slot back. */
 static void consume(struct perf_run *r, struct perf_ep *ep, long i, const struct perf_pp_host *h)
 {
-	uint8_t *slot = ep->buf + perf_pp_slot(r, i);
+	uint8_t *slot = ep->buf + perf_pp_slot(&r->ring, i);
 	char what[40];
 
 	snprintf(what, sizeof(what), "the receive slot of side %c", ep->side == PERF_A ? 'A' : 'B');
 	if (r->a->validate && !perf_pattern_check(slot, r->size, perf_peer(ep->side),
-	                                          (uint32_t)(i % r->ring.nsrc), 0, what, i))
+	                                          perf_pp_region(&r->ring, i), 0, what, i))
 		perf_fatal("%s: message %ld arrived wrong (see above)", r->t->name, i);
 	slot[r->size - 1] = 0;
 	if (h->done)

@@ -8,15 +8,16 @@
 #ifdef PERF_DEV_PASS
 GNIC_DEVFN int put_lat_send(const struct pd_side *s, int64_t i)
 {
-	int rc = pd_put(s, s->qp[0], pd_pp_src(s, i), pd_pp_slot(s, i), (uint32_t)s->r.size);
+	int rc =
+	    pd_put(s, s->qp[0], perf_pp_src(&s->r, i), perf_pp_slot(&s->r, i), (uint32_t)s->r.size);
 
 	return rc ? pd_fail(s, rc, PD_OP_PUT, 0, i, -1, 0, 0) : 0;
 }
 
 GNIC_DEVFN int put_lat_arrived(const struct pd_side *s, int64_t i)
 {
-	return pd_load_acq8(s->lbase + pd_pp_slot(s, i) + s->r.size - 1) ==
-	       perf_pat_marker(s->side ^ 1, (uint32_t)((uint64_t)i % s->r.nsrc));
+	return pd_load_acq8(s->lbase + perf_pp_slot(&s->r, i) + s->r.size - 1) ==
+	       perf_pat_marker(s->side ^ 1, perf_pp_region(&s->r, i));
 }
 
 GNIC_DEVFN void put_lat_dev(const struct pd_side *s, const struct pd_thread *t)
@@ -29,8 +30,8 @@ GNIC_DEVFN void put_lat_dev(const struct pd_side *s, const struct pd_thread *t)
 
 static void host_await(struct perf_run *r, struct perf_ep *ep, long i)
 {
-	perf_wait_byte(ep->buf + perf_pp_slot(r, i) + r->size - 1,
-	               perf_pat_marker(perf_peer(ep->side), (uint32_t)(i % r->ring.nsrc)),
+	perf_wait_byte(ep->buf + perf_pp_slot(&r->ring, i) + r->size - 1,
+	               perf_pat_marker(perf_peer(ep->side), perf_pp_region(&r->ring, i)),
 	               "the peer's write");
 }
 

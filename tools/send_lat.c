@@ -9,8 +9,8 @@
 #ifdef PERF_DEV_PASS
 GNIC_DEVFN int send_lat_send(const struct pd_side *s, int64_t i)
 {
-	int rc =
-	    gnic_dev_send(s->qp[0], s->lbase + pd_pp_src(s, i), s->lkey, (uint32_t)s->r.size, 0);
+	int rc = gnic_dev_send(s->qp[0], s->lbase + perf_pp_src(&s->r, i), s->lkey,
+	                       (uint32_t)s->r.size, 0);
 
 	return rc ? pd_fail(s, rc, PD_OP_SEND, 0, i, -1, 0, 0) : 0;
 }
@@ -36,7 +36,7 @@ GNIC_DEVFN int send_lat_take(const struct pd_side *s, int64_t i)
 /* Message i + 2 lands where message i was. */
 GNIC_DEVFN int send_lat_done(const struct pd_side *s, int64_t i)
 {
-	int rc = i + 2 < s->stop ? gnic_dev_recv_post(s->qp[0], s->lbase + pd_pp_slot(s, i),
+	int rc = i + 2 < s->stop ? gnic_dev_recv_post(s->qp[0], s->lbase + perf_pp_slot(&s->r, i),
 	                                              s->lkey, (uint32_t)s->r.size)
 	                         : 0;
 
@@ -69,7 +69,7 @@ static void host_await(struct perf_run *r, struct perf_ep *ep, long i)
 static void host_done(struct perf_run *r, struct perf_ep *ep, long i)
 {
 	if (i + 2 < r->stop)
-		perf_rq_post(ep, perf_pp_slot(r, i), (uint32_t)r->size, (uint64_t)i + 2);
+		perf_rq_post(ep, perf_pp_slot(&r->ring, i), (uint32_t)r->size, (uint64_t)i + 2);
 }
 
 static const struct perf_pp_host hooks = {IBV_WR_SEND, host_await, host_done};

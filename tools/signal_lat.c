@@ -9,9 +9,9 @@
 #ifdef PERF_DEV_PASS
 GNIC_DEVFN int signal_lat_send(const struct pd_side *s, int64_t i)
 {
-	int rc = gnic_dev_put_signal(s->qp[0], s->lbase + pd_pp_src(s, i), s->lkey,
-	                             s->rbase + pd_pp_slot(s, i), s->rkey, (uint32_t)s->r.size,
-	                             s->rbase + s->r.sig_off, s->rkey, 1, 0);
+	int rc = gnic_dev_put_signal(s->qp[0], s->lbase + perf_pp_src(&s->r, i), s->lkey,
+	                             s->rbase + perf_pp_slot(&s->r, i), s->rkey,
+	                             (uint32_t)s->r.size, s->rbase + s->r.sig_off, s->rkey, 1, 0);
 
 	return rc ? pd_fail(s, rc, PD_OP_PUT_SIGNAL, 0, i, -1, 0, 0) : 0;
 }

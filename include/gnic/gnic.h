@@ -66,7 +66,7 @@ enum gnic_provider {
 
 struct gnic_ctx_attr {
 	enum gnic_provider provider; /* env GNIC_PROVIDER=auto|verbs|emu overrides AUTO */
-	const char *device;          /* RDMA device name, NULL = the first */
+	const char *device;          /* RDMA device name; NULL: the mlx5 device nearest the GPU */
 	int gpu;                     /* CUDA ordinal, GNIC_GPU_NONE or GNIC_GPU_AUTO */
 	/* GID table entry of port 1 the QPs send from: 0-255, or GNIC_GID_AUTO,
 	 * where env GNIC_GID_INDEX=auto|N decides. An empty entry is refused. */
@@ -92,7 +92,7 @@ struct gnic_ctx_info {
 
 struct gnic_ctx;
 
-/* Defaults: provider AUTO, first device, gpu GNIC_GPU_AUTO, gid_index
+/* Defaults: provider AUTO, device NULL, gpu GNIC_GPU_AUTO, gid_index
  * GNIC_GID_AUTO, traffic_class and sl GNIC_FROM_ENV. */
 void gnic_ctx_attr_init(struct gnic_ctx_attr *attr);
 /* Open the device (and GPU), allocate a PD. */

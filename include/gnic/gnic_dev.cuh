@@ -355,11 +355,14 @@ GNIC_DEVFN int gnic_dev_sq_wait_space(struct gnic_dev_qp *qp, uint64_t end)
 }
 
 /* Take nbb consecutive BBs; *idx = the first. The caller must then write and
- * commit exactly those BBs (or the QP stalls until the timeout fails it). */
+ * commit exactly those BBs (or the QP stalls until the timeout fails it).
+ * More than the SQ holds could never be had: GNIC_DEV_ERR_INVAL, nothing taken. */
 GNIC_DEVFN int gnic_dev_sq_reserve(struct gnic_dev_qp *qp, uint32_t nbb, uint64_t *idx)
 {
 	uint64_t first;
 
+	if (nbb > qp->sq_wqe_cnt)
+		return GNIC_DEV_ERR_INVAL;
 	if (gnic_dev_failed(qp))
 		return GNIC_DEV_ERR_QP;
 	if (gnic_px_on(qp)) /* ring slots, one per BB */

@@ -5,7 +5,7 @@
  * later calls fail fast with GNIC_DEV_ERR_QP, target memory stays untouched,
  * and reset + reconnect makes the QP usable again. A peer that never answers
  * ends in TRANSPORT_RETRY_EXC, or in GNIC_DEV_ERR_TIMEOUT when the device
- * bound is the shorter.
+ * bound is the shorter. A reservation the SQ can never hold is refused.
  */
 #include "dev_common.h"
 
@@ -106,6 +106,22 @@ static void test_recv_full(struct pair *p)
 	CHECK_EQ(gnic_dev_recv_post(p->b, p->bbuf, gnic_mr_lkey(p->bmr), 16), GNIC_DEV_ERR_INVAL);
 }
 
+/* More BBs than the SQ has could never be had: refused at once, nothing
+ * taken, the QP still works (it used to wait out timeout_ns and fail). */
+static void test_reserve_too_big(struct pair *p)
+{
+	uint64_t reserved = p->a->sq_reserved, idx = ~0ull, t0 = gnic_now_ns();
+
+	t_case("a reservation larger than the SQ (%u BBs)", p->a->sq_wqe_cnt + 1);
+	CHECK_EQ(gnic_dev_sq_reserve(p->a, p->a->sq_wqe_cnt + 1, &idx), GNIC_DEV_ERR_INVAL);
+	CHECK(gnic_now_ns() - t0 < 1000000000ull);
+	CHECK_EQ(p->a->sq_reserved, reserved);
+	CHECK_EQ(idx, ~0ull);
+	CHECK_DEV(gnic_dev_put(p->a, p->abuf, gnic_mr_lkey(p->amr), p->brm.addr, p->brm.rkey, 64, 0,
+	                       NULL));
+	CHECK_DEV(gnic_dev_quiet(p->a));
+}
+
 int main(void)
 {
 	struct pair p;
@@ -114,6 +130,7 @@ int main(void)
 	test_bad_rkey(&p);
 	test_bad_lkey(&p);
 	test_recv_full(&p);
+	test_reserve_too_big(&p);
 	pair_close(&p);
 	test_no_answer();
 	return T_EXIT_PASS;

@@ -50,6 +50,25 @@ static void bad_arguments(struct gnic_ctx *ctx)
 	gnic_qp_group_destroy(NULL);
 }
 
+/* The documented largest group is made (small QPs: the count is the limit). */
+static void largest(struct gnic_ctx *ctx)
+{
+	struct gnic_qp_group *g = NULL;
+	struct gnic_qp_attr a;
+
+	t_case("a group of GNIC_QP_GROUP_MAX (%d) QPs", GNIC_QP_GROUP_MAX);
+	gnic_qp_attr_init(&a);
+	a.sq_depth = 2;
+	a.rq_depth = 0;
+	a.max_inline = 0;
+	a.cqe_every = 1;
+	CHECK_GNIC(gnic_qp_group_create(ctx, &a, GNIC_QP_GROUP_MAX, &g));
+	CHECK_EQ(gnic_qp_group_size(g), (uint32_t)GNIC_QP_GROUP_MAX);
+	CHECK(gnic_qp_group_qp(g, GNIC_QP_GROUP_MAX - 1) != NULL);
+	CHECK(gnic_qp_group_qp(g, GNIC_QP_GROUP_MAX) == NULL);
+	gnic_qp_group_destroy(g);
+}
+
 static void pairs_move_data(struct gnic_ctx *ctx)
 {
 	uint8_t *src = t_alloc((size_t)N * SLOT, 0), *dst = t_alloc((size_t)N * SLOT, 0);
@@ -158,6 +177,7 @@ int main(void)
 	struct gnic_ctx *ctx = gt_ctx();
 
 	bad_arguments(ctx);
+	largest(ctx);
 	pairs_move_data(ctx);
 	all_or_nothing(ctx);
 	connect_all_one_rank(ctx);

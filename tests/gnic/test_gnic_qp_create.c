@@ -248,6 +248,50 @@ static void depth_limits(struct gnic_ctx *ctx)
 	CHECK(strstr(gnic_last_error(), "rq_depth 32769 above 32768") != NULL);
 }
 
+/* docs/api.md's other limits, at the edge: the largest value works, the next
+ * is refused with its reason. */
+static void edge_limits(struct gnic_ctx *ctx)
+{
+	struct gnic_qp_attr a;
+	struct gnic_qp *qp = NULL;
+
+	t_case("db_batch: sq_depth works, sq_depth + 1 is refused");
+	gnic_qp_attr_init(&a);
+	a.db_batch = a.sq_depth;
+	qp = create(ctx, &a);
+	CHECK_EQ(gnic_qp_dev(qp)->db_batch, a.sq_depth);
+	gnic_qp_destroy(qp);
+	qp = NULL;
+	a.db_batch = a.sq_depth + 1;
+	CHECK_GNIC_ERR(gnic_qp_create(ctx, &a, &qp), GNIC_ERR_INVALID);
+	CHECK(strstr(gnic_last_error(), "db_batch 1025 not in [1, sq_depth 1024]") != NULL);
+
+	t_case("cqe_every: half the SQ works, the whole SQ is refused");
+	gnic_qp_attr_init(&a); /* sq_wqe_cnt 8192 */
+	a.cqe_every = (uint32_t)sq_wqe_cnt(a.sq_depth, a.max_inline) / 2;
+	qp = create(ctx, &a);
+	CHECK_EQ(gnic_qp_dev(qp)->cqe_every, 4096);
+	gnic_qp_destroy(qp);
+	qp = NULL;
+	a.cqe_every *= 2;
+	CHECK_GNIC_ERR(gnic_qp_create(ctx, &a, &qp), GNIC_ERR_INVALID);
+	CHECK(strstr(gnic_last_error(), "cqe_every 8192 above half the SQ") != NULL);
+
+	t_case("timeout 31, retry_cnt and rnr_retry 7 work; 32 and 8 are refused");
+	gnic_qp_attr_init(&a);
+	a.timeout = 31;
+	a.retry_cnt = a.rnr_retry = 7;
+	gnic_qp_destroy(create(ctx, &a));
+	a.timeout = 32;
+	CHECK_GNIC_ERR(gnic_qp_create(ctx, &a, &qp), GNIC_ERR_INVALID);
+	CHECK(strstr(gnic_last_error(), "timeout exponent 32 above 31") != NULL);
+	a.timeout = 31;
+	a.rnr_retry = 8;
+	CHECK_GNIC_ERR(gnic_qp_create(ctx, &a, &qp), GNIC_ERR_INVALID);
+	CHECK(strstr(gnic_last_error(), "rnr_retry 8 above 7") != NULL);
+	CHECK(qp == NULL);
+}
+
 static void modes(struct gnic_ctx *ctx, struct gnic_mr *mr, uint8_t *buf)
 {
 	static const enum gnic_db_mode want[] = {GNIC_DB_AUTO, GNIC_DB_SM, GNIC_DB_BF, GNIC_DB_CPU};
@@ -331,6 +375,7 @@ int main(void)
 	gnic_qp_destroy(create(ctx, &a));
 
 	depth_limits(ctx);
+	edge_limits(ctx);
 
 	CHECK_GNIC(gnic_mr_reg(ctx, buf, 8192, GNIC_ACCESS_ALL, &mr));
 	modes(ctx, mr, buf);
