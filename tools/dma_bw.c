@@ -4,7 +4,7 @@
  * one process; each of its QPs is connected to itself (the NIC's loopback on
  * port 1, as gnic_dma_create's queues are), and device threads copy
  * iteration i from the side's source region for i into its own slot for i
- * with gnic_dev_dma_copy (warp scope: gnic_dev_dma_copy_warp). Afterwards
+ * with gnic_dev_dma_copy (or its warp and CTA calls). Afterwards
  * every slot is checked against the last copy into it.
  */
 #ifdef PERF_DEV_PASS
@@ -20,6 +20,9 @@ GNIC_DEVFN int dma_bw_iter(const struct pd_side *s, struct gnic_dev_qp *q, int64
 	if (s->scope == PERF_SCOPE_WARP)
 		return gnic_dev_dma_copy_warp(dma, (void *)(uintptr_t)dst, s->rkey, src, s->lkey,
 		                              (uint32_t)s->r.size);
+	if (s->scope == PERF_SCOPE_CTA)
+		return gnic_dev_dma_copy_cta(dma, (void *)(uintptr_t)dst, s->rkey, src, s->lkey,
+		                             (uint32_t)s->r.size);
 	return gnic_dev_dma_copy(dma, (void *)(uintptr_t)dst, s->rkey, src, s->lkey,
 	                         (uint32_t)s->r.size, 0, NULL);
 }
@@ -45,7 +48,7 @@ static bool validate(struct perf_run *r)
 	return perf_ring_check(ep->buf, &r->ring, PERF_A, r->done, PERF_A);
 }
 
-PERF_TEST_DEF(dma_bw, PERF_BW, PERF_MODES_GNIC, PERF_F_LOOPBACK, "1-1M", 5000, 1000,
+PERF_TEST_DEF(dma_bw, PERF_BW, PERF_MODES_GNIC, PERF_F_SCOPES | PERF_F_LOOPBACK, "1-1M", 5000, 1000,
               "local DMA copy bandwidth and rate (gnic_dev_dma_copy over the NIC's loopback)",
               .setup = setup, .validate = validate);
 #endif

@@ -18,8 +18,8 @@
  *
  * Scope: thread scope (any thread, shared queues as the QP's share says),
  * batch (one thread posts n copies under one reservation and one
- * doorbell) and warp scope on a GPU (every lane its own copy, one
- * doorbell). On CPU threads the warp call is the thread call.
+ * doorbell), and warp and CTA scope on a GPU (every lane its own copy, one
+ * doorbell). On CPU threads the warp and CTA calls are the thread call.
  */
 #ifndef GNIC_DEV_DMA_CUH
 #define GNIC_DEV_DMA_CUH
@@ -126,6 +126,15 @@ GNIC_DEVFN int gnic_dev_dma_copy_warp(struct gnic_dev_dma *dma, void *dst, uint3
 {
 	return gnic_dev_put_warp(&dma->qp, src, src_lkey, (uint64_t)(uintptr_t)dst, dst_rkey, len,
 	                         0);
+}
+
+/* The same for every thread of the CTA (as gnic_dev_put_cta): one
+ * reservation and one doorbell for the CTA's copies. */
+GNIC_DEVFN int gnic_dev_dma_copy_cta(struct gnic_dev_dma *dma, void *dst, uint32_t dst_rkey,
+                                     const void *src, uint32_t src_lkey, uint32_t len)
+{
+	return gnic_dev_put_cta(&dma->qp, src, src_lkey, (uint64_t)(uintptr_t)dst, dst_rkey, len,
+	                        0);
 }
 
 /* Wait until every copy below ticket has landed. */
