@@ -7,7 +7,8 @@
  *      registered cudaMalloc buffer and waits on its ticket;
  *   2. GPU -> GPU, warp scope: every lane its own piece, one quiet per warp;
  *   3. GPU -> host, batch: thread 0 of each CTA posts its CTA's pieces as one
- *      batch and waits on the batch's ticket.
+ *      batch and waits on the batch's ticket;
+ *   4. GPU -> GPU, CTA scope, into the first GPU buffer cleared again.
  * The host checks every piece of every stage byte for byte and the bytes
  * between pieces (guards) unchanged, and device statuses all OK.
  *
@@ -94,6 +95,19 @@ __global__ void gpu_to_host_batch(struct gnic_dev_dma *dma, struct keys k, int *
 	rc = gnic_dev_dma_copy_batch(dma, d, THREADS, 0, &ticket);
 	if (rc == 0)
 		rc = gnic_dev_dma_wait(dma, ticket);
+	if (rc)
+		atomicCAS(status, 0, rc);
+}
+
+__global__ void gpu_to_gpu_cta(struct gnic_dev_dma *dma, struct keys k, int *status)
+{
+	uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+	size_t at = (size_t)i * SLOT + piece_off(i);
+	int rc = gnic_dev_dma_copy_cta(dma, k.gpu_a + at, k.gpu_a_rkey, k.gpu_b + at, k.gpu_b_lkey,
+	                               piece_len(i));
+
+	if (rc == 0 && threadIdx.x == 0)
+		rc = gnic_dev_dma_quiet(dma);
 	if (rc)
 		atomicCAS(status, 0, rc);
 }
@@ -199,6 +213,12 @@ int main(void)
 	gpu_to_host_batch<<<CTAS, THREADS>>>(d, k, status);
 	fails += run_stage("GPU -> host (batch)", status);
 	fails += check("GPU -> host (batch)", dst, src);
+
+	CKC(cudaMemset(k.gpu_a, GUARD, BUF));
+	gpu_to_gpu_cta<<<CTAS, THREADS>>>(d, k, status);
+	fails += run_stage("GPU -> GPU (CTA scope)", status);
+	CKC(cudaMemcpy(host, k.gpu_a, BUF, cudaMemcpyDeviceToHost));
+	fails += check("GPU -> GPU (CTA scope)", host, src);
 
 	CK(gnic_dma_error(dma, &err));
 	if (err.dev_status) {
