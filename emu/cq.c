@@ -19,6 +19,7 @@
 
 #include "av.h"
 #include "emu.h"
+#include "rwq.h"
 #include "wqe.h"
 
 #define CQE_INVALID_OWN 0xF0 /* opcode INVALID, owner 0: nobody wrote it yet */
@@ -446,6 +447,15 @@ int emu_cq_parse(struct emu_cq *cq, const struct gnic_mlx5_cqe64 *cqe, struct ib
 	struct emu_qp *qp = emu_qp_lookup(qpn);
 	int ret = 0;
 
+	if (!qp && qpn >= EMU_RWQN_BASE) { /* a receive WQ's (rwq.c) */
+		static struct emu_log_limit limit;
+
+		emu_warn_limited(&limit,
+		                 "CQ 0x%x: ibv_poll_cq does not complete receives of WQ 0x%x on "
+		                 "gnic-emu: read the WQ's CQEs directly (mlx5dv_init_obj)",
+		                 cq->cqn, qpn);
+		return 0;
+	}
 	if (!qp) {
 		emu_dbg("CQ 0x%x: dropping a CQE of QP 0x%x, which no longer exists", cq->cqn, qpn);
 		return 0;

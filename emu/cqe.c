@@ -85,6 +85,16 @@ static void fill_ok(struct gnic_mlx5_cqe64 *cqe, const struct emu_cqe_info *in)
 		sop = in->flow_tag & GNIC_MLX5_FLOW_TAG_MASK;
 		((uint8_t *)cqe)[GNIC_MLX5_CQE_HDS_IP_EXT] = in->hds_ip_ext;
 		((uint8_t *)cqe)[GNIC_MLX5_CQE_L4_HDR_TYPE_ETC] = in->l4_hdr_type_etc;
+		if (in->mprq) { /* wqe_id, bytes 2-3 */
+			((uint8_t *)cqe)[2] = (uint8_t)(in->wqe_id >> 8);
+			((uint8_t *)cqe)[3] = (uint8_t)in->wqe_id;
+		}
+		if (in->rss_htype) { /* rss_hash_result, bytes 12-15; rss_hash_type, 16 */
+			uint32_t h = gnic_be32(in->rss_hash);
+
+			memcpy((uint8_t *)cqe + 12, &h, 4);
+			((uint8_t *)cqe)[16] = in->rss_htype;
+		}
 	}
 	if (in->inl_len) { /* scatter-to-CQE: the data in bytes 0..31 */
 		memcpy(cqe, in->inl, in->inl_len);

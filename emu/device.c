@@ -17,6 +17,7 @@
 
 #include "emu.h"
 #include "eth.h"
+#include "rwq.h"
 
 /* A ConnectX-7's identity, so that software keyed on it (perftest, UCX, NCCL,
  * ...) takes its mlx5 path: the vendor ID, the part ID and a firmware version
@@ -300,6 +301,11 @@ static void context_fill_ops(struct emu_context *ctx)
 	vctx->alloc_parent_domain = gemu_alloc_parent_domain;
 	vctx->ibv_create_flow = gemu_create_flow; /* RAW_PACKET steering (flow.c) */
 	vctx->ibv_destroy_flow = gemu_destroy_flow;
+	vctx->create_wq = gemu_create_wq; /* receive WQs and RSS (rwq.c) */
+	vctx->modify_wq = gemu_modify_wq;
+	vctx->destroy_wq = gemu_destroy_wq;
+	vctx->create_rwq_ind_table = gemu_create_rwq_ind_table;
+	vctx->destroy_rwq_ind_table = gemu_destroy_rwq_ind_table;
 	vctx->sz = sizeof(struct verbs_context);
 	vctx->context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 }

@@ -10,9 +10,11 @@
 #include <infiniband/mlx5dv.h>
 
 #include "emu.h"
+#include "rwq.h"
 
 #define DV_OBJ_SUPPORTED                                                                           \
-	(MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ | MLX5DV_OBJ_SRQ | MLX5DV_OBJ_AH | MLX5DV_OBJ_PD)
+	(MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ | MLX5DV_OBJ_SRQ | MLX5DV_OBJ_AH | MLX5DV_OBJ_PD |          \
+	 MLX5DV_OBJ_RWQ)
 
 static bool emu_obj(struct ibv_context *context)
 {
@@ -82,13 +84,25 @@ EMU_EXPORT int gemu_mlx5dv_init_obj(struct mlx5dv_obj *obj, uint64_t obj_type)
 	if (!obj || !obj_type)
 		return EINVAL;
 	if (obj_type & ~(uint64_t)DV_OBJ_SUPPORTED)
-		return EOPNOTSUPP; /* RWQ, DM */
+		return EOPNOTSUPP; /* DM */
 	if (want_qp && (!obj->qp.in || !obj->qp.out || !emu_obj(obj->qp.in->context)))
 		return EINVAL;
 	if (want_cq && (!obj->cq.in || !obj->cq.out || !emu_obj(obj->cq.in->context)))
 		return EINVAL;
 	if (want_srq && (!obj->srq.in || !obj->srq.out || !emu_obj(obj->srq.in->context)))
 		return EINVAL;
+	if ((obj_type & MLX5DV_OBJ_RWQ) &&
+	    (!obj->rwq.in || !obj->rwq.out || !emu_obj(obj->rwq.in->context)))
+		return EINVAL;
+	if (obj_type & MLX5DV_OBJ_RWQ) { /* the WQ's ring and doorbell record */
+		struct emu_rwq *wq = to_erwq(obj->rwq.in);
+
+		obj->rwq.out->buf = wq->buf;
+		obj->rwq.out->dbrec = wq->dbrec;
+		obj->rwq.out->wqe_cnt = wq->wqe_cnt;
+		obj->rwq.out->stride = wq->stride;
+		obj->rwq.out->comp_mask = 0;
+	}
 	if (want_ah && (!obj->ah.in || !obj->ah.out || !emu_obj(obj->ah.in->context)))
 		return EINVAL;
 	if (want_ah) { /* the address vector a UD WQE's datagram segment copies */

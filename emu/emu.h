@@ -467,6 +467,7 @@ struct emu_qp {
 	struct emu_pd *parent; /* the parent domain it was made on, or NULL */
 	struct emu_cq *scq, *rcq;
 	struct emu_srq *srq; /* receives come from it (no RQ then), or NULL */
+	struct emu_rss *rss; /* an RSS QP (rwq.h): receives go to its table's WQs, or NULL */
 	/* the engine worker serving it (worker.h): set at creation, may change
 	 * once at each INIT->RTR (emu_worker_rtr) under nic.lock and both
 	 * workers' locks; atomic for the data path's kick */
@@ -624,6 +625,12 @@ struct emu_cqe_info {
 	bool eth;
 	uint32_t flow_tag;
 	uint8_t hds_ip_ext, l4_hdr_type_etc;
+	/* a receive CQE of a WQ (rwq_stride.c): a striding RQ's WQE index (its
+	 * wqe_counter then holds the stride index), and the RSS hash */
+	bool mprq;
+	uint16_t wqe_id;
+	uint32_t rss_hash;
+	uint8_t rss_htype;
 };
 bool emu_cqe_write(struct emu_cq *cq, const struct emu_cqe_info *info);
 

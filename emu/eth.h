@@ -96,6 +96,9 @@ EMU_EXPORT int gemu_destroy_flow(struct ibv_flow *flow);
 /* Deliver frame p to qp's next receive WQE with flow tag tag (worker 0's
  * lock held). */
 void emu_raw_deliver(struct emu_qp *qp, const struct emu_pkt *p, uint32_t tag);
+/* A receive CQE's header types and checksum-OK bits for p (raw.c). */
+uint8_t emu_raw_hdr_types(const struct emu_pkt *p);
+uint8_t emu_raw_csum_bits(const struct emu_pkt *p);
 
 /* ---- eth_port.c: the port --------------------------------------------- */
 /* A RAW_PACKET QP of dev is created / destroyed (control path, nic.lock

@@ -16,6 +16,7 @@
 #include <infiniband/mlx5dv.h>
 
 #include "emu.h"
+#include "rwq.h"
 
 /* mlx5dv_init_obj exists twice, as in rdma-core: the default
  * mlx5dv_init_obj@@MLX5_1.2 and, for binaries linked before 1.2,
@@ -38,7 +39,7 @@ __asm__(".symver mlx5dv_init_obj_v1_0, mlx5dv_init_obj@MLX5_1.0");
 /* The capability blocks of the offloads gnic-emu does not have, answered as a
  * ConnectX-7's libmlx5 answers every block the caller asks for: with the
  * device's capabilities, here none (CQE compression, software parsing,
- * striding RQ, tunnel offloads, flow action flags, DC ODP, signature, DCI
+ * tunnel offloads, flow action flags, DC ODP, signature, DCI
  * streams, DMA memcpy, crypto). The clock, core clock and LAG port count
  * are left unanswered, as libmlx5 does for a device without them. */
 static void no_offload_caps(struct mlx5dv_context *a, uint64_t want)
@@ -51,7 +52,6 @@ static void no_offload_caps(struct mlx5dv_context *a, uint64_t want)
 	{mask, offsetof(struct mlx5dv_context, field), sizeof(((struct mlx5dv_context *)0)->field)}
 	    BLOCK(MLX5DV_CONTEXT_MASK_CQE_COMPRESION, cqe_comp_caps),
 	    BLOCK(MLX5DV_CONTEXT_MASK_SWP, sw_parsing_caps),
-	    BLOCK(MLX5DV_CONTEXT_MASK_STRIDING_RQ, striding_rq_caps),
 	    BLOCK(MLX5DV_CONTEXT_MASK_TUNNEL_OFFLOADS, tunnel_offloads_caps),
 	    BLOCK(MLX5DV_CONTEXT_MASK_FLOW_ACTION_FLAGS, flow_action_flags),
 	    BLOCK(MLX5DV_CONTEXT_MASK_DC_ODP_CAPS, dc_odp_caps),
@@ -79,6 +79,16 @@ int mlx5dv_query_device(struct ibv_context *ctx_in, struct mlx5dv_context *attrs
 
 	if (!ret)
 		no_offload_caps(attrs_out, want);
+	if (!ret && (want & MLX5DV_CONTEXT_MASK_STRIDING_RQ)) { /* rwq.h, a ConnectX-7's */
+		struct mlx5dv_striding_rq_caps *s = &attrs_out->striding_rq_caps;
+
+		s->min_single_stride_log_num_of_bytes = EMU_MPRQ_MIN_LOG_STRIDE;
+		s->max_single_stride_log_num_of_bytes = EMU_MPRQ_MAX_LOG_STRIDE;
+		s->min_single_wqe_log_num_of_strides = EMU_MPRQ_MIN_LOG_NSTRIDES;
+		s->max_single_wqe_log_num_of_strides = EMU_MPRQ_MAX_LOG_NSTRIDES;
+		s->supported_qpts = 1u << IBV_QPT_RAW_PACKET;
+		attrs_out->comp_mask |= MLX5DV_CONTEXT_MASK_STRIDING_RQ;
+	}
 	return ret;
 }
 
@@ -91,6 +101,13 @@ struct ibv_qp *mlx5dv_create_qp(struct ibv_context *context, struct ibv_qp_init_
                                 struct mlx5dv_qp_init_attr *mlx5_qp_attr)
 {
 	return gemu_mlx5dv_create_qp(context, qp_attr, mlx5_qp_attr);
+}
+
+/* Receive WQs, striding (multi-packet) ones too (emu/rwq.c). */
+struct ibv_wq *mlx5dv_create_wq(struct ibv_context *context, struct ibv_wq_init_attr *wq_init_attr,
+                                struct mlx5dv_wq_init_attr *mlx5_wq_attr)
+{
+	return gemu_mlx5dv_create_wq(context, wq_init_attr, mlx5_wq_attr);
 }
 
 /* DEVX (emu/devx.c): a DEVX context, firmware commands over gnic-emu's CQs

@@ -541,12 +541,6 @@ int mlx5dv_qp_cancel_posted_send_wrs(struct mlx5dv_qp_ex *mqp, uint64_t wr_id)
 	return -EOPNOTSUPP;
 }
 
-struct ibv_wq *mlx5dv_create_wq(struct ibv_context *context, struct ibv_wq_init_attr *wq_init_attr,
-                                struct mlx5dv_wq_init_attr *mlx5_wq_attr)
-{
-	return unsupported_ptr();
-}
-
 int mlx5dv_query_qp_lag_port(struct ibv_qp *qp, uint8_t *port_num, uint8_t *active_port_num)
 {
 	return unsupported();

@@ -17,6 +17,7 @@
 
 #include "emu.h"
 #include "eth.h"
+#include "rwq.h"
 #include "worker.h"
 
 #define QP_ACCESS_OK                                                                               \
@@ -480,13 +481,50 @@ static const char *type_name(enum ibv_qp_type type)
 	}
 }
 
+/* An RSS QP (ibv_create_qp_ex with an indirection table and a hash): a
+ * RAW_PACKET QP without queues of its own, made as one whose CQs are its
+ * first WQ's (it completes nothing on them); *rss holds its TIR. */
+static int rss_attr(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr,
+                    struct ibv_qp_init_attr_ex *out, struct emu_rss **rss)
+{
+	struct ibv_cq *cq;
+	int err;
+
+	*rss = calloc(1, sizeof(**rss));
+	if (!*rss)
+		return ENOMEM;
+	err = emu_rss_check(context, attr, *rss, &cq);
+	if (err) {
+		free(*rss);
+		*rss = NULL;
+		return err;
+	}
+	*out = *attr;
+	out->comp_mask &= ~(uint32_t)(IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH);
+	out->send_cq = out->recv_cq = cq;
+	out->srq = NULL;
+	out->cap = (struct ibv_qp_cap){0};
+	return 0;
+}
+
 struct ibv_qp *emu_create_qp_dv(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr,
                                 enum emu_scatter scatter, uint64_t dv_ops)
 {
 	struct emu_qp *qp = NULL;
 	struct ibv_qp_cap cap = {0};
-	int err = check_init_attr(context, attr);
+	struct ibv_qp_init_attr_ex rss_a;
+	struct emu_rss *rss = NULL;
+	int err = 0;
 
+	if (attr && (attr->comp_mask & (IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH))) {
+		err = context && attr->pd && gemu_is_emu_context(context)
+		          ? rss_attr(context, attr, &rss_a, &rss)
+		          : EINVAL;
+		if (!err)
+			attr = &rss_a;
+	}
+	if (!err)
+		err = check_init_attr(context, attr);
 	if (!err)
 		err = emu_qp_ex_check_dv(dv_ops);
 	if (!err && (qp = qp_new(attr, dv_ops, &cap, &err))) {
@@ -498,6 +536,11 @@ struct ibv_qp *emu_create_qp_dv(struct ibv_context *context, struct ibv_qp_init_
 			err = publish(qp);
 			if (err && is_raw(attr))
 				emu_eth_port_put(qp->ctx->dev);
+		}
+		if (!err && rss) {
+			qp->rss = rss;
+			emu_rss_hold(rss, 1);
+			qp->ibqp.send_cq = qp->ibqp.recv_cq = NULL; /* as mlx5 leaves an RSS QP's */
 		}
 		emu_nic_unlock();
 		if (err) {
@@ -513,6 +556,7 @@ struct ibv_qp *emu_create_qp_dv(struct ibv_context *context, struct ibv_qp_init_
 		        qp->wr_api ? "ibv_post_send and ibv_wr_* (send_ops_flags)"
 		                   : "ibv_post_send");
 	if (err) {
+		free(rss);
 		errno = err;
 		return NULL;
 	}
@@ -926,6 +970,8 @@ EMU_EXPORT int gemu_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int
 	if (!ibqp || !attr || !gemu_is_emu_context(ibqp->context))
 		return EINVAL;
 	qp = to_eqp(ibqp);
+	if (qp->rss)
+		return ENOSYS; /* mlx5_ib: an RSS QP is not modified */
 	emu_qp_ctl_lock(qp);
 	cur = atomic_load(&qp->state); /* the engine may have moved it to ERR */
 	err = check_mask(ibqp->qp_type, cur, attr, attr_mask, &next);
@@ -956,6 +1002,8 @@ EMU_EXPORT int gemu_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int 
 	if (!ibqp || !attr || !init_attr || !gemu_is_emu_context(ibqp->context))
 		return EINVAL;
 	qp = to_eqp(ibqp);
+	if (qp->rss)
+		return ENOSYS; /* mlx5_ib: nor queried */
 	emu_nic_lock();
 	state = atomic_load(&qp->state);
 	*attr = qp->attr;
@@ -1007,9 +1055,12 @@ EMU_EXPORT int gemu_destroy_qp(struct ibv_qp *ibqp)
 	}
 	emu_worker_unlock(qp->worker);
 	hold_refs(qp, -1);
+	if (qp->rss)
+		emu_rss_hold(qp->rss, -1);
 	if (ibqp->qp_type == IBV_QPT_RAW_PACKET)
 		emu_eth_port_put(qp->ctx->dev);
 	emu_nic_unlock();
+	free(qp->rss);
 	destroy_ibqp(qp);
 	free_queues(qp);
 	free(qp);

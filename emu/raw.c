@@ -26,6 +26,7 @@
 
 #include "eth.h"
 #include "rc.h"
+#include "rwq.h"
 #include "wqe.h"
 #include "worker.h"
 
@@ -165,7 +166,7 @@ static int send_progress(struct emu_qp *qp)
 
 /* ---- receive ------------------------------------------------------------------- */
 
-static uint8_t hdr_types(const struct emu_pkt *p)
+uint8_t emu_raw_hdr_types(const struct emu_pkt *p)
 {
 	uint8_t l3 = p->l3 == EMU_L3_IPV4   ? GNIC_MLX5_CQE_L3_HDR_TYPE_IPV4
 	             : p->l3 == EMU_L3_IPV6 ? GNIC_MLX5_CQE_L3_HDR_TYPE_IPV6
@@ -182,7 +183,7 @@ static uint8_t hdr_types(const struct emu_pkt *p)
 	return (uint8_t)(l4 << 4 | l3 << 2);
 }
 
-static uint8_t csum_bits(const struct emu_pkt *p)
+uint8_t emu_raw_csum_bits(const struct emu_pkt *p)
 {
 	uint8_t b = 0;
 
@@ -254,6 +255,10 @@ void emu_raw_deliver(struct emu_qp *qp, const struct emu_pkt *p, uint32_t tag)
 	};
 	struct emu_recv_wqe w;
 
+	if (qp->rss) { /* an RSS QP: a WQ of its table receives it */
+		emu_rss_deliver(qp, p, tag);
+		return;
+	}
 	if ((state != IBV_QPS_RTR && state != IBV_QPS_RTS) || !emu_recv_peek(qp, &w)) {
 		atomic_fetch_add_explicit(&c->rx_no_wqe, 1, memory_order_relaxed);
 		return;
@@ -268,8 +273,8 @@ void emu_raw_deliver(struct emu_qp *qp, const struct emu_pkt *p, uint32_t tag)
 		return;
 	}
 	ci.wqe_counter = emu_recv_take(qp);
-	ci.hds_ip_ext = csum_bits(p);
-	ci.l4_hdr_type_etc = hdr_types(p);
+	ci.hds_ip_ext = emu_raw_csum_bits(p);
+	ci.l4_hdr_type_etc = emu_raw_hdr_types(p);
 	emu_cqe_write(qp->rcq, &ci);
 	atomic_fetch_add_explicit(&c->rx_delivered, 1, memory_order_relaxed);
 }

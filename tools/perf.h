@@ -78,6 +78,7 @@ enum perf_flag {
 	PERF_F_OPERAND8 = 1 << 6,    /* 8-byte operands only */
 	PERF_F_RECV = 1 << 7,        /* receive queues */
 	PERF_F_HOSTMEM = 1 << 8,     /* buffers in (pinned) host memory, also on a GPU */
+	PERF_F_LOOPBACK = 1 << 9,    /* one process, side A only, its QPs connected to themselves */
 };
 
 struct perf_run;

@@ -412,7 +412,7 @@ bool perf_args_check(const struct perf_args *a, char *why, size_t cap)
 		REFUSE("%s measures one QP: --qp must be 1", t->name);
 	if (t->kind == PERF_LAT && a->set & PERF_SET_DEPTH)
 		REFUSE("%s keeps one message in flight: --tx-depth does not apply", t->name);
-	if (t->flags & (PERF_F_LOCAL | PERF_F_UNCONNECTED) && perf_two_process(a))
+	if (t->flags & (PERF_F_LOCAL | PERF_F_UNCONNECTED | PERF_F_LOOPBACK) && perf_two_process(a))
 		REFUSE("%s runs in one process: no server or client", t->name);
 	if (a->plot[0] && a->server)
 		REFUSE("--plot is for the side that reports (the client)");

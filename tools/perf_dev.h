@@ -23,7 +23,8 @@
  * catalogue (perf_args.c) and the device workers' dispatch (perf_dev_worker.h). */
 /* clang-format off */
 #define PERF_TESTS(X) X(put_bw) X(get_bw) X(atomic_rate) X(post_rate) X(memcpy) \
-	X(put_lat) X(send_lat) X(signal_lat) X(get_lat) X(atomic_lat) X(store_rate) X(flag_lat)
+	X(put_lat) X(send_lat) X(signal_lat) X(get_lat) X(atomic_lat) X(store_rate) X(flag_lat) \
+	X(dma_bw)
 /* clang-format on */
 #define PERF_TEST_ENUM(name) PERF_TEST_##name,
 enum perf_test_id { PERF_TESTS(PERF_TEST_ENUM) PERF_NTESTS };

@@ -229,6 +229,7 @@ GNIC_DEVFN void pd_pingpong(const struct pd_side *s, pd_pp_fn *send, pd_pp_fn *a
 /* ---- the tests' device bodies, and the dispatch ---------------------------------------------- */
 #include "atomic_lat.c"
 #include "atomic_rate.c"
+#include "dma_bw.c"
 #include "get_bw.c"
 #include "flag_lat.c"
 #include "get_lat.c"

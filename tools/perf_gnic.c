@@ -212,7 +212,8 @@ static void perf_gnic_info(const struct perf_ep *ep, struct perf_ep_info *info)
 
 /* peer NULL: "the peer" is our own buffer, and the QPs stay in RESET, but
  * for GNIC_DB_PROXY QPs, which loop back to themselves: the proxy needs
- * completions to free ring and SQ space. */
+ * completions to free ring and SQ space; and PERF_F_LOOPBACK's, which do
+ * too (dma_bw copies through them). */
 static void perf_gnic_connect(struct perf_ep *ep, const struct perf_args *a,
                               const struct perf_ep_info *peer)
 {
@@ -222,7 +223,7 @@ static void perf_gnic_connect(struct perf_ep *ep, const struct perf_args *a,
 		perf_gnic_info(ep, &own);
 	else if (peer->nqps != (uint32_t)ep->nqps)
 		perf_fatal("the peer has %u QPs, this side %d", peer->nqps, ep->nqps);
-	if (peer || a->mode->db_mode == GNIC_DB_PROXY)
+	if (peer || a->mode->db_mode == GNIC_DB_PROXY || a->test->flags & PERF_F_LOOPBACK)
 		check(gnic_qp_group_connect(ep->group, peer ? peer->blob : own.blob),
 		      "gnic_qp_group_connect");
 	peer = peer ? peer : &own;

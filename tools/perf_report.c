@@ -319,7 +319,9 @@ void perf_report_begin(const struct perf_session *s)
 		snprintf(rep.connection, sizeof(rep.connection), "%s",
 		         a->test->flags & PERF_F_LOCAL         ? "local (no NIC)"
 		         : a->test->flags & PERF_F_UNCONNECTED ? "none (QPs left unconnected)"
-		                                               : "in-process (sides A and B)");
+		         : a->test->flags & PERF_F_LOOPBACK
+		             ? "loopback (QPs connected to themselves)"
+		             : "in-process (sides A and B)");
 	rep.code = a->mode->gnic ? a->dev_name : "host CPU thread (verbs)";
 	rep.memory = !a->mode->gnic || !a->on_gpu ? "host memory"
 	             : a->host_mem                ? "pinned host memory (--host-mem)"

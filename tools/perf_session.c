@@ -307,7 +307,7 @@ void perf_session_open(struct perf_session *s, struct perf_args *a)
 
 		perf_exchange(s, &ia, &ib, sizeof(ia));
 		ops->connect(ep, a, &ib);
-	} else if (a->test->flags & PERF_F_UNCONNECTED) {
+	} else if (a->test->flags & (PERF_F_UNCONNECTED | PERF_F_LOOPBACK)) {
 		ops->connect(open_side(s, PERF_A, len, &ia), a, NULL);
 	} else {
 		open_side(s, PERF_A, len, &ia);

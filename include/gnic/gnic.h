@@ -262,6 +262,35 @@ void gnic_progress_stop(struct gnic_ctx *ctx);
  * QP) or by gnic_ctx_destroy. Receives are not proxied. No call of its own:
  * pick it with db_mode GNIC_DB_PROXY (docs/api.md, "CPU proxy"). */
 
+/* ---- local DMA -------------------------------------------------------------
+ * The NIC copies between registered regions of this context (host or GPU
+ * memory, either way): device code posts copies on a DMA queue with
+ * gnic_dev_dma.cuh. A queue is two RC QPs of the context connected to each
+ * other (the NIC's loopback on port 1): a copy is an RDMA WRITE from the
+ * source (its MR's lkey) to the target (its MR's rkey; the target MR needs
+ * GNIC_ACCESS_REMOTE_WRITE). Errors are the QP's: an error completion
+ * fails the queue, gnic_dma_error() tells why (syndrome by name) and
+ * gnic_dma_reset() makes it usable again. docs/api.md, "Local DMA". */
+struct gnic_dma;
+struct gnic_dev_dma;
+
+/* attr: the requester QP's (NULL = gnic_qp_attr_init's defaults); rq_depth
+ * is ignored (no receives). On failure nothing is left behind. */
+gnic_status_t gnic_dma_create(struct gnic_ctx *ctx, const struct gnic_qp_attr *attr,
+                              struct gnic_dma **dma_p);
+/* Destroys both QPs; the context's destroy needs it gone first. */
+void gnic_dma_destroy(struct gnic_dma *dma);
+/* The queue as device code sees it (a device pointer for a GPU context),
+ * valid until gnic_dma_destroy(); gnic_dma_reset() keeps it. */
+struct gnic_dev_dma *gnic_dma_dev(struct gnic_dma *dma);
+/* The first error device code recorded on the queue (gnic_qp_error's). */
+gnic_status_t gnic_dma_error(struct gnic_dma *dma, struct gnic_qp_error *err);
+/* Back to a working queue after an error: both QPs through RESET and
+ * connected again, queues empty. */
+gnic_status_t gnic_dma_reset(struct gnic_dma *dma);
+/* The requester QP (gnic_qp_* calls on it, e.g. gnic_qp_error). */
+struct gnic_qp *gnic_dma_qp(struct gnic_dma *dma);
+
 /* ---- bootstrap: exchange blobs among N ranks over TCP (rank 0 listens) ---- */
 
 struct gnic_boot;

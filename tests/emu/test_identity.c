@@ -170,7 +170,7 @@ static void test_query_device_ex(struct ibv_context *ctx)
 
 static void test_mlx5dv_query(struct ibv_context *ctx)
 {
-	const uint64_t none_blocks =
+	const uint64_t answered_blocks =
 	    MLX5DV_CONTEXT_MASK_CQE_COMPRESION | MLX5DV_CONTEXT_MASK_SWP |
 	    MLX5DV_CONTEXT_MASK_STRIDING_RQ | MLX5DV_CONTEXT_MASK_TUNNEL_OFFLOADS |
 	    MLX5DV_CONTEXT_MASK_FLOW_ACTION_FLAGS | MLX5DV_CONTEXT_MASK_DC_ODP_CAPS |
@@ -182,7 +182,7 @@ static void test_mlx5dv_query(struct ibv_context *ctx)
 	dv.comp_mask = ~0ull;
 	CHECK_OK(mlx5dv_query_device(ctx, &dv));
 	CHECK(dv.flags & MLX5DV_CONTEXT_FLAGS_CQE_V1);
-	CHECK_EQ(dv.comp_mask & none_blocks, none_blocks);
+	CHECK_EQ(dv.comp_mask & answered_blocks, answered_blocks);
 	CHECK(dv.comp_mask & MLX5DV_CONTEXT_MASK_DYN_BFREGS);
 	CHECK_EQ(dv.max_dynamic_bfregs, 0);
 	/* no clock, core clock or LAG: not answered, as on a device without them */
@@ -193,7 +193,12 @@ static void test_mlx5dv_query(struct ibv_context *ctx)
 	memset(&zero, 0, sizeof(zero));
 	CHECK_MEM(&dv.cqe_comp_caps, &zero.cqe_comp_caps, sizeof(zero.cqe_comp_caps));
 	CHECK_MEM(&dv.sw_parsing_caps, &zero.sw_parsing_caps, sizeof(zero.sw_parsing_caps));
-	CHECK_MEM(&dv.striding_rq_caps, &zero.striding_rq_caps, sizeof(zero.striding_rq_caps));
+	/* striding RQs (emu/rwq.c): a ConnectX-7's limits, for RAW_PACKET QPs */
+	CHECK_EQ(dv.striding_rq_caps.min_single_stride_log_num_of_bytes, 6u);
+	CHECK_EQ(dv.striding_rq_caps.max_single_stride_log_num_of_bytes, 13u);
+	CHECK_EQ(dv.striding_rq_caps.min_single_wqe_log_num_of_strides, 3u);
+	CHECK_EQ(dv.striding_rq_caps.max_single_wqe_log_num_of_strides, 16u);
+	CHECK_EQ(dv.striding_rq_caps.supported_qpts, 1u << IBV_QPT_RAW_PACKET);
 	CHECK_EQ(dv.tunnel_offloads_caps, 0);
 	CHECK_EQ(dv.flow_action_flags, 0);
 	CHECK_EQ(dv.dc_odp_caps, 0);
