@@ -120,6 +120,8 @@ struct gnic_verbs {
 	struct ibv_qp *(*mlx5dv_create_qp)(struct ibv_context *ctx,
 	                                   struct ibv_qp_init_attr_ex *attr,
 	                                   struct mlx5dv_qp_init_attr *mlx5_attr); /* may be NULL */
+	/* gnic-emu only (gemu_eth_stats, struct gemu_eth_stats): NULL on rdma-core */
+	int (*emu_eth_stats)(struct ibv_context *ctx, void *out);
 };
 /* The table for provider (VERBS or EMU), loaded once per process. */
 gnic_status_t gnic_verbs_get(enum gnic_provider provider, const struct gnic_verbs **v);
@@ -260,8 +262,14 @@ struct gnic_qp {
 	bool on_progress;
 	/* proxy.c: GNIC_DB_PROXY state (NULL in the other modes) */
 	struct gnic_proxy *px;
+	/* eth.c: a RAW_PACKET QP of an Ethernet queue, not RC */
+	bool raw_eth;
 };
 
+/* qp.c: a RAW_PACKET QP (RESET) for an Ethernet queue, built like an RC
+ * one; attr's db_mode must not be PROXY. */
+gnic_status_t gnic_qp_create_raw(struct gnic_ctx *ctx, const struct gnic_qp_attr *attr,
+                                 struct gnic_qp **qp_p);
 /* qp_attr.c */
 /* max_qp_wr: the device's (struct gnic_ctx); libgnic caps it at GNIC_MAX_QP_WR */
 gnic_status_t gnic_qp_attr_check(const struct gnic_qp_attr *attr, uint32_t max_qp_wr);
@@ -331,6 +339,18 @@ uint64_t gnic_proxy_scq_ci(const struct gnic_qp *qp);
 void gnic_proxy_rewind(struct gnic_qp *qp, uint64_t scq_ci);
 /* The first error: the proxy's (its QP's record) or the device threads'. */
 const struct gnic_dev_err *gnic_proxy_err(const struct gnic_qp *qp);
+
+/* ---- eth.c ring.c: Ethernet queues and the hand-off ring (gnic_eth.h) -- */
+/* Host memory of len bytes (page multiple) that device code of ctx can
+ * reach: *dev its address there (the same without a GPU); mapped with
+ * gnic_hostmap_add for a GPU context. */
+gnic_status_t gnic_eth_host_block(struct gnic_ctx *ctx, size_t len, void **host, uint64_t *dev);
+void gnic_eth_host_block_free(struct gnic_ctx *ctx, void *host, size_t len);
+/* A copy of len bytes at src in device-visible memory: *dev (GPU memory for
+ * a GPU context, else *host, a host allocation). */
+gnic_status_t gnic_eth_dev_copy(struct gnic_ctx *ctx, const void *src, size_t len, void **host,
+                                uint64_t *dev);
+void gnic_eth_dev_free(struct gnic_ctx *ctx, void *host, uint64_t dev);
 
 /* ---- util.c -------------------------------------------------------------- */
 /* A PCI address "[dddd:]bb:dd.f" (any case) as "dddd:bb:dd.f" lower case;

@@ -72,16 +72,17 @@ static gnic_status_t create_ibqp(struct gnic_qp *qp)
 	            .max_send_sge = 1,
 	            .max_recv_sge = 1,
 	            .max_inline_data = qp->attr.max_inline},
-	    .qp_type = IBV_QPT_RC,
+	    .qp_type = qp->raw_eth ? IBV_QPT_RAW_PACKET : IBV_QPT_RC,
 	    .sq_sig_all = 0,
 	};
 
-	qp->ibqp = create_rc(qp, &ia);
+	/* scatter-to-CQE is an RC/UC/UD matter: a RAW_PACKET QP is made plainly */
+	qp->ibqp = qp->raw_eth ? qp->ctx->v->create_qp(qp->ctx->pd, &ia) : create_rc(qp, &ia);
 	if (!qp->ibqp)
-		return gnic_error(GNIC_ERR_SYSTEM,
-		                  "create_qp(send %u, recv %u, inline %u) on %s: %s",
-		                  qp->attr.sq_depth, qp->attr.rq_depth, qp->attr.max_inline,
-		                  qp->ctx->device, strerror(errno));
+		return gnic_error(
+		    GNIC_ERR_SYSTEM, "create_qp(%s, send %u, recv %u, inline %u) on %s: %s",
+		    qp->raw_eth ? "RAW_PACKET" : "RC", qp->attr.sq_depth, qp->attr.rq_depth,
+		    qp->attr.max_inline, qp->ctx->device, strerror(errno));
 	return GNIC_OK;
 }
 
@@ -224,8 +225,8 @@ static void qp_free(struct gnic_qp *qp)
 	free(qp);
 }
 
-GNIC_API gnic_status_t gnic_qp_create(struct gnic_ctx *ctx, const struct gnic_qp_attr *attr,
-                                      struct gnic_qp **qp_p)
+static gnic_status_t create_any(struct gnic_ctx *ctx, const struct gnic_qp_attr *attr, bool raw,
+                                struct gnic_qp **qp_p)
 {
 	struct gnic_qp_attr defaults;
 	struct gnic_qp *qp;
@@ -245,7 +246,13 @@ GNIC_API gnic_status_t gnic_qp_create(struct gnic_ctx *ctx, const struct gnic_qp
 		return gnic_error(GNIC_ERR_NOMEM, "qp_create: out of memory");
 	qp->ctx = ctx;
 	qp->attr = *attr;
+	qp->raw_eth = raw;
 	st = qp_build(qp);
+	if (!st && raw && qp->attr.db_mode == GNIC_DB_PROXY) /* placement fell back to it */
+		st = gnic_error(GNIC_ERR_NOT_SUPPORTED,
+		                "eth: the doorbell register cannot be mapped for device code "
+		                "(%s), and Ethernet queues have no CPU proxy",
+		                gnic_last_error());
 	if (st) {
 		qp_free(qp);
 		return st;
@@ -262,6 +269,22 @@ GNIC_API gnic_status_t gnic_qp_create(struct gnic_ctx *ctx, const struct gnic_qp
 	ctx->nqp++;
 	*qp_p = qp;
 	return GNIC_OK;
+}
+
+GNIC_API gnic_status_t gnic_qp_create(struct gnic_ctx *ctx, const struct gnic_qp_attr *attr,
+                                      struct gnic_qp **qp_p)
+{
+	return create_any(ctx, attr, false, qp_p);
+}
+
+gnic_status_t gnic_qp_create_raw(struct gnic_ctx *ctx, const struct gnic_qp_attr *attr,
+                                 struct gnic_qp **qp_p)
+{
+	if (attr && attr->db_mode == GNIC_DB_PROXY)
+		return gnic_error(GNIC_ERR_NOT_SUPPORTED,
+		                  "eth: db_mode PROXY: Ethernet queues "
+		                  "have no CPU proxy (AUTO, SM, BF or CPU)");
+	return create_any(ctx, attr, true, qp_p);
 }
 
 GNIC_API void gnic_qp_destroy(struct gnic_qp *qp)

@@ -70,6 +70,7 @@ static const struct verbs_sym syms[] = {
     SYM(mlx5dv_init_obj, "mlx5dv_init_obj", LIB_MLX5, "gemu_mlx5dv_init_obj", false),
     SYM(mlx5dv_is_supported, "mlx5dv_is_supported", LIB_MLX5, "gemu_mlx5dv_is_supported", true),
     SYM(mlx5dv_create_qp, "mlx5dv_create_qp", LIB_MLX5, "gemu_mlx5dv_create_qp", true),
+    SYM(emu_eth_stats, NULL, LIB_VERBS, "gemu_eth_stats", true),
 };
 
 #define NUM_SYMS (sizeof(syms) / sizeof(syms[0]))
