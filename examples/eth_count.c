@@ -86,7 +86,8 @@ static int consume(struct count_run *r, uint64_t want)
 		gnic_status_t st = gnic_ring_consume(r->ring, e, 64, 100000000ull, &n);
 
 		if (st == GNIC_ERR_TIMEOUT) {
-			if (r->cnt.ctl->rc || r->snd.ctl->rc)
+			if (__atomic_load_n(&r->cnt.ctl->rc, __ATOMIC_ACQUIRE) ||
+			    __atomic_load_n(&r->snd.ctl->rc, __ATOMIC_ACQUIRE))
 				break;
 			continue;
 		}
