@@ -362,9 +362,10 @@ GNIC_DEVFN int gnic_dev_eth_buf_ok(const struct gnic_dev_eth *eth, uint32_t buf,
 	return buf < eth->nbuf && len >= GNIC_ETH_MIN_INLINE && len <= eth->buf_stride;
 }
 
-/* Send len bytes of pool buffer buf (a received frame, rewritten in place,
- * or one built there); the buffer goes back to the receive queue when the
- * send has completed (gnic_dev_eth_tx_poll). The caller gives the buffer up. */
+/* Send len bytes of pool buffer buf, one that rx_burst handed out (a
+ * received frame, rewritten in place, or another frame built there); the
+ * buffer goes back to the receive queue when the send has completed
+ * (gnic_dev_eth_tx_poll after its CQE). The caller gives the buffer up. */
 GNIC_DEVFN int gnic_dev_eth_send_buf(struct gnic_dev_eth *eth, uint32_t buf, uint32_t len,
                                      uint32_t flags)
 {
