@@ -55,7 +55,8 @@ void gnic_eth_attr_init(struct gnic_eth_attr *attr);
  * be mapped. */
 gnic_status_t gnic_eth_create(struct gnic_ctx *ctx, const struct gnic_eth_attr *attr,
                               struct gnic_eth **eth_p);
-/* Removes its rules first, then the queue and pool. */
+/* Removes its rules first, then the queue and pool. Before
+ * gnic_ctx_destroy(), which refuses while the queue's QP and MR exist. */
 void gnic_eth_destroy(struct gnic_eth *eth);
 /* The queue as device code sees it (a device pointer for a GPU context);
  * valid until gnic_eth_destroy(). */
@@ -146,6 +147,7 @@ struct gnic_ring;
  * 10 s). */
 gnic_status_t gnic_ring_create(struct gnic_ctx *ctx, uint32_t entries, uint64_t timeout_ns,
                                struct gnic_ring **ring_p);
+/* No producer may still push; before gnic_ctx_destroy(). */
 void gnic_ring_destroy(struct gnic_ring *ring);
 /* The device view (a device pointer for a GPU context). */
 struct gnic_dev_ring *gnic_ring_dev(struct gnic_ring *ring);
