@@ -11,9 +11,10 @@
  *
  * Stops IDLE_MS (default 10000) without a frame, or, once COUNT echoes were
  * sent, 1.5 s without one; prints "ready" when the rule is in place and at
- * the end one line: "echoed N bad M rx_frames F rx_no_rule R
- * rx_out_of_buffer O rx_drop_rule D tx_frames T seconds S rate P/s" (the
- * port's counters; rate: echoes over the time from the first to the last).
+ * the end one line: "echoed N bad M rx_frames F rx_delivered V rx_no_rule R
+ * rx_out_of_buffer O rx_drop_rule D rx_too_long L tx_frames T seconds S rate
+ * P/s" (the port's counters; rate: echoes over the time from the first to
+ * the last).
  * Exit 0 only when N >= COUNT, M == 0 and the device code met no error.
  * On gnic-emu GNIC_EMU_ETH_IF names the interface.
  */
@@ -90,11 +91,13 @@ static int run(struct gnic_ctx *ctx, uint16_t port, uint64_t count, unsigned idl
 	if (gnic_eth_stats(eth, &s))
 		memset(&s, 0, sizeof(s));
 	secs = (double)(t_last - t_first) / 1e9;
-	printf("echoed %llu bad %llu rx_frames %llu rx_no_rule %llu rx_out_of_buffer %llu "
-	       "rx_drop_rule %llu tx_frames %llu seconds %.2f rate %.0f/s\n",
+	printf("echoed %llu bad %llu rx_frames %llu rx_delivered %llu rx_no_rule %llu "
+	       "rx_out_of_buffer %llu rx_drop_rule %llu rx_too_long %llu tx_frames %llu "
+	       "seconds %.2f rate %.0f/s\n",
 	       (unsigned long long)job.ctl->echoed, (unsigned long long)job.ctl->bad,
-	       (unsigned long long)s.rx_frames, (unsigned long long)s.rx_no_rule,
-	       (unsigned long long)s.rx_out_of_buffer, (unsigned long long)s.rx_drop_rule,
+	       (unsigned long long)s.rx_frames, (unsigned long long)s.rx_delivered,
+	       (unsigned long long)s.rx_no_rule, (unsigned long long)s.rx_out_of_buffer,
+	       (unsigned long long)s.rx_drop_rule, (unsigned long long)s.rx_too_long,
 	       (unsigned long long)s.tx_frames, secs,
 	       secs > 0 ? (double)job.ctl->echoed / secs : 0.0);
 	if (!rc && (job.ctl->echoed < count || job.ctl->bad))

@@ -482,13 +482,16 @@ static gnic_status_t check_rule(const struct gnic_eth_rule *r)
 	return GNIC_OK;
 }
 
+/* Specs follow the attr unpadded (offset 20: 4-byte aligned, as each spec
+ * struct is; the union struct ibv_flow_spec would want 8), so the header is
+ * written through the 4-byte header-only struct. */
 static void *add_spec(struct rule_buf *b, size_t *off, uint32_t type, size_t size)
 {
-	struct ibv_flow_spec *s = (struct ibv_flow_spec *)(b->specs + *off);
+	struct ibv_flow_spec_action_drop *s = (void *)(b->specs + *off);
 
 	memset(s, 0, size);
-	s->hdr.type = (enum ibv_flow_spec_type)type;
-	s->hdr.size = (uint16_t)size;
+	s->type = (enum ibv_flow_spec_type)type;
+	s->size = (uint16_t)size;
 	*off += size;
 	b->attr.num_of_specs++;
 	return s;
