@@ -141,6 +141,8 @@ struct gnic_verbs {
 	int (*devx_obj_modify)(struct mlx5dv_devx_obj *obj, const void *in, size_t inlen, void *out,
 	                       size_t outlen);
 	int (*devx_obj_destroy)(struct mlx5dv_devx_obj *obj);
+	/* gnic-emu only (gemu_eth_stats, struct gemu_eth_stats): NULL on rdma-core */
+	int (*emu_eth_stats)(struct ibv_context *ctx, void *out);
 };
 /* Has the library every DEVX call qp_devx.c makes? */
 bool gnic_verbs_has_devx(const struct gnic_verbs *v);
@@ -321,8 +323,14 @@ struct gnic_qp {
 	struct ibv_td *td;
 	struct ibv_pd *pdom;
 	bool db_from_env; /* db_mode came from GNIC_DB_MODE (attr said AUTO) */
+	/* eth.c: a RAW_PACKET QP of an Ethernet queue, not RC */
+	bool raw_eth;
 };
 
+/* qp.c: a RAW_PACKET QP (RESET) for an Ethernet queue, built like an RC
+ * one; attr's db_mode must not be PROXY. */
+gnic_status_t gnic_qp_create_raw(struct gnic_ctx *ctx, const struct gnic_qp_attr *attr,
+                                 struct gnic_qp **qp_p);
 /* qp_attr.c */
 /* max_qp_wr: the device's (struct gnic_ctx); libgnic caps it at GNIC_MAX_QP_WR */
 gnic_status_t gnic_qp_attr_check(const struct gnic_qp_attr *attr, uint32_t max_qp_wr);
@@ -399,6 +407,18 @@ uint64_t gnic_proxy_scq_ci(const struct gnic_qp *qp);
 void gnic_proxy_rewind(struct gnic_qp *qp, uint64_t scq_ci);
 /* The first error: the proxy's (its QP's record) or the device threads'. */
 const struct gnic_dev_err *gnic_proxy_err(const struct gnic_qp *qp);
+
+/* ---- eth.c ring.c: Ethernet queues and the hand-off ring (gnic_eth.h) -- */
+/* Host memory of len bytes (page multiple) that device code of ctx can
+ * reach: *dev its address there (the same without a GPU); mapped with
+ * gnic_hostmap_add for a GPU context. */
+gnic_status_t gnic_eth_host_block(struct gnic_ctx *ctx, size_t len, void **host, uint64_t *dev);
+void gnic_eth_host_block_free(struct gnic_ctx *ctx, void *host, size_t len);
+/* A copy of len bytes at src in device-visible memory: *dev (GPU memory for
+ * a GPU context, else *host, a host allocation). */
+gnic_status_t gnic_eth_dev_copy(struct gnic_ctx *ctx, const void *src, size_t len, void **host,
+                                uint64_t *dev);
+void gnic_eth_dev_free(struct gnic_ctx *ctx, void *host, uint64_t dev);
 
 /* ---- util.c -------------------------------------------------------------- */
 /* A PCI address "[dddd:]bb:dd.f" (any case) as "dddd:bb:dd.f" lower case;

@@ -152,6 +152,15 @@ static gnic_status_t create_queues(struct gnic_qp *qp)
 	enum gnic_queue q = (enum gnic_queue)qp->attr.queue;
 	gnic_status_t st;
 
+	if (qp->raw_eth) { /* DEVX here makes RC QPs only: Ethernet queues are verbs ones */
+		if (q != GNIC_QUEUE_AUTO && q != GNIC_QUEUE_HOST)
+			return gnic_error(
+			    GNIC_ERR_NOT_SUPPORTED,
+			    "eth: queue placement %s: Ethernet queues are RAW_PACKET QPs "
+			    "in host memory",
+			    queue_names[q]);
+		return create_as(qp, GNIC_QUEUE_HOST);
+	}
 	if (q == GNIC_QUEUE_AUTO) {
 		q = (enum gnic_queue)gnic_config()->queue;
 		if (q == GNIC_QUEUE_GPU && host_writes_queues(qp->attr.db_mode)) {
@@ -193,8 +202,8 @@ static void qp_free(struct gnic_qp *qp)
 	free(qp);
 }
 
-GNIC_API gnic_status_t gnic_qp_create(struct gnic_ctx *ctx, const struct gnic_qp_attr *attr,
-                                      struct gnic_qp **qp_p)
+static gnic_status_t create_any(struct gnic_ctx *ctx, const struct gnic_qp_attr *attr, bool raw,
+                                struct gnic_qp **qp_p)
 {
 	struct gnic_qp_attr defaults;
 	struct gnic_qp *qp;
@@ -218,7 +227,13 @@ GNIC_API gnic_status_t gnic_qp_create(struct gnic_ctx *ctx, const struct gnic_qp
 		qp->attr.db_mode = (enum gnic_db_mode)gnic_config()->db_mode;
 		qp->db_from_env = qp->attr.db_mode != GNIC_DB_AUTO;
 	}
+	qp->raw_eth = raw;
 	st = qp_build(qp);
+	if (!st && raw && qp->attr.db_mode == GNIC_DB_PROXY) /* placement fell back to it */
+		st = gnic_error(GNIC_ERR_NOT_SUPPORTED,
+		                "eth: the doorbell register cannot be mapped for device code "
+		                "(%s), and Ethernet queues have no CPU proxy",
+		                gnic_last_error());
 	if (st) {
 		qp_free(qp);
 		return st;
@@ -235,6 +250,22 @@ GNIC_API gnic_status_t gnic_qp_create(struct gnic_ctx *ctx, const struct gnic_qp
 	ctx->nqp++;
 	*qp_p = qp;
 	return GNIC_OK;
+}
+
+GNIC_API gnic_status_t gnic_qp_create(struct gnic_ctx *ctx, const struct gnic_qp_attr *attr,
+                                      struct gnic_qp **qp_p)
+{
+	return create_any(ctx, attr, false, qp_p);
+}
+
+gnic_status_t gnic_qp_create_raw(struct gnic_ctx *ctx, const struct gnic_qp_attr *attr,
+                                 struct gnic_qp **qp_p)
+{
+	if (attr && attr->db_mode == GNIC_DB_PROXY)
+		return gnic_error(GNIC_ERR_NOT_SUPPORTED,
+		                  "eth: db_mode PROXY: Ethernet queues "
+		                  "have no CPU proxy (AUTO, SM, BF or CPU)");
+	return create_any(ctx, attr, true, qp_p);
 }
 
 GNIC_API void gnic_qp_destroy(struct gnic_qp *qp)

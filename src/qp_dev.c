@@ -209,17 +209,26 @@ static void unmap_all(struct gnic_qp *qp)
 }
 
 /* The SQ and RQ share one provider buffer (RQ first on mlx5); map it whole
- * so the page they may share is registered once. */
+ * so the page they may share is registered once. A RAW_PACKET QP's SQ is a
+ * buffer of its own (rdma-core's sq_buf): then each is mapped alone. */
 static gnic_status_t map_wq(struct gnic_qp *qp)
 {
+	const uintptr_t page = GNIC_PAGE;
 	uint8_t *lo = qp->dv.sq.buf;
 	uint8_t *hi = lo + (size_t)qp->dv.sq.wqe_cnt * qp->dv.sq.stride;
-	uint8_t *rq = qp->dv.rq.buf;
+	uint8_t *rq = qp->dv.rq.buf, *rq_end;
+	gnic_status_t st;
 
 	if (qp->dv.rq.wqe_cnt) {
+		rq_end = rq + (size_t)qp->dv.rq.wqe_cnt * qp->dv.rq.stride;
+		/* apart by more than a page: two buffers */
+		if ((uintptr_t)rq_end + page < (uintptr_t)lo ||
+		    (uintptr_t)hi + page < (uintptr_t)rq) {
+			st = map(qp, rq, (size_t)(rq_end - rq), 0);
+			return st ? st : map(qp, lo, (size_t)(hi - lo), 0);
+		}
 		lo = rq < lo ? rq : lo;
-		rq += (size_t)qp->dv.rq.wqe_cnt * qp->dv.rq.stride;
-		hi = rq > hi ? rq : hi;
+		hi = rq_end > hi ? rq_end : hi;
 	}
 	return map(qp, lo, (size_t)(hi - lo), 0);
 }

@@ -68,7 +68,7 @@ static gnic_status_t create_ibqp(struct gnic_qp *qp)
 	            .max_send_sge = 1,
 	            .max_recv_sge = 1,
 	            .max_inline_data = qp->attr.max_inline},
-	    .qp_type = IBV_QPT_RC,
+	    .qp_type = qp->raw_eth ? IBV_QPT_RAW_PACKET : IBV_QPT_RC,
 	    .sq_sig_all = 0,
 	};
 	struct ibv_pd *pd;
@@ -76,12 +76,13 @@ static gnic_status_t create_ibqp(struct gnic_qp *qp)
 
 	if (st)
 		return st;
-	qp->ibqp = create_rc(qp, pd, &ia);
+	/* scatter-to-CQE is an RC/UC/UD matter: a RAW_PACKET QP is made plainly */
+	qp->ibqp = qp->raw_eth ? qp->ctx->v->create_qp(pd, &ia) : create_rc(qp, pd, &ia);
 	if (!qp->ibqp)
-		return gnic_error(GNIC_ERR_SYSTEM,
-		                  "create_qp(send %u, recv %u, inline %u) on %s: %s",
-		                  qp->attr.sq_depth, qp->attr.rq_depth, qp->attr.max_inline,
-		                  qp->ctx->device, strerror(errno));
+		return gnic_error(
+		    GNIC_ERR_SYSTEM, "create_qp(%s, send %u, recv %u, inline %u) on %s: %s",
+		    qp->raw_eth ? "RAW_PACKET" : "RC", qp->attr.sq_depth, qp->attr.rq_depth,
+		    qp->attr.max_inline, qp->ctx->device, strerror(errno));
 	return GNIC_OK;
 }
 

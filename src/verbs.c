@@ -84,6 +84,7 @@ static const struct verbs_sym syms[] = {
     SYM(devx_obj_modify, "mlx5dv_devx_obj_modify", LIB_MLX5, "gemu_mlx5dv_devx_obj_modify", true),
     SYM(devx_obj_destroy, "mlx5dv_devx_obj_destroy", LIB_MLX5, "gemu_mlx5dv_devx_obj_destroy",
         true),
+    SYM(emu_eth_stats, NULL, LIB_VERBS, "gemu_eth_stats", true),
 };
 
 #define NUM_SYMS (sizeof(syms) / sizeof(syms[0]))

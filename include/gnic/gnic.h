@@ -313,4 +313,7 @@ void gnic_boot_fini(struct gnic_boot *boot);
 }
 #endif
 
+/* ---- raw Ethernet queues, steering and the hand-off ring: gnic_eth.h ------ */
+#include "gnic_eth.h"
+
 #endif /* GNIC_H */

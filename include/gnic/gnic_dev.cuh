@@ -1183,4 +1183,7 @@ GNIC_DEVFN int gnic_dev_put_cta(struct gnic_dev_qp *qp, const void *laddr, uint3
 
 #endif /* GNIC_ON_GPU */
 
+/* ---- raw Ethernet queues and the hand-off ring: gnic_dev_eth.cuh ---------------------- */
+#include "gnic_dev_eth.cuh"
+
 #endif /* GNIC_DEV_CUH */

@@ -19,6 +19,10 @@
  *     PROXY and CPU QPs keep host queues under AUTO and refuse GPU;
  *   - (argument "queue_nodevx", with GNIC_EMU_DEVX=0) AUTO falls back to host
  *     queues with the reason said once, GPU is refused;
+ *   - (argument "eth") Ethernet queues of a GPU context, one with its pool in
+ *     "GPU memory", one in mapped host memory, and a hand-off ring: frames
+ *     sent through the emulator's loopback port, received, sent back from
+ *     their buffer and received again, byte-checked; nothing left behind;
  *   - (argument "mr", with GNIC_EMU_LOG=3) GPU memory is registered with
  *     IBV_ACCESS_RELAXED_ORDERING, host memory without, as gnic-emu's
  *     debug line of each registration shows; both registrations work.
@@ -413,9 +417,106 @@ static void test_queue_nodevx(void)
 	check_released();
 }
 
+/* One frame, 42 + pay bytes, IPv4/UDP to port. */
+static uint32_t eth_frame(uint8_t *f, uint16_t port, uint32_t pay, uint32_t seed)
+{
+	memset(f, 0, 42);
+	f[0] = 0x02, f[5] = 0x0a, f[6] = 0x02, f[11] = 0x0b, f[12] = 0x08;
+	f[14] = 0x45, f[16] = (uint8_t)((28 + pay) >> 8), f[17] = (uint8_t)(28 + pay);
+	f[22] = 64, f[23] = 17, f[26] = 10, f[29] = 2, f[30] = 10, f[33] = 1;
+	f[36] = (uint8_t)(port >> 8), f[37] = (uint8_t)port;
+	f[38] = (uint8_t)((8 + pay) >> 8), f[39] = (uint8_t)(8 + pay);
+	t_fill(f + 42, pay, seed);
+	return 42 + pay;
+}
+
+static struct gnic_eth_pkt eth_rx_one(struct gnic_dev_eth *d)
+{
+	struct gnic_eth_pkt p;
+	uint64_t end = gnic_now_ns() + 5000000000ull;
+
+	while (gnic_dev_eth_rx_burst(d, &p, 1) != 1)
+		if (gnic_now_ns() > end)
+			T_FAIL("no frame within 5 s");
+	return p;
+}
+
+static void test_eth(void)
+{
+	struct gnic_ctx *ctx = open_ctx();
+	struct gnic_eth_attr a;
+	struct gnic_eth *rx, *tx;
+	struct gnic_eth_rule r;
+	struct gnic_eth_flow *f;
+	struct gnic_ring *ring;
+	struct gnic_ring_entry e;
+	struct gnic_dev_eth *drx, *dtx;
+	uint8_t want[2048], got[2048];
+	uint32_t n = 0;
+
+	gnic_eth_attr_init(&a);
+	a.rx_bufs = 16;
+	a.pool_mem = GNIC_ETH_MEM_GPU;
+	CHECK_GNIC(gnic_eth_create(ctx, &a, &rx));
+	CHECK(gnic_eth_pool_host(rx) == NULL);
+	a.pool_mem = GNIC_ETH_MEM_HOST;
+	CHECK_GNIC(gnic_eth_create(ctx, &a, &tx));
+	CHECK(gnic_eth_pool_host(tx) != NULL);
+	CHECK_GNIC(gnic_ring_create(ctx, 8, 0, &ring));
+	drx = gnic_eth_dev(rx);
+	dtx = gnic_eth_dev(tx);
+	CHECK_EQ(drx->magic, GNIC_DEV_ETH_MAGIC);
+	memset(&r, 0, sizeof(r));
+	r.match = GNIC_ETH_MATCH_DST_PORT;
+	r.ip_version = 4;
+	r.l4 = GNIC_ETH_L4_UDP;
+	r.dst_port = 9000;
+	r.flow_tag = 1;
+	CHECK_GNIC(gnic_eth_rule_add(rx, &r, &f));
+	r.dst_port = 9001;
+	r.flow_tag = 2;
+	CHECK_GNIC(gnic_eth_rule_add(rx, &r, &f));
+	for (uint32_t i = 0; i < 100; i++) {
+		uint32_t len = eth_frame(want, 9000, 1 + i * 13 % 1400, i);
+		struct gnic_eth_pkt p, q;
+
+		memcpy(gnic_eth_pool_host(tx) + 64, want + 42, len - 42);
+		CHECK_DEV(gnic_dev_eth_send_hdr(dtx, want, 42, dtx->pool_iova + 64, dtx->pool_lkey,
+		                                len - 42, GNIC_ETH_TX_CSUM));
+		CHECK_DEV(gnic_dev_eth_flush(dtx));
+		p = eth_rx_one(drx);
+		CHECK_EQ(p.tag, 1u);
+		CHECK_EQ(p.len, len);
+		CHECK_EQ(p.flags & GNIC_ETH_RX_L4_OK, (uint32_t)GNIC_ETH_RX_L4_OK);
+		memcpy(got, p.data, len); /* "GPU memory" of the fake driver is host memory */
+		CHECK_MEM(got + 42, want + 42, len - 42);
+		p.data[37] = 0x29; /* to port 9001, from its buffer */
+		CHECK_DEV(gnic_dev_eth_send_burst(drx, &p, 1, GNIC_ETH_TX_CSUM));
+		q = eth_rx_one(drx);
+		CHECK_EQ(q.tag, 2u);
+		CHECK_EQ(q.len, len);
+		memcpy(got, q.data, len);
+		CHECK_MEM(got + 42, want + 42, len - 42);
+		CHECK_DEV(
+		    gnic_dev_ring_push(gnic_ring_dev(ring), (uintptr_t)q.data, q.len, q.tag, i));
+		CHECK_GNIC(gnic_ring_consume(ring, &e, 1, 1000000000ull, &n));
+		CHECK_EQ(e.user, (uint64_t)i);
+		CHECK_EQ(e.len, len);
+		CHECK_DEV(gnic_dev_eth_rx_return(drx, q.buf));
+		CHECK_DEV(gnic_dev_eth_flush(drx));
+	}
+	gnic_ring_destroy(ring);
+	gnic_eth_destroy(tx);
+	gnic_eth_destroy(rx);
+	gnic_ctx_destroy(ctx);
+	check_released();
+}
+
 int main(int argc, char **argv)
 {
-	if (argc > 1 && !strcmp(argv[1], "nomap"))
+	if (argc > 1 && !strcmp(argv[1], "eth"))
+		test_eth();
+	else if (argc > 1 && !strcmp(argv[1], "nomap"))
 		test_nomap();
 	else if (argc > 1 && !strcmp(argv[1], "mr"))
 		test_mr();
