@@ -200,12 +200,11 @@ static bool further(const struct emu_qp *qp, uint16_t end, uint16_t best)
 }
 
 /* A DEVX QP whose SQ and records are in GPU memory (devx_umem.c): when a
- * register half changed (the UAR doorbell), pull the records, then the WQEs
- * from the consumer index up to the newest index the register or the send
- * record names. seen[half]: the register values it judged on, which
- * the caller must use rather than read the register again (a doorbell rung
- * since would name WQEs not pulled). false: no doorbell, nothing read (the
- * shadow's record is then as old as the shadow's WQEs). */
+ * register half changed (the UAR doorbell), pull the WQEs from the consumer
+ * index up to the newest index the register names. The send record is not
+ * read: software may be writing it while a copy reads it, and the register
+ * always names the newest index (its shadow stays as registered). false: no
+ * doorbell, nothing read. */
 static bool pull_rung(struct emu_qp *qp, uint64_t seen[2])
 {
 	uint16_t end = qp->req.sq_ci, ci = qp->req.sq_ci, n, first;
@@ -216,17 +215,15 @@ static bool pull_rung(struct emu_qp *qp, uint64_t seen[2])
 		    (const _Atomic uint64_t *)((uint8_t *)qp->bf_reg + half * GNIC_MLX5_BF_SIZE);
 		uint64_t v = atomic_load_explicit(reg, memory_order_acquire);
 
-		seen[half] = v;
+		seen[half] = v; /* what the caller judges: a later write was not pulled for */
 		if (v == qp->req.db_last_reg[half])
 			continue;
 		rung = true;
 		if (further(qp, reg_pi(v), end))
 			end = reg_pi(v);
 	}
-	if (!rung || emu_devx_umem_pull(qp->gpu_dbr, qp->dbrec, 2 * sizeof(qp->dbrec[0])))
+	if (!rung)
 		return false;
-	if (further(qp, (uint16_t)gnic_be32(qp->dbrec[GNIC_MLX5_SND_DBR]), end))
-		end = (uint16_t)gnic_be32(qp->dbrec[GNIC_MLX5_SND_DBR]);
 	n = (uint16_t)(end - ci);
 	first = (uint16_t)(qp->sq.wqe_cnt - (ci & (qp->sq.wqe_cnt - 1)));
 	first = n < first ? n : first;
@@ -247,17 +244,13 @@ uint16_t emu_sq_doorbell(struct emu_qp *qp)
 	uint32_t rec = atomic_load_explicit((_Atomic uint32_t *)&qp->dbrec[GNIC_MLX5_SND_DBR],
 	                                    memory_order_acquire);
 	uint16_t best = qp->req.db_pi;
-	bool gpu = qp->gpu_wq || qp->gpu_dbr;
+	bool mirrored = qp->gpu_wq || qp->gpu_dbr;
 	uint64_t seen[2] = {0, 0};
 
 	if ((uint16_t)(best - qp->req.sq_ci) > qp->sq.wqe_cnt)
 		best = qp->req.sq_ci; /* after a rewind: nothing known ahead */
-	if (gpu) {
-		if (!pull_rung(qp, seen))
-			return qp->req.db_pi = best;
-		rec = atomic_load_explicit((_Atomic uint32_t *)&qp->dbrec[GNIC_MLX5_SND_DBR],
-		                           memory_order_acquire);
-	}
+	if (mirrored && !pull_rung(qp, seen))
+		return qp->req.db_pi = best;
 	if (rec != qp->req.db_last_rec) {
 		qp->req.db_last_rec = rec;
 		consider(qp, (uint16_t)gnic_be32(rec), &best);
@@ -265,7 +258,8 @@ uint16_t emu_sq_doorbell(struct emu_qp *qp)
 	for (int half = 0; half < 2; half++) {
 		const _Atomic uint64_t *reg =
 		    (const _Atomic uint64_t *)((uint8_t *)qp->bf_reg + half * GNIC_MLX5_BF_SIZE);
-		uint64_t v = gpu ? seen[half] : atomic_load_explicit(reg, memory_order_acquire);
+		uint64_t v =
+		    mirrored ? seen[half] : atomic_load_explicit(reg, memory_order_acquire);
 		uint16_t pi;
 
 		if (v != qp->req.db_last_reg[half]) {
