@@ -130,6 +130,13 @@ static gnic_status_t create_auto(struct gnic_qp *qp)
 
 	if (!gnic_ctx_has_gpu(ctx) || host_writes_queues(qp->attr.db_mode))
 		return create_as(qp, GNIC_QUEUE_HOST);
+	/* gnic-emu reaches queues in GPU memory through a CUDA copy per
+	 * doorbell and per CQE: there host queues are the fast default, and
+	 * GPU queues are asked for (GNIC_QUEUE=gpu, attr.queue) */
+	if (ctx->v->provider == GNIC_PROVIDER_EMU) {
+		gnic_info("qp: host queues (gnic-emu: GPU queues only when asked for)");
+		return create_as(qp, GNIC_QUEUE_HOST);
+	}
 	if (ctx->queue_gpu_why[0]) {
 		gnic_info("qp: host queues: %s", ctx->queue_gpu_why);
 		return create_as(qp, GNIC_QUEUE_HOST);

@@ -211,7 +211,7 @@ int main(void)
 	ea.rx_bufs = 64;
 	CK(gnic_eth_create(ctx, &ea, &rx));
 	CK(gnic_eth_create(ctx, &ea, &tx));
-	CK(gnic_ring_create(ctx, 16, 0, &ring));
+	CK(gnic_ring_create(ctx, N, 0, &ring)); /* the host consumes after the kernel */
 	memset(&r, 0, sizeof(r));
 	r.match = GNIC_ETH_MATCH_DST_PORT;
 	r.ip_version = 4;
