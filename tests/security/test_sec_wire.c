@@ -1061,10 +1061,12 @@ static void case_big_write_ok(void)
 	m.rkey = bmr->rkey;
 	send_all(fd, &m, sizeof(m));
 	send_all(fd, data, BIG_LEN);
-	if (!recv_exact(fd, &ack, sizeof(ack), T_WAIT_MS))
-		T_FAIL("no ACK for a 16 MiB WRITE");
-	CHECK_EQ(ack.type, EMU_MSG_ACK);
-	CHECK_EQ(ack.psn, PSN0);
+	do { /* ACKs of its pieces as they came first (progress_acks) */
+		if (!recv_exact(fd, &ack, sizeof(ack), T_WAIT_MS))
+			T_FAIL("no ACK for a 16 MiB WRITE");
+		CHECK_EQ(ack.type, EMU_MSG_ACK);
+		CHECK_EQ(ack.psn, PSN0);
+	} while (ack.flags & EMU_MSG_F_PROGRESS);
 	CHECK_MEM(big, data, BIG_LEN);
 	close(fd);
 	CHECK_OK(ibv_dereg_mr(bmr));
@@ -1410,6 +1412,111 @@ static void case_future_ack(void)
 	CHECK_OK(ibv_destroy_cq(cq));
 }
 
+/* ---- large messages that take longer than the timeout to cross ----------- */
+
+#define SLOW_LEN   (2u << 20)   /* above FAB_IN_FREE: taken from its header */
+#define SLOW_PIECE (128u << 10) /* EMU_PROGRESS_BYTES */
+
+/* A 2 MiB READ response that takes about five of the requester's 67 ms
+ * timeouts to arrive, in 128 KiB pieces 20 ms apart. A ConnectX hears such
+ * a response packet by packet, each restarting its timer; with retry_cnt 1
+ * a requester that counted only whole responses ended it in RETRY_EXC. */
+static void case_slow_read_resp(void)
+{
+	uint8_t *dst = t_alloc(SLOW_LEN, GUARD), *data = t_alloc(SLOW_LEN, 0);
+	struct ibv_mr *dmr = t_reg(pd, dst, SLOW_LEN, T_ACCESS_ALL);
+	struct ibv_cq *cq = t_cq(ctx, 16);
+	struct t_conn_opts o;
+	struct sockaddr_in fa;
+	union ibv_gid gid;
+	struct emu_msg r;
+	struct ibv_qp *qp;
+	struct ibv_wc wc;
+	int lfd = fake_listen(&fa), fd;
+
+	t_case("slow_read_resp: a 2 MiB READ response over 320 ms, timeout 67 ms, retry_cnt 1");
+	t_conn_opts_default(&o);
+	o.retry_cnt = 1;
+	qp = fake_peer_qp(cq, &fa, &o, &gid);
+	post_op(qp, 1, IBV_WR_RDMA_READ, dst, SLOW_LEN, dmr->lkey);
+	fd = fake_session(lfd, &gid);
+	memset(&r, 0, sizeof(r));
+	r.type = EMU_MSG_READ_RESP;
+	r.dst_qpn = qp->qp_num;
+	r.src_qpn = FAKE_QPN;
+	r.psn = read_request(fd, SLOW_LEN);
+	r.len = SLOW_LEN;
+	t_fill(data, SLOW_LEN, 8);
+	send_all(fd, &r, sizeof(r));
+	for (uint32_t off = 0; off < SLOW_LEN; off += SLOW_PIECE) {
+		send_all(fd, data + off, SLOW_PIECE);
+		t_sleep_ms(20);
+	}
+	wc = t_poll1(cq, "the slow 2 MiB READ");
+	CHECK_WC(&wc, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	CHECK_MEM(dst, data, SLOW_LEN);
+	close(fd);
+	close(lfd);
+	CHECK_OK(ibv_destroy_qp(qp));
+	CHECK_OK(ibv_destroy_cq(cq));
+	CHECK_OK(ibv_dereg_mr(dmr));
+	free(dst);
+	free(data);
+}
+
+/* A 2 MiB WRITE that asks for an ACK, its data in 128 KiB pieces: the
+ * responder acknowledges the pieces as they arrive (ACKs with
+ * EMU_MSG_F_PROGRESS for its psn, nothing completed by them), the first
+ * one before the rest is sent, then the WRITE itself once it landed. */
+static void case_progress_acks(void)
+{
+	uint8_t *big = t_alloc(SLOW_LEN, GUARD), *data = t_alloc(SLOW_LEN, 0);
+	struct ibv_mr *bmr = t_reg(pd, big, SLOW_LEN, T_ACCESS_ALL);
+	uint8_t w[sizeof(struct emu_msg) + W_LEN];
+	struct emu_msg m, ack;
+	unsigned progress = 0;
+	int fd;
+
+	t_case("progress_acks: a 2 MiB WRITE in 128 KiB pieces");
+	t_fill(data, SLOW_LEN, 9);
+	fd = client_handshake(secret, NULL);
+	write_msg(w);
+	memcpy(&m, w, sizeof(m));
+	m.len = SLOW_LEN;
+	m.raddr = (uintptr_t)big;
+	m.rkey = bmr->rkey;
+	send_all(fd, &m, sizeof(m));
+	send_all(fd, data, 2 * SLOW_PIECE);
+	if (!recv_exact(fd, &ack, sizeof(ack), CLOSE_MS))
+		T_FAIL("no ACK of the first 256 KiB of a 2 MiB WRITE while the rest is to come");
+	CHECK_EQ(ack.type, EMU_MSG_ACK);
+	CHECK_EQ(ack.flags, EMU_MSG_F_PROGRESS);
+	CHECK_EQ(ack.psn, PSN0);
+	CHECK_EQ(ack.dst_qpn, CLIENT_QPN);
+	CHECK_EQ(ack.src_qpn, tgt->qp_num);
+	CHECK_BYTES(big, GUARD, SLOW_LEN); /* nothing is written before all of it came */
+	for (uint32_t off = 2 * SLOW_PIECE; off < SLOW_LEN; off += SLOW_PIECE)
+		send_all(fd, data + off, SLOW_PIECE);
+	for (;;) {
+		if (!recv_exact(fd, &ack, sizeof(ack), T_WAIT_MS))
+			T_FAIL("no ACK for the 2 MiB WRITE");
+		CHECK_EQ(ack.type, EMU_MSG_ACK);
+		CHECK_EQ(ack.psn, PSN0);
+		if (!(ack.flags & EMU_MSG_F_PROGRESS))
+			break;
+		progress++;
+	}
+	/* one per 128 KiB that came after the first: 14 at most */
+	printf("progress_acks: %u more progress ACKs\n", progress);
+	CHECK(progress <= SLOW_LEN / SLOW_PIECE - 2);
+	CHECK_MEM(big, data, SLOW_LEN);
+	close(fd);
+	CHECK_OK(ibv_dereg_mr(bmr));
+	free(big);
+	free(data);
+	target_reset();
+}
+
 static const struct t_named_case cases[] = {
     {"control", case_control},
     {"future_ack", case_future_ack},
@@ -1432,6 +1539,8 @@ static const struct t_named_case cases[] = {
     {"big_write_refused", case_big_write_refused},
     {"big_write_ok", case_big_write_ok},
     {"big_read", case_big_read},
+    {"slow_read_resp", case_slow_read_resp},
+    {"progress_acks", case_progress_acks},
     {"rnr_count", case_rnr_count},
     {"wrong_answer", case_wrong_answer},
 };
