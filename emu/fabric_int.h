@@ -114,8 +114,10 @@ struct emu_conn {
 	bool homed;              /* inbound: its first request chose its worker */
 	int handoff;             /* inbound: index + 1 of the worker it goes to at fab_reap() */
 	uint32_t skip;           /* data bytes of a message nobody took: dropped on arrival */
-	uint32_t progress_at;    /* data bytes of the message at the input's head when its
-	                          * requester last heard it was arriving (conn_progress) */
+	uint32_t progress_at;    /* data bytes of the message at the input's head (or of the
+	                          * one being skipped) when its requester last heard it was
+	                          * arriving (conn_progress) */
+	struct emu_msg skipping; /* the header of the message whose data is skipped */
 	uint32_t events;         /* epoll interest registered now */
 	int refs;                /* attached QPs (outbound) */
 	unsigned int fails;      /* failed connects in a row: quiets the log */

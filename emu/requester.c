@@ -952,20 +952,16 @@ static void on_rnr(struct emu_qp *qp, struct emu_outstanding *e, const struct em
 	rewind_to_tail(qp);
 }
 
-/* Request psn is arriving at the responder, or its READ response here
- * (EMU_MSG_F_PROGRESS): the peer is alive and working through what we sent,
- * in order, so the timer of the oldest unanswered request restarts and the
- * retry counters reset, as a ConnectX's do on the ACK of a packet. Nothing
- * completes: the data may not have landed yet. */
+/* Request psn is arriving at the responder, or a READ response for it here
+ * (EMU_MSG_F_PROGRESS; also a second answer to a READ already done, which
+ * holds the wanted ones behind it): the peer is alive and working through
+ * what we sent, in order, so the timer of the oldest unanswered request
+ * restarts and the retry counters reset, as a ConnectX's do on the ACK of a
+ * packet. Nothing completes: the data may not have landed yet. */
 static void on_progress(struct emu_qp *qp, uint32_t psn)
 {
-	const struct emu_outstanding *e;
-
 	if (ost_empty(qp) || !psn_sent(qp, psn))
 		return;
-	e = ost_at(qp, qp->req.ost_tail);
-	if ((int32_t)(psn - e->psn) < 0)
-		return; /* older than every unanswered request: stale */
 	qp->req.retries_left = qp->attr.retry_cnt;
 	qp->req.rnr_retries_left = qp->attr.rnr_retry;
 	arm_timer(qp, emu_now_ns());

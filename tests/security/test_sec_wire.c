@@ -1464,6 +1464,65 @@ static void case_slow_read_resp(void)
 	free(data);
 }
 
+/* A second answer to a READ that is done (as a peer sends for a READ
+ * sent again after a timeout) holds the wanted answer behind it in the
+ * in-order stream: 2 MiB of it over 320 ms restart the next READ's timer as
+ * they come (retry_cnt 1, timeout 67 ms), and that READ completes; when
+ * only the answers taken counted, it ended in RETRY_EXC. */
+static void case_slow_ghost_resp(void)
+{
+	uint8_t *dst = t_alloc(SLOW_LEN, GUARD), *data = t_alloc(SLOW_LEN, 0);
+	struct ibv_mr *dmr = t_reg(pd, dst, SLOW_LEN, T_ACCESS_ALL);
+	struct ibv_cq *cq = t_cq(ctx, 16);
+	struct t_conn_opts o;
+	struct sockaddr_in fa;
+	union ibv_gid gid;
+	struct emu_msg a, b;
+	struct ibv_qp *qp;
+	struct ibv_wc wc;
+	int lfd = fake_listen(&fa), fd;
+
+	t_case("slow_ghost_resp: a READ behind 2 MiB of a done READ's second answer over 320 ms");
+	t_conn_opts_default(&o);
+	o.retry_cnt = 1;
+	qp = fake_peer_qp(cq, &fa, &o, &gid);
+	post_op(qp, 1, IBV_WR_RDMA_READ, dst, SLOW_LEN, dmr->lkey);
+	fd = fake_session(lfd, &gid);
+	memset(&a, 0, sizeof(a));
+	a.type = EMU_MSG_READ_RESP;
+	a.dst_qpn = qp->qp_num;
+	a.src_qpn = FAKE_QPN;
+	a.psn = read_request(fd, SLOW_LEN);
+	a.len = SLOW_LEN;
+	t_fill(data, SLOW_LEN, 10);
+	send_all(fd, &a, sizeof(a));
+	send_all(fd, data, SLOW_LEN);
+	wc = t_poll1(cq, "the first READ");
+	CHECK_WC(&wc, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	post_op(qp, 2, IBV_WR_RDMA_READ, dst, 4096, dmr->lkey);
+	b = a;
+	b.psn = read_request(fd, 4096);
+	b.len = 4096;
+	send_all(fd, &a, sizeof(a)); /* the first READ's answer again, slowly */
+	for (uint32_t off = 0; off < SLOW_LEN; off += SLOW_PIECE) {
+		send_all(fd, data + off, SLOW_PIECE);
+		t_sleep_ms(20);
+	}
+	t_fill(data, 4096, 11);
+	send_all(fd, &b, sizeof(b));
+	send_all(fd, data, 4096);
+	wc = t_poll1(cq, "the READ behind the second answer");
+	CHECK_WC(&wc, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	CHECK_MEM(dst, data, 4096);
+	close(fd);
+	close(lfd);
+	CHECK_OK(ibv_destroy_qp(qp));
+	CHECK_OK(ibv_destroy_cq(cq));
+	CHECK_OK(ibv_dereg_mr(dmr));
+	free(dst);
+	free(data);
+}
+
 /* A 2 MiB WRITE that asks for an ACK, its data in 128 KiB pieces: the
  * responder acknowledges the pieces as they arrive (ACKs with
  * EMU_MSG_F_PROGRESS for its psn, nothing completed by them), the first
@@ -1540,6 +1599,7 @@ static const struct t_named_case cases[] = {
     {"big_write_ok", case_big_write_ok},
     {"big_read", case_big_read},
     {"slow_read_resp", case_slow_read_resp},
+    {"slow_ghost_resp", case_slow_ghost_resp},
     {"progress_acks", case_progress_acks},
     {"rnr_count", case_rnr_count},
     {"wrong_answer", case_wrong_answer},
