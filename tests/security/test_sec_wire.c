@@ -1414,13 +1414,16 @@ static void case_future_ack(void)
 
 /* ---- large messages that take longer than the timeout to cross ----------- */
 
-#define SLOW_LEN   (2u << 20)   /* above FAB_IN_FREE: taken from its header */
+#define SLOW_LEN   (4u << 20)   /* above FAB_IN_FREE: taken from its header */
 #define SLOW_PIECE (128u << 10) /* EMU_PROGRESS_BYTES */
+#define SLOW_GAP                                                                                   \
+	40 /* ms between pieces: 32 of them, 1.28 s, well past the                                 \
+	    * (retry_cnt 7 + 1) x 67 ms = 536 ms of tries */
 
-/* A 2 MiB READ response that takes about five of the requester's 67 ms
- * timeouts to arrive, in 128 KiB pieces 20 ms apart. A ConnectX hears such
- * a response packet by packet, each restarting its timer; with retry_cnt 1
- * a requester that counted only whole responses ended it in RETRY_EXC. */
+/* A 4 MiB READ response that takes 1.28 s to arrive, in 128 KiB pieces
+ * 40 ms apart, against the default 67 ms timeout and 7 retries. A ConnectX
+ * hears such a response packet by packet, each restarting its timer; a
+ * requester that counted only whole responses ended it in RETRY_EXC. */
 static void case_slow_read_resp(void)
 {
 	uint8_t *dst = t_alloc(SLOW_LEN, GUARD), *data = t_alloc(SLOW_LEN, 0);
@@ -1434,9 +1437,8 @@ static void case_slow_read_resp(void)
 	struct ibv_wc wc;
 	int lfd = fake_listen(&fa), fd;
 
-	t_case("slow_read_resp: a 2 MiB READ response over 320 ms, timeout 67 ms, retry_cnt 1");
+	t_case("slow_read_resp: a 4 MiB READ response over 1.28 s, timeout 67 ms, retry_cnt 7");
 	t_conn_opts_default(&o);
-	o.retry_cnt = 1;
 	qp = fake_peer_qp(cq, &fa, &o, &gid);
 	post_op(qp, 1, IBV_WR_RDMA_READ, dst, SLOW_LEN, dmr->lkey);
 	fd = fake_session(lfd, &gid);
@@ -1450,9 +1452,9 @@ static void case_slow_read_resp(void)
 	send_all(fd, &r, sizeof(r));
 	for (uint32_t off = 0; off < SLOW_LEN; off += SLOW_PIECE) {
 		send_all(fd, data + off, SLOW_PIECE);
-		t_sleep_ms(20);
+		t_sleep_ms(SLOW_GAP);
 	}
-	wc = t_poll1(cq, "the slow 2 MiB READ");
+	wc = t_poll1(cq, "the slow 4 MiB READ");
 	CHECK_WC(&wc, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
 	CHECK_MEM(dst, data, SLOW_LEN);
 	close(fd);
@@ -1466,9 +1468,9 @@ static void case_slow_read_resp(void)
 
 /* A second answer to a READ that is done (as a peer sends for a READ
  * sent again after a timeout) holds the wanted answer behind it in the
- * in-order stream: 2 MiB of it over 320 ms restart the next READ's timer as
- * they come (retry_cnt 1, timeout 67 ms), and that READ completes; when
- * only the answers taken counted, it ended in RETRY_EXC. */
+ * in-order stream: 4 MiB of it over 1.28 s restart the next READ's timer as
+ * they come (the default 67 ms and 7 retries), and that READ completes;
+ * when only the answers taken counted, it ended in RETRY_EXC. */
 static void case_slow_ghost_resp(void)
 {
 	uint8_t *dst = t_alloc(SLOW_LEN, GUARD), *data = t_alloc(SLOW_LEN, 0);
@@ -1482,9 +1484,8 @@ static void case_slow_ghost_resp(void)
 	struct ibv_wc wc;
 	int lfd = fake_listen(&fa), fd;
 
-	t_case("slow_ghost_resp: a READ behind 2 MiB of a done READ's second answer over 320 ms");
+	t_case("slow_ghost_resp: a READ behind 4 MiB of a done READ's second answer over 1.28 s");
 	t_conn_opts_default(&o);
-	o.retry_cnt = 1;
 	qp = fake_peer_qp(cq, &fa, &o, &gid);
 	post_op(qp, 1, IBV_WR_RDMA_READ, dst, SLOW_LEN, dmr->lkey);
 	fd = fake_session(lfd, &gid);
@@ -1506,7 +1507,7 @@ static void case_slow_ghost_resp(void)
 	send_all(fd, &a, sizeof(a)); /* the first READ's answer again, slowly */
 	for (uint32_t off = 0; off < SLOW_LEN; off += SLOW_PIECE) {
 		send_all(fd, data + off, SLOW_PIECE);
-		t_sleep_ms(20);
+		t_sleep_ms(SLOW_GAP);
 	}
 	t_fill(data, 4096, 11);
 	send_all(fd, &b, sizeof(b));
@@ -1523,7 +1524,7 @@ static void case_slow_ghost_resp(void)
 	free(data);
 }
 
-/* A 2 MiB WRITE that asks for an ACK, its data in 128 KiB pieces: the
+/* A 4 MiB WRITE that asks for an ACK, its data in 128 KiB pieces: the
  * responder acknowledges the pieces as they arrive (ACKs with
  * EMU_MSG_F_PROGRESS for its psn, nothing completed by them), the first
  * one before the rest is sent, then the WRITE itself once it landed. */
@@ -1536,7 +1537,7 @@ static void case_progress_acks(void)
 	unsigned progress = 0;
 	int fd;
 
-	t_case("progress_acks: a 2 MiB WRITE in 128 KiB pieces");
+	t_case("progress_acks: a 4 MiB WRITE in 128 KiB pieces");
 	t_fill(data, SLOW_LEN, 9);
 	fd = client_handshake(secret, NULL);
 	write_msg(w);
@@ -1547,7 +1548,7 @@ static void case_progress_acks(void)
 	send_all(fd, &m, sizeof(m));
 	send_all(fd, data, 2 * SLOW_PIECE);
 	if (!recv_exact(fd, &ack, sizeof(ack), CLOSE_MS))
-		T_FAIL("no ACK of the first 256 KiB of a 2 MiB WRITE while the rest is to come");
+		T_FAIL("no ACK of the first 256 KiB of a 4 MiB WRITE while the rest is to come");
 	CHECK_EQ(ack.type, EMU_MSG_ACK);
 	CHECK_EQ(ack.flags, EMU_MSG_F_PROGRESS);
 	CHECK_EQ(ack.psn, PSN0);
@@ -1558,14 +1559,14 @@ static void case_progress_acks(void)
 		send_all(fd, data + off, SLOW_PIECE);
 	for (;;) {
 		if (!recv_exact(fd, &ack, sizeof(ack), T_WAIT_MS))
-			T_FAIL("no ACK for the 2 MiB WRITE");
+			T_FAIL("no ACK for the 4 MiB WRITE");
 		CHECK_EQ(ack.type, EMU_MSG_ACK);
 		CHECK_EQ(ack.psn, PSN0);
 		if (!(ack.flags & EMU_MSG_F_PROGRESS))
 			break;
 		progress++;
 	}
-	/* one per 128 KiB that came after the first: 14 at most */
+	/* one per 128 KiB that came after the first: 30 at most */
 	printf("progress_acks: %u more progress ACKs\n", progress);
 	CHECK(progress <= SLOW_LEN / SLOW_PIECE - 2);
 	CHECK_MEM(big, data, SLOW_LEN);
