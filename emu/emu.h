@@ -406,6 +406,7 @@ struct emu_req_state {
 	bool db_pend_set[2];
 	uint32_t psn_next;           /* next request sequence number */
 	uint32_t psn_end;            /* one past the newest PSN ever sent (a rewind keeps it) */
+	uint64_t noack_bytes;        /* payload sent since the last ACK request */
 	struct emu_outstanding *ost; /* ring of sq.wqe_cnt entries */
 	uint32_t ost_head, ost_tail; /* tail = oldest unanswered */
 	uint32_t rd_atomic_out;      /* outstanding READ/ATOMIC */

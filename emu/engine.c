@@ -231,3 +231,11 @@ void emu_engine_qp_state(struct emu_qp *qp, enum ibv_qp_state old_state)
 {
 	qp->ops->state_change(qp, old_state);
 }
+
+void emu_qp_connected_rtr(struct emu_qp *qp, const char *what, const char *fate)
+{
+	qp->resp.psn_expected = qp->attr.rq_psn & 0xffffff;
+	if (emu_fabric_attach(qp))
+		emu_warn("QP 0x%x: destination GID is not a gnic-emu address; %s to QP 0x%x %s",
+		         qp->ibqp.qp_num, what, qp->dest_qpn, fate);
+}

@@ -71,6 +71,7 @@ void fab_conn_down(struct emu_conn *c)
 	c->in_blocked = false;
 	c->admitted = false;
 	c->skip = 0;
+	c->progress_at = 0;
 	c->in.head = c->in.tail = 0;
 	c->out.head = c->out.tail = 0;
 	c->hold.head = c->hold.tail = 0;
@@ -342,6 +343,12 @@ int fab_conn_post(struct emu_conn *c, const struct emu_msg *m, const void *paylo
 		c->tx_posted += size;
 		return 0;
 	}
+	/* A pass that answers many large requests (READs of MiBs each) must
+	 * not hold all but the first answer back until its end: the peer's
+	 * requester would hear nothing for that long (its timer runs). What is
+	 * queued goes first, as far as the socket takes it. */
+	if (plen >= EMU_PROGRESS_BYTES && fab_buf_used(&c->out))
+		fab_conn_write(c);
 	sent = out_direct(c, m, payload, plen);
 	if (sent < 0) {
 		fab_conn_fail(c, "send failed", (int)-sent);
@@ -490,7 +497,7 @@ static bool deliver_response(struct emu_conn *c, const struct emu_msg *m, const 
 }
 
 /* Must request m wait (c->in_blocked)? While c's output is over the mark
- * (the replies would grow it without bound), or while the inbox of the
+ * (FAB_OUT_ANSWERS_MAX: the replies would grow it without bound), or while the inbox of the
  * worker m's QP is on is (forwarded requests are copies: without this a
  * peer could queue any amount there, and the answers to what it sent
  * would wait behind all of it). */
@@ -498,7 +505,7 @@ static bool hold_request(const struct emu_conn *c, const struct emu_msg *m)
 {
 	int owner;
 
-	if (fab_buf_used(&c->out) >= FAB_OUT_HIGH_WATER)
+	if (fab_buf_used(&c->out) >= FAB_OUT_ANSWERS_MAX)
 		return true;
 	owner = emu_qpn_worker(m->dst_qpn);
 	if (!owner || owner == emu_worker_cur()->index + 1)
@@ -560,6 +567,8 @@ static void skip_msg(struct emu_conn *c, const struct emu_msg *m, size_t size)
 		here = data;
 	c->in.head += sizeof(*m) + here;
 	c->skip = (uint32_t)(data - here);
+	c->skipping = *m;
+	c->progress_at = (uint32_t)here;
 	emu_dbg("fabric: connection %s: %zu bytes of data of type %u psn %u for QP 0x%x dropped "
 	        "(not taken)",
 	        fab_conn_name(c, name, sizeof(name)), data, m->type, m->psn, m->dst_qpn);
@@ -636,6 +645,7 @@ static int conn_parse(struct emu_conn *c)
 		}
 		c->in.head += st.size;
 		c->admitted = false;
+		c->progress_at = 0;
 		dispatch(c, &st.msg, p + sizeof(st.msg));
 		msgs++;
 	}
@@ -678,6 +688,49 @@ static void conn_drained(struct emu_conn *c, uint64_t t)
 		fab_conn_heard(c, t);
 }
 
+/* The message at the input's head is still arriving. For each
+ * EMU_PROGRESS_BYTES more of its data its requester hears so (an ACK with
+ * EMU_MSG_F_PROGRESS, fabric_wire.h), as a ConnectX acknowledges a long
+ * message's packets as they come: a request's back on this connection (if
+ * it asked for ACKs: RC), a READ response's to our requester at once. */
+static void conn_progress(struct emu_conn *c)
+{
+	struct emu_msg m, p = {.type = EMU_MSG_ACK, .flags = EMU_MSG_F_PROGRESS};
+	size_t used = fab_buf_used(&c->in), size, got;
+
+	if (c->state != CONN_UP)
+		return;
+	if (c->skip) {
+		/* a READ response nobody took (a second answer to a READ sent
+		 * again after a timeout) fills the in-order stream ahead of the
+		 * answers still wanted: the peer works on, as the wire here is
+		 * slow where a ConnectX's would carry it in no time */
+		m = c->skipping;
+		if (m.type != EMU_MSG_READ_RESP)
+			return;
+		got = m.len - c->skip;
+	} else {
+		if (used < sizeof(m) ||
+		    emu_wire_frame(in_head(c), used, &m, &size) != EMU_WIRE_PARTIAL)
+			return;
+		got = used - sizeof(m);
+	}
+	if (got < (size_t)c->progress_at + EMU_PROGRESS_BYTES)
+		return;
+	c->progress_at = (uint32_t)got;
+	p.psn = m.psn;
+	p.gid_type = m.gid_type;
+	if (emu_wire_is_request(m.type) && (m.flags & EMU_MSG_F_ACKREQ)) {
+		p.dst_qpn = m.src_qpn;
+		p.src_qpn = m.dst_qpn;
+		fab_conn_post(c, &p, NULL);
+	} else if (m.type == EMU_MSG_READ_RESP) {
+		p.dst_qpn = m.dst_qpn;
+		p.src_qpn = m.src_qpn;
+		deliver_response(c, &p, NULL);
+	}
+}
+
 /* Read and dispatch until the socket is empty or the budget is spent. */
 int fab_conn_read(struct emu_conn *c)
 {
@@ -699,6 +752,7 @@ int fab_conn_read(struct emu_conn *c)
 			c->in.tail += (size_t)n;
 			budget -= (size_t)n < budget ? (size_t)n : budget;
 			work += 1 + conn_parse(c);
+			conn_progress(c);
 			if ((size_t)n < room) { /* short read: the socket is drained */
 				conn_drained(c, t);
 				break;
@@ -739,7 +793,7 @@ int fab_resume_blocked(void)
 	int work = 0;
 
 	for (struct emu_conn *c = fab.conns; c; c = c->next) {
-		if (!c->in_blocked || fab_buf_used(&c->out) >= FAB_OUT_HIGH_WATER)
+		if (!c->in_blocked || fab_buf_used(&c->out) >= FAB_OUT_ANSWERS_MAX)
 			continue;
 		c->in_blocked = false;
 		work += conn_parse(c);

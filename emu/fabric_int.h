@@ -50,7 +50,11 @@ enum {
 	FAB_POLL_EVENTS = 64,
 	FAB_ACCEPT_BATCH = 16,
 };
-#define FAB_OUT_HIGH_WATER  ((size_t)64 << 20)
+#define FAB_OUT_HIGH_WATER ((size_t)64 << 20)
+/* Answers queued on a connection above which its requests wait: about one
+ * large READ response at a time, so a pass does not copy many of them (and
+ * slide the queue for each) while the requester hears nothing. */
+#define FAB_OUT_ANSWERS_MAX ((size_t)8 << 20)
 #define FAB_RECONNECT_NS    5000000ull    /* at most one connect() per 5 ms per peer */
 #define FAB_IDLE_POLL_NS    20000ull      /* epoll period while no connection exists */
 #define FAB_AUTH_LOG_NS     5000000000ull /* failed handshakes: one warning per peer per 5 s */
@@ -110,6 +114,10 @@ struct emu_conn {
 	bool homed;              /* inbound: its first request chose its worker */
 	int handoff;             /* inbound: index + 1 of the worker it goes to at fab_reap() */
 	uint32_t skip;           /* data bytes of a message nobody took: dropped on arrival */
+	uint32_t progress_at;    /* data bytes of the message at the input's head (or of the
+	                          * one being skipped) when its requester last heard it was
+	                          * arriving (conn_progress) */
+	struct emu_msg skipping; /* the header of the message whose data is skipped */
 	uint32_t events;         /* epoll interest registered now */
 	int refs;                /* attached QPs (outbound) */
 	unsigned int fails;      /* failed connects in a row: quiets the log */

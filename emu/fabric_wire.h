@@ -78,7 +78,17 @@ enum {
 	 * earlier psn too). Unflagged WRITE/SEND are acknowledged by a later ACK;
 	 * errors are always NAKed; READ/ATOMIC always answer. */
 	EMU_MSG_F_ACKREQ = 1 << 1,
+	/* On an ACK: request psn is arriving, not complete (a message is one
+	 * request whatever its size, where a ConnectX sends MTU packets and
+	 * acknowledges them as they come). It acknowledges nothing; it restarts
+	 * the requester's transport timer, as those packets' ACKs would: a large
+	 * message takes longer to cross than the timeout here. Sent by the
+	 * fabric for each EMU_PROGRESS_BYTES of a request (with ACKREQ) that has
+	 * arrived, and raised locally for READ response data. */
+	EMU_MSG_F_PROGRESS = 1 << 2,
 };
+
+#define EMU_PROGRESS_BYTES (128u * 1024) /* 32 packets at a 4096-byte MTU */
 
 struct emu_msg {
 	uint8_t type;      /* enum emu_msg_type */

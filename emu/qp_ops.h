@@ -43,6 +43,13 @@ struct emu_qp_ops {
 	bool (*on_response)(struct emu_qp *qp, const struct emu_msg *m, const void *payload);
 };
 
+/* For the connected types' state_change (RC, UC) at INIT -> RTR: the
+ * responder expects the QP's rq_psn next, and the QP gets its fabric
+ * connection to the destination; a destination GID that is not a gnic-emu
+ * address is warned about, saying what becomes of the traffic sent there
+ * (what "requests", fate "will time out"). engine.c. */
+void emu_qp_connected_rtr(struct emu_qp *qp, const char *what, const char *fate);
+
 extern const struct emu_qp_ops emu_rc_qp_ops;  /* rc.c */
 extern const struct emu_qp_ops emu_uc_qp_ops;  /* uc.c */
 extern const struct emu_qp_ops emu_ud_qp_ops;  /* ud.c */

@@ -49,11 +49,7 @@ static void rc_state_change(struct emu_qp *qp, enum ibv_qp_state old_state)
 	case IBV_QPS_RTR:
 		if (old_state != IBV_QPS_INIT)
 			break;
-		qp->resp.psn_expected = qp->attr.rq_psn & 0xffffff;
-		if (emu_fabric_attach(qp))
-			emu_warn("QP 0x%x: destination GID is not a gnic-emu address; requests "
-			         "to QP 0x%x will time out",
-			         qp->ibqp.qp_num, qp->dest_qpn);
+		emu_qp_connected_rtr(qp, "requests", "will time out");
 		break;
 	case IBV_QPS_RTS:
 		if (old_state != IBV_QPS_RTR)

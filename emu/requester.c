@@ -24,7 +24,7 @@
 #include "worker.h"
 
 #define BURST     64 /* WQEs per QP per engine pass: passes stay short */
-#define ACK_EVERY 32 /* ask for an ACK at least this often */
+#define ACK_EVERY 32 /* ask for an ACK at least this often (requests or MTU packets) */
 
 static uint32_t mask(const struct emu_qp *qp)
 {
@@ -586,6 +586,19 @@ static uint32_t max_rd_atomic(const struct emu_qp *qp)
 	return qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
 }
 
+/* A ConnectX asks for an ACK every so many packets, not only every so many
+ * messages: a message here is one request whatever its size, so its MTU
+ * packets are counted, and one of ACK_EVERY packets or more (128 KiB at a
+ * 4096-byte MTU) always asks. Without that, unsignaled 8 MiB WRITEs were
+ * acknowledged once per 32 of them, 256 MiB, longer than the timeout. */
+static bool ack_due(struct emu_qp *qp, uint32_t len)
+{
+	uint64_t mtu = 128u << (qp->attr.path_mtu ? qp->attr.path_mtu : IBV_MTU_4096);
+
+	qp->req.noack_bytes += len;
+	return qp->req.noack_bytes >= ACK_EVERY * mtu;
+}
+
 /* Build and send the request for WQE w. 1 sent, 0 stalled, -1 QP failed. */
 static int issue(struct emu_qp *qp, struct emu_wqe *w, bool last_in_burst)
 {
@@ -644,8 +657,10 @@ static int issue(struct emu_qp *qp, struct emu_wqe *w, bool last_in_burst)
 	if (w->fm_ce_se & GNIC_MLX5_CTRL_SOLICITED)
 		m.flags |= EMU_MSG_F_SOLICITED;
 	if ((w->fm_ce_se & GNIC_MLX5_CTRL_CQ_UPDATE) || last_in_burst ||
-	    qp->req.psn_next % ACK_EVERY == 0)
+	    qp->req.psn_next % ACK_EVERY == 0 || ack_due(qp, m.len)) {
 		m.flags |= EMU_MSG_F_ACKREQ;
+		qp->req.noack_bytes = 0;
+	}
 	m.psn = qp->req.psn_next;
 
 	/* Commit before sending: an in-process peer answers inside the call. */
@@ -859,6 +874,7 @@ void emu_requester_reset(struct emu_qp *qp)
 	qp->req.sq_stalled = false;
 	qp->req.psn_next = 0;
 	qp->req.psn_end = 0;
+	qp->req.noack_bytes = 0;
 	memset(&qp->last_err, 0, sizeof(qp->last_err));
 }
 
@@ -1015,6 +1031,21 @@ static void on_rnr(struct emu_qp *qp, struct emu_outstanding *e, const struct em
 	rewind_to_tail(qp);
 }
 
+/* Request psn is arriving at the responder, or a READ response for it here
+ * (EMU_MSG_F_PROGRESS; also a second answer to a READ already done, which
+ * holds the wanted ones behind it): the peer is alive and working through
+ * what we sent, in order, so the timer of the oldest unanswered request
+ * restarts and the retry counters reset, as a ConnectX's do on the ACK of a
+ * packet. Nothing completes: the data may not have landed yet. */
+static void on_progress(struct emu_qp *qp, uint32_t psn)
+{
+	if (ost_empty(qp) || !psn_sent(qp, psn))
+		return;
+	qp->req.retries_left = qp->attr.retry_cnt;
+	qp->req.rnr_retries_left = qp->attr.rnr_retry;
+	arm_timer(qp, emu_now_ns());
+}
+
 /* Without its data (payload NULL) a READ response does what its header
  * alone implies (every earlier request succeeded) and returns false when it
  * matches this READ: then it comes again with the data, and doing that part
@@ -1026,6 +1057,10 @@ bool emu_requester_on_response(struct emu_qp *qp, const struct emu_msg *m, const
 	if (atomic_load(&qp->state) != IBV_QPS_RTS)
 		return true; /* in ERR everything left is flushed; answers are moot */
 	emu_dbg("QP 0x%x: answer type %u psn %u", qp->ibqp.qp_num, m->type, m->psn);
+	if (m->type == EMU_MSG_ACK && (m->flags & EMU_MSG_F_PROGRESS)) {
+		on_progress(qp, m->psn);
+		return true;
+	}
 	if (m->type == EMU_MSG_ACK) {
 		if (!psn_sent(qp, m->psn)) {
 			emu_dbg("QP 0x%x: ACK for psn %u, beyond every request sent: dropped",

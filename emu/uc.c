@@ -217,11 +217,7 @@ static void uc_state_change(struct emu_qp *qp, enum ibv_qp_state old_state)
 	case IBV_QPS_RTR:
 		if (old_state != IBV_QPS_INIT)
 			break;
-		qp->resp.psn_expected = qp->attr.rq_psn & 0xffffff;
-		if (emu_fabric_attach(qp))
-			emu_warn("QP 0x%x: destination GID is not a gnic-emu address; messages "
-			         "to QP 0x%x will be lost",
-			         qp->ibqp.qp_num, qp->dest_qpn);
+		emu_qp_connected_rtr(qp, "messages", "will be lost");
 		break;
 	case IBV_QPS_RTS:
 		if (old_state == IBV_QPS_RTR)

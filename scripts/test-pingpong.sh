@@ -3,8 +3,9 @@
 #
 # Debian's unmodified ibv_rc_pingpong and ibv_srq_pingpong (16 QPs sharing
 # one SRQ by default), server and client, over gnic-emu; with a second
-# argument ud or uc, ibv_ud_pingpong or ibv_uc_pingpong instead: five rounds
-# with the program's defaults, then other sizes, events and validation.
+# argument ud or uc, ibv_ud_pingpong or ibv_uc_pingpong instead. Each
+# program: five rounds with its defaults, then other sizes, events and
+# validation.
 #
 #   scripts/test-pingpong.sh <build dir> [rc|ud|uc]
 #
@@ -114,6 +115,10 @@ if [ "$mode" != rc ]; then
 	echo "PASS"
 	exit 0
 fi
+for round in 1 2 3 4 5; do
+	echo "round $round: defaults"
+	run
+done
 run -s 1 -n 100
 run -s 1 -n 1000
 run -s 4096 -n 1000 -c
@@ -125,6 +130,10 @@ run -s 65536 -n 100 -e
 
 if [ -x "$SRQ_PINGPONG" ]; then
 	prog=$SRQ_PINGPONG
+	for round in 1 2 3 4 5; do
+		echo "round $round: defaults"
+		run
+	done
 	run -n 200
 	run -s 65536 -n 50 -c
 	run -q 4 -r 16 -s 1024 -n 500 -c

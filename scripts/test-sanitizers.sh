@@ -10,8 +10,10 @@ run() { # run <build dir> <sanitizers>
 		-DGNIC_CUDA=OFF >/dev/null
 	cmake --build "$1" -j"$(nproc)"
 	# one test at a time: sanitizers slow everything down, and the
-	# time-bounded error tests must not starve on two cores
-	scripts/ctest-summary.sh "$1" -j1 --timeout 600
+	# time-bounded error tests must not starve on two cores; perftest's
+	# full matrix (label perftest_matrix) runs in the normal suite only:
+	# tests/mp/test_perftest.sh covers each program here
+	scripts/ctest-summary.sh "$1" -j1 --timeout 600 -LE perftest_matrix
 }
 run build-asan address,undefined
 run build-tsan thread

@@ -578,4 +578,23 @@ void t_expect_empty(struct ibv_cq *cq, const char *what)
 		t_sleep_ms(1);
 	} while (t_now_ms() < end);
 }
+
+struct ibv_wc t_write_once(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *src,
+                           struct ibv_mr *dst, uint32_t len, uint64_t wr_id)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)src->addr, .length = len, .lkey = src->lkey};
+	struct ibv_send_wr wr = {
+	    .wr_id = wr_id,
+	    .sg_list = &sge,
+	    .num_sge = 1,
+	    .opcode = IBV_WR_RDMA_WRITE,
+	    .send_flags = IBV_SEND_SIGNALED,
+	    .wr.rdma = {.remote_addr = (uintptr_t)dst->addr, .rkey = dst->rkey}};
+	struct ibv_wc wc;
+
+	t_post_send(qp, &wr);
+	t_poll_timeout(cq, 1, &wc, 10000, "the WRITE's completion");
+	return wc;
+}
+
 #endif /* T_NO_VERBS */

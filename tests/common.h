@@ -216,5 +216,10 @@ void t_poll_timeout(struct ibv_cq *cq, int n, struct ibv_wc *wc, unsigned ms, co
 struct ibv_wc t_poll1(struct ibv_cq *cq, const char *what);
 /* No completion may be waiting (checked for a short while). */
 void t_expect_empty(struct ibv_cq *cq, const char *what);
+/* One signaled RDMA WRITE of len bytes from the start of src to the start
+ * of dst on qp; its completion from cq (within 10 s, else the test fails),
+ * whatever its status. */
+struct ibv_wc t_write_once(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *src,
+                           struct ibv_mr *dst, uint32_t len, uint64_t wr_id);
 
 #endif /* GNIC_TEST_COMMON_H */

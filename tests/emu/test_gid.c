@@ -49,24 +49,6 @@ static void connect_side(struct side *me, const struct side *peer, const struct 
 	CHECK_OK(t_qp_to_rts(me->qp, o));
 }
 
-static struct ibv_wc write_once(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *src,
-                                struct ibv_mr *dst, uint64_t wr_id)
-{
-	struct ibv_sge sge = {.addr = (uintptr_t)src->addr, .length = LEN, .lkey = src->lkey};
-	struct ibv_send_wr wr = {
-	    .wr_id = wr_id,
-	    .sg_list = &sge,
-	    .num_sge = 1,
-	    .opcode = IBV_WR_RDMA_WRITE,
-	    .send_flags = IBV_SEND_SIGNALED,
-	    .wr.rdma = {.remote_addr = (uintptr_t)dst->addr, .rkey = dst->rkey}};
-	struct ibv_wc wc;
-
-	t_post_send(qp, &wr);
-	t_poll_timeout(cq, 1, &wc, 10000, "the WRITE's completion");
-	return wc;
-}
-
 int main(void)
 {
 	struct ibv_context *c0 = t_open(T_DEVICE), *c1 = t_open("rocep1s0f1");
@@ -105,7 +87,7 @@ int main(void)
 		connect_side(&b, &a, &o);
 		t_fill(sb, LEN, (unsigned)i + 1);
 		memset(db, 0, LEN);
-		wc = write_once(a.qp, cq0, smr, dmr, id);
+		wc = t_write_once(a.qp, cq0, smr, dmr, LEN, id);
 		CHECK_WC(&wc, id, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
 		CHECK_MEM(db, sb, LEN);
 		id++;
@@ -125,7 +107,7 @@ int main(void)
 		connect_side(&b, &a, &o);
 		t_fill(sb, LEN, 99);
 		memset(db, 0, LEN);
-		wc = write_once(a.qp, cq0, smr, dmr, id);
+		wc = t_write_once(a.qp, cq0, smr, dmr, LEN, id);
 		CHECK_WC(&wc, id, IBV_WC_RETRY_EXC_ERR, wc.opcode);
 		CHECK_BYTES(db, 0, LEN);
 		id++;

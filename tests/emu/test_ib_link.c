@@ -45,24 +45,6 @@ static void conn(struct ibv_qp *qp, uint32_t dqpn, uint16_t dlid, const union ib
 	CHECK_OK(t_qp_to_rts(qp, o));
 }
 
-static struct ibv_wc write_once(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *src,
-                                struct ibv_mr *dst, uint64_t wr_id)
-{
-	struct ibv_sge sge = {.addr = (uintptr_t)src->addr, .length = LEN, .lkey = src->lkey};
-	struct ibv_send_wr wr = {
-	    .wr_id = wr_id,
-	    .sg_list = &sge,
-	    .num_sge = 1,
-	    .opcode = IBV_WR_RDMA_WRITE,
-	    .send_flags = IBV_SEND_SIGNALED,
-	    .wr.rdma = {.remote_addr = (uintptr_t)dst->addr, .rkey = dst->rkey}};
-	struct ibv_wc wc;
-
-	t_post_send(qp, &wr);
-	t_poll_timeout(cq, 1, &wc, 10000, "the WRITE's completion");
-	return wc;
-}
-
 static void check_port(struct ibv_context *ctx, uint16_t *lid, union ibv_gid *gid)
 {
 	struct ibv_port_attr pa;
@@ -117,7 +99,7 @@ int main(void)
 	conn(a, b->qp_num, l1, NULL, &o);
 	conn(b, a->qp_num, l0, NULL, &o);
 	t_fill(sb, LEN, 1);
-	wc = write_once(a, cq0, smr, dmr, 1);
+	wc = t_write_once(a, cq0, smr, dmr, LEN, 1);
 	CHECK_WC(&wc, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
 	CHECK_MEM(db, sb, LEN);
 
@@ -125,7 +107,7 @@ int main(void)
 	conn(a, b->qp_num, l1, &g1, &o);
 	conn(b, a->qp_num, l0, &g0, &o);
 	t_fill(sb, LEN, 2);
-	wc = write_once(a, cq0, smr, dmr, 2);
+	wc = t_write_once(a, cq0, smr, dmr, LEN, 2);
 	CHECK_WC(&wc, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
 	CHECK_MEM(db, sb, LEN);
 
@@ -135,7 +117,7 @@ int main(void)
 		nobody = (uint16_t)(nobody == 0xbfff ? nobody - 2 : nobody + 1);
 	conn(a, b->qp_num, nobody, NULL, &o);
 	memset(db, 0, LEN);
-	wc = write_once(a, cq0, smr, dmr, 3);
+	wc = t_write_once(a, cq0, smr, dmr, LEN, 3);
 	CHECK_WC(&wc, 3, IBV_WC_RETRY_EXC_ERR, wc.opcode);
 	CHECK_BYTES(db, 0, LEN);
 

@@ -1061,10 +1061,12 @@ static void case_big_write_ok(void)
 	m.rkey = bmr->rkey;
 	send_all(fd, &m, sizeof(m));
 	send_all(fd, data, BIG_LEN);
-	if (!recv_exact(fd, &ack, sizeof(ack), T_WAIT_MS))
-		T_FAIL("no ACK for a 16 MiB WRITE");
-	CHECK_EQ(ack.type, EMU_MSG_ACK);
-	CHECK_EQ(ack.psn, PSN0);
+	do { /* ACKs of its pieces as they came first (progress_acks) */
+		if (!recv_exact(fd, &ack, sizeof(ack), T_WAIT_MS))
+			T_FAIL("no ACK for a 16 MiB WRITE");
+		CHECK_EQ(ack.type, EMU_MSG_ACK);
+		CHECK_EQ(ack.psn, PSN0);
+	} while (ack.flags & EMU_MSG_F_PROGRESS);
 	CHECK_MEM(big, data, BIG_LEN);
 	close(fd);
 	CHECK_OK(ibv_dereg_mr(bmr));
@@ -1410,6 +1412,171 @@ static void case_future_ack(void)
 	CHECK_OK(ibv_destroy_cq(cq));
 }
 
+/* ---- large messages that take longer than the timeout to cross ----------- */
+
+#define SLOW_LEN   (4u << 20)   /* above FAB_IN_FREE: taken from its header */
+#define SLOW_PIECE (128u << 10) /* EMU_PROGRESS_BYTES */
+#define SLOW_GAP                                                                                   \
+	40 /* ms between pieces: 32 of them, 1.28 s, well past the                                 \
+	    * (retry_cnt 7 + 1) x 67 ms = 536 ms of tries */
+
+/* A 4 MiB READ response that takes 1.28 s to arrive, in 128 KiB pieces
+ * 40 ms apart, against the default 67 ms timeout and 7 retries. A ConnectX
+ * hears such a response packet by packet, each restarting its timer; a
+ * requester that counted only whole responses ended it in RETRY_EXC. */
+static void case_slow_read_resp(void)
+{
+	uint8_t *dst = t_alloc(SLOW_LEN, GUARD), *data = t_alloc(SLOW_LEN, 0);
+	struct ibv_mr *dmr = t_reg(pd, dst, SLOW_LEN, T_ACCESS_ALL);
+	struct ibv_cq *cq = t_cq(ctx, 16);
+	struct t_conn_opts o;
+	struct sockaddr_in fa;
+	union ibv_gid gid;
+	struct emu_msg r;
+	struct ibv_qp *qp;
+	struct ibv_wc wc;
+	int lfd = fake_listen(&fa), fd;
+
+	t_case("slow_read_resp: a 4 MiB READ response over 1.28 s, timeout 67 ms, retry_cnt 7");
+	t_conn_opts_default(&o);
+	qp = fake_peer_qp(cq, &fa, &o, &gid);
+	post_op(qp, 1, IBV_WR_RDMA_READ, dst, SLOW_LEN, dmr->lkey);
+	fd = fake_session(lfd, &gid);
+	memset(&r, 0, sizeof(r));
+	r.type = EMU_MSG_READ_RESP;
+	r.dst_qpn = qp->qp_num;
+	r.src_qpn = FAKE_QPN;
+	r.psn = read_request(fd, SLOW_LEN);
+	r.len = SLOW_LEN;
+	t_fill(data, SLOW_LEN, 8);
+	send_all(fd, &r, sizeof(r));
+	for (uint32_t off = 0; off < SLOW_LEN; off += SLOW_PIECE) {
+		send_all(fd, data + off, SLOW_PIECE);
+		t_sleep_ms(SLOW_GAP);
+	}
+	wc = t_poll1(cq, "the slow 4 MiB READ");
+	CHECK_WC(&wc, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	CHECK_MEM(dst, data, SLOW_LEN);
+	close(fd);
+	close(lfd);
+	CHECK_OK(ibv_destroy_qp(qp));
+	CHECK_OK(ibv_destroy_cq(cq));
+	CHECK_OK(ibv_dereg_mr(dmr));
+	free(dst);
+	free(data);
+}
+
+/* A second answer to a READ that is done (as a peer sends for a READ
+ * sent again after a timeout) holds the wanted answer behind it in the
+ * in-order stream: 4 MiB of it over 1.28 s restart the next READ's timer as
+ * they come (the default 67 ms and 7 retries), and that READ completes;
+ * when only the answers taken counted, it ended in RETRY_EXC. */
+static void case_slow_ghost_resp(void)
+{
+	uint8_t *dst = t_alloc(SLOW_LEN, GUARD), *data = t_alloc(SLOW_LEN, 0);
+	struct ibv_mr *dmr = t_reg(pd, dst, SLOW_LEN, T_ACCESS_ALL);
+	struct ibv_cq *cq = t_cq(ctx, 16);
+	struct t_conn_opts o;
+	struct sockaddr_in fa;
+	union ibv_gid gid;
+	struct emu_msg a, b;
+	struct ibv_qp *qp;
+	struct ibv_wc wc;
+	int lfd = fake_listen(&fa), fd;
+
+	t_case("slow_ghost_resp: a READ behind 4 MiB of a done READ's second answer over 1.28 s");
+	t_conn_opts_default(&o);
+	qp = fake_peer_qp(cq, &fa, &o, &gid);
+	post_op(qp, 1, IBV_WR_RDMA_READ, dst, SLOW_LEN, dmr->lkey);
+	fd = fake_session(lfd, &gid);
+	memset(&a, 0, sizeof(a));
+	a.type = EMU_MSG_READ_RESP;
+	a.dst_qpn = qp->qp_num;
+	a.src_qpn = FAKE_QPN;
+	a.psn = read_request(fd, SLOW_LEN);
+	a.len = SLOW_LEN;
+	t_fill(data, SLOW_LEN, 10);
+	send_all(fd, &a, sizeof(a));
+	send_all(fd, data, SLOW_LEN);
+	wc = t_poll1(cq, "the first READ");
+	CHECK_WC(&wc, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	post_op(qp, 2, IBV_WR_RDMA_READ, dst, 4096, dmr->lkey);
+	b = a;
+	b.psn = read_request(fd, 4096);
+	b.len = 4096;
+	send_all(fd, &a, sizeof(a)); /* the first READ's answer again, slowly */
+	for (uint32_t off = 0; off < SLOW_LEN; off += SLOW_PIECE) {
+		send_all(fd, data + off, SLOW_PIECE);
+		t_sleep_ms(SLOW_GAP);
+	}
+	t_fill(data, 4096, 11);
+	send_all(fd, &b, sizeof(b));
+	send_all(fd, data, 4096);
+	wc = t_poll1(cq, "the READ behind the second answer");
+	CHECK_WC(&wc, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	CHECK_MEM(dst, data, 4096);
+	close(fd);
+	close(lfd);
+	CHECK_OK(ibv_destroy_qp(qp));
+	CHECK_OK(ibv_destroy_cq(cq));
+	CHECK_OK(ibv_dereg_mr(dmr));
+	free(dst);
+	free(data);
+}
+
+/* A 4 MiB WRITE that asks for an ACK, its data in 128 KiB pieces: the
+ * responder acknowledges the pieces as they arrive (ACKs with
+ * EMU_MSG_F_PROGRESS for its psn, nothing completed by them), the first
+ * one before the rest is sent, then the WRITE itself once it landed. */
+static void case_progress_acks(void)
+{
+	uint8_t *big = t_alloc(SLOW_LEN, GUARD), *data = t_alloc(SLOW_LEN, 0);
+	struct ibv_mr *bmr = t_reg(pd, big, SLOW_LEN, T_ACCESS_ALL);
+	uint8_t w[sizeof(struct emu_msg) + W_LEN];
+	struct emu_msg m, ack;
+	unsigned progress = 0;
+	int fd;
+
+	t_case("progress_acks: a 4 MiB WRITE in 128 KiB pieces");
+	t_fill(data, SLOW_LEN, 9);
+	fd = client_handshake(secret, NULL);
+	write_msg(w);
+	memcpy(&m, w, sizeof(m));
+	m.len = SLOW_LEN;
+	m.raddr = (uintptr_t)big;
+	m.rkey = bmr->rkey;
+	send_all(fd, &m, sizeof(m));
+	send_all(fd, data, 2 * SLOW_PIECE);
+	if (!recv_exact(fd, &ack, sizeof(ack), CLOSE_MS))
+		T_FAIL("no ACK of the first 256 KiB of a 4 MiB WRITE while the rest is to come");
+	CHECK_EQ(ack.type, EMU_MSG_ACK);
+	CHECK_EQ(ack.flags, EMU_MSG_F_PROGRESS);
+	CHECK_EQ(ack.psn, PSN0);
+	CHECK_EQ(ack.dst_qpn, CLIENT_QPN);
+	CHECK_EQ(ack.src_qpn, tgt->qp_num);
+	CHECK_BYTES(big, GUARD, SLOW_LEN); /* nothing is written before all of it came */
+	for (uint32_t off = 2 * SLOW_PIECE; off < SLOW_LEN; off += SLOW_PIECE)
+		send_all(fd, data + off, SLOW_PIECE);
+	for (;;) {
+		if (!recv_exact(fd, &ack, sizeof(ack), T_WAIT_MS))
+			T_FAIL("no ACK for the 4 MiB WRITE");
+		CHECK_EQ(ack.type, EMU_MSG_ACK);
+		CHECK_EQ(ack.psn, PSN0);
+		if (!(ack.flags & EMU_MSG_F_PROGRESS))
+			break;
+		progress++;
+	}
+	/* one per 128 KiB that came after the first: 30 at most */
+	printf("progress_acks: %u more progress ACKs\n", progress);
+	CHECK(progress <= SLOW_LEN / SLOW_PIECE - 2);
+	CHECK_MEM(big, data, SLOW_LEN);
+	close(fd);
+	CHECK_OK(ibv_dereg_mr(bmr));
+	free(big);
+	free(data);
+	target_reset();
+}
+
 static const struct t_named_case cases[] = {
     {"control", case_control},
     {"future_ack", case_future_ack},
@@ -1432,6 +1599,9 @@ static const struct t_named_case cases[] = {
     {"big_write_refused", case_big_write_refused},
     {"big_write_ok", case_big_write_ok},
     {"big_read", case_big_read},
+    {"slow_read_resp", case_slow_read_resp},
+    {"slow_ghost_resp", case_slow_ghost_resp},
+    {"progress_acks", case_progress_acks},
     {"rnr_count", case_rnr_count},
     {"wrong_answer", case_wrong_answer},
 };
