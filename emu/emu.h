@@ -486,8 +486,8 @@ struct emu_qp {
 	 * stride >= 16; either may have none (wqe_cnt 0, stride 1, and an RQ's
 	 * buf NULL then) */
 	struct emu_wq sq, rq;
-	__be32 *dbrec;               /* own page: [0] RQ head, [1] SQ producer */
-	struct emu_bfreg *bf;        /* its doorbell register, maybe shared (uar.c) */
+	__be32 *dbrec;        /* own page: [0] RQ head, [1] SQ producer */
+	struct emu_bfreg *bf; /* its doorbell register, maybe shared (uar.c) */
 	/* DEVX umem in GPU memory: sq/rq buf and dbrec are its host shadow,
 	 * pulled when a doorbell comes (devx_umem.c). NULL: host memory */
 	struct emu_devx_umem *gpu_wq, *gpu_dbr;
@@ -520,6 +520,10 @@ struct emu_qp {
 	/* the peer as the fabric routes to it: the GRH's dgid (RoCE), or the
 	 * identity of the DLID's device (InfiniBand) */
 	union ibv_gid dgid;
+	/* emu_gid_identity(dgid), made with it: the responder compares every
+	 * request's sender with it (peer_id_ok false: dgid names no device) */
+	union ibv_gid peer_id;
+	bool peer_id_ok;
 	uint32_t dest_qpn;
 	uint8_t gid_type; /* enum ibv_gid_type of the sgid entry: its requests' framing */
 

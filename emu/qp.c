@@ -848,6 +848,7 @@ static void commit_path(struct emu_qp *qp, const struct ibv_qp_attr *a, int mask
 			emu_gid_entry(qp->ctx->dev, a->ah_attr.grh.sgid_index, &sgid, &type);
 		}
 		qp->gid_type = (uint8_t)type;
+		qp->peer_id_ok = !emu_gid_identity(&qp->dgid, &qp->peer_id);
 	}
 	if (mask & IBV_QP_PATH_MTU)
 		qp->attr.path_mtu = a->path_mtu;
@@ -938,6 +939,7 @@ static void reset_attr(struct emu_qp *qp)
 	qp->attr.cap = cap;
 	qp->attr.path_mig_state = IBV_MIG_MIGRATED;
 	memset(&qp->dgid, 0, sizeof(qp->dgid));
+	qp->peer_id_ok = false;
 	qp->dest_qpn = 0;
 }
 

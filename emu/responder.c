@@ -555,9 +555,7 @@ static void duplicate(struct emu_reply_path *to, struct emu_qp *qp, const struct
 /* Did the request come from the device the QP's destination GID names? */
 static bool from_peer(const struct emu_reply_path *from, const struct emu_qp *qp)
 {
-	union ibv_gid id;
-
-	return !emu_gid_identity(&qp->dgid, &id) && !memcmp(from->peer_gid, &id, sizeof(id));
+	return qp->peer_id_ok && !memcmp(from->peer_gid, &qp->peer_id, sizeof(qp->peer_id));
 }
 
 bool emu_responder_on_request(struct emu_qp *qp, struct emu_reply_path *from,
