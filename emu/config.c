@@ -126,6 +126,9 @@ static const struct knob knobs[] = {
      "RLIMIT_NOFILE); over it the oldest one is dropped"},
     {"GNIC_EMU_PENDING_PER_IP", KNOB_INT, CFG(pending_per_ip), "64", 1, 65536,
      "most of those from one IPv4 address; over it that address's oldest one is dropped"},
+    {"GNIC_EMU_FABRIC_LOCAL", KNOB_INT, CFG(fabric_local), "1", 0, 1,
+     "1: fabric connections to processes of this host use AF_UNIX stream sockets (each "
+     "listener has an abstract-namespace twin); 0: TCP only, no twin"},
 };
 
 #define NUM_KNOBS (sizeof(knobs) / sizeof(knobs[0]))

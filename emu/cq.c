@@ -177,15 +177,18 @@ EMU_EXPORT struct ibv_cq *gemu_create_cq(struct ibv_context *context, int cqe, v
 	return &cq->ibcq;
 }
 
-/* As libibverbs does: every completion event handed out by get_cq_event must
- * be acknowledged before the CQ can go. This wait is unbounded on purpose
- * (it is the documented contract of ibv_destroy_cq). */
+/* As libibverbs does with the kernel's counts: the CQ's unread events are
+ * dropped, and every one handed out (completion and async) must be acked
+ * before the CQ can go. Unbounded on purpose: the documented contract of
+ * ibv_destroy_cq. */
 static void wait_events_acked(struct emu_cq *cq)
 {
-	pthread_mutex_lock(&cq->ibcq.mutex);
-	while (cq->ibcq.comp_events_completed != cq->comp_events_reported)
-		pthread_cond_wait(&cq->ibcq.cond, &cq->ibcq.mutex);
-	pthread_mutex_unlock(&cq->ibcq.mutex);
+	struct ibv_cq *c = &cq->ibcq;
+	uint32_t comp = emu_channel_drop(cq);
+	uint32_t async = emu_async_drop(to_ectx(c->context), cq, &cq->async_events_reported);
+
+	emu_events_wait(&c->mutex, &c->cond, &c->comp_events_completed, comp);
+	emu_events_wait(&c->mutex, &c->cond, &c->async_events_completed, async);
 }
 
 EMU_EXPORT int gemu_destroy_cq(struct ibv_cq *ibcq)

@@ -181,14 +181,24 @@ static void cq_error_event(struct emu_cq *cq)
 	emu_async_event(to_ectx(cq->ibcq.context), &ev);
 }
 
-bool emu_cqe_write(struct emu_cq *cq, const struct emu_cqe_info *in)
+bool emu_qp_cqe_write(struct emu_qp *qp, struct emu_cq *cq, const struct emu_cqe_info *in,
+                      const char *why)
 {
 	bool overran = false, ok;
 
 	emu_cqe_lock(cq);
 	ok = cqe_write(cq, in, &overran);
 	emu_cqe_unlock(cq);
+	/* the QP is in ERR before anyone hears of the CQ error: a consumer that
+	 * reacts to IBV_EVENT_CQ_ERR by querying the QP sees it failed */
+	if (!ok && qp)
+		emu_qp_enter_error(qp, why);
 	if (overran)
 		cq_error_event(cq);
 	return ok;
+}
+
+bool emu_cqe_write(struct emu_cq *cq, const struct emu_cqe_info *in)
+{
+	return emu_qp_cqe_write(NULL, cq, in, NULL);
 }

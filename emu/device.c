@@ -314,25 +314,24 @@ static void context_close_fds(struct emu_context *ctx)
 {
 	if (ctx->vctx.context.cmd_fd >= 0)
 		close(ctx->vctx.context.cmd_fd);
-	for (int i = 0; i < 2; i++)
-		if (ctx->async_pipe[i] >= 0)
-			close(ctx->async_pipe[i]);
+	if (ctx->vctx.context.async_fd >= 0)
+		emu_evq_fini(&ctx->async_q);
 }
 
-/* cmd_fd must be a real descriptor (programs poll or dup it); async events
- * travel through a pipe whose write end never blocks the engine. */
+/* cmd_fd and async_fd must be real descriptors (programs poll or dup
+ * them); async events wait in an event queue (evq.h). */
 static int context_open_fds(struct emu_context *ctx)
 {
 	struct ibv_context *c = &ctx->vctx.context;
+	int ret;
 
 	c->cmd_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (c->cmd_fd < 0)
 		return errno;
-	if (pipe2(ctx->async_pipe, O_CLOEXEC))
-		return errno;
-	if (fcntl(ctx->async_pipe[1], F_SETFL, O_NONBLOCK))
-		return errno;
-	c->async_fd = ctx->async_pipe[0];
+	ret = emu_evq_init(&ctx->async_q);
+	if (ret)
+		return ret;
+	c->async_fd = ctx->async_q.fd;
 	return 0;
 }
 
@@ -378,7 +377,7 @@ EMU_EXPORT struct ibv_context *gemu_open_device(struct ibv_device *device)
 	ctx->dev = dev;
 	ctx->vctx.context.device = device;
 	ctx->vctx.context.cmd_fd = -1;
-	ctx->async_pipe[0] = ctx->async_pipe[1] = -1;
+	ctx->vctx.context.async_fd = -1;
 	ctx->vctx.context.num_comp_vectors = 1;
 	ret = emu_uars_open(ctx);
 	if (!ret) {

@@ -99,6 +99,7 @@ uint8_t emu_devx_create_cq(struct devx_call *c)
 		emu_devx_uar_put(p.uar);
 		return fail(c, R_NO_RES, PRM_STAT_NO_RES);
 	}
+	cq->devx = true;
 	cq->gpu_buf = p.umem->gpu ? p.umem : NULL;
 	cq->gpu_dbr = p.dbr_umem->gpu ? p.dbr_umem : NULL;
 	obj->ctx = c->ctx;

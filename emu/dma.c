@@ -253,15 +253,6 @@ static void *job_buf(struct emu_dma_job *j, size_t n)
 	return b;
 }
 
-/* Like a NIC's in-order DMA, the last byte lands last (mr.c's place()). */
-static void place(const struct dma_place *p)
-{
-	if (!p->n)
-		return;
-	memcpy(p->dst, p->src, p->n - 1);
-	__atomic_store_n(p->dst + p->n - 1, p->src[p->n - 1], __ATOMIC_RELEASE);
-}
-
 static void ring_release(struct emu_dma *d, struct emu_dma_job *j)
 {
 	if (!j->ring_used)
@@ -425,11 +416,12 @@ static bool job_ready(const struct emu_dma *d, const struct emu_dma_job *j)
 int emu_dma_poll(struct emu_worker *w)
 {
 	struct emu_dma *d = w->dma;
-	uint64_t now = emu_now_ns();
+	uint64_t now;
 	int n = 0;
 
-	if (!d)
+	if (!d) /* no GPU copy made yet: no clock read, every pass */
 		return 0;
+	now = emu_now_ns();
 	while (batch_reap(d, now))
 		;
 	while (d->j_head && job_ready(d, d->j_head)) {
@@ -442,7 +434,7 @@ int emu_dma_poll(struct emu_worker *w)
 			(*j->counter)--;
 		if (!j->err)
 			for (unsigned i = 0; i < j->nplaces; i++)
-				place(&j->places[i]);
+				emu_mem_place(j->places[i].dst, j->places[i].src, j->places[i].n);
 		j->done(j->qp, j->data, j->err);
 		job_free(d, j);
 		d->stat.jobs++;

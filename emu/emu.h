@@ -58,11 +58,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "evq.h"
 #include "gnic/gnic_mlx5.h"
 #include "qp_ops.h"
 #include "wq.h"
 
-#define EMU_EXPORT        __attribute__((visibility("default")))
+#define EMU_EXPORT __attribute__((visibility("default")))
+/* A thread-local of the emulator: initial-exec, a fixed offset from the
+ * thread pointer. The default for a shared library (global or local dynamic)
+ * calls __tls_get_addr on every access, and the engine reads its current
+ * worker several times a message. The few bytes come from the static TLS
+ * surplus glibc keeps for libraries loaded later (GNIC_EMU_LIB's dlopen). */
+#define EMU_TLS           __thread __attribute__((tls_model("initial-exec")))
 #define EMU_PAGE          4096u
 #define EMU_MAX_DEVICES   8
 #define EMU_MAX_QP        65536u /* qpn = EMU_QPN_BASE + index */
@@ -99,6 +106,7 @@ struct emu_config {
 	int max_rd_atom;        /* GNIC_EMU_MAX_RD_ATOM: reads/atomics in flight per QP */
 	int pending_max;        /* GNIC_EMU_PENDING_MAX: inbound handshakes at once */
 	int pending_per_ip;     /* GNIC_EMU_PENDING_PER_IP: of those, from one address */
+	int fabric_local;       /* GNIC_EMU_FABRIC_LOCAL: AF_UNIX to peers of this host */
 	uint64_t node_guid;     /* GNIC_EMU_GUID: device 0's node GUID; 0 = from its address */
 	int atomic_be;          /* GNIC_EMU_ATOMIC_ENDIAN=big: fetched values land big-endian */
 	int link_ib;            /* GNIC_EMU_LINK=ib: InfiniBand ports (LIDs), else RoCE */
@@ -204,9 +212,9 @@ struct emu_device {
 struct emu_context {
 	struct verbs_context vctx; /* vctx.context is the ibv_context */
 	struct emu_device *dev;
-	int async_pipe[2];     /* async events: struct ibv_async_event records */
-	struct emu_uars *uars; /* its doorbell registers (uar.c) */
-	bool devx;             /* opened by mlx5dv_open_device with MLX5DV_CONTEXT_FLAGS_DEVX */
+	struct emu_evq async_q; /* async events; async_fd is its fd */
+	struct emu_uars *uars;  /* its doorbell registers (uar.c) */
+	bool devx;              /* opened by mlx5dv_open_device with MLX5DV_CONTEXT_FLAGS_DEVX */
 };
 
 /* One doorbell (BlueFlame) register of a context, as rdma-core's mlx5 hands
@@ -287,6 +295,7 @@ struct emu_mr {
 	struct emu_cuda_ctx cu; /* the context copies of dev_base run in */
 	bool pinned;            /* host memory that CUDA knows as page-locked */
 	_Atomic int inbox_refs; /* inbox items reading its memory (worker.c) */
+	_Atomic int wire_refs;  /* output pieces pointing into it (fabric_out.c) */
 	_Atomic int dma_refs;   /* asynchronous copies in flight through it (dma.c) */
 };
 
@@ -319,9 +328,11 @@ struct emu_cq {
 	struct ibv_wc cur;
 	uint32_t cur_flow_tag; /* its flow tag (Ethernet receives), for read_flow_tag */
 	/* control path */
-	int refcnt;                    /* QPs using it (under nic.lock): destroy -> EBUSY */
-	uint32_t comp_events_reported; /* handed out by get_cq_event (under ibcq.mutex) */
-	struct emu_pd *parent;         /* the parent domain it was made on, or NULL */
+	int refcnt;                     /* QPs using it (under nic.lock): destroy -> EBUSY */
+	uint32_t comp_events_reported;  /* handed out by get_cq_event (its channel's evq lock) */
+	uint32_t async_events_reported; /* CQ errors handed out (the context's evq lock) */
+	bool devx;                      /* made by DEVX CREATE_CQ (devx_cq.c) */
+	struct emu_pd *parent;          /* the parent domain it was made on, or NULL */
 };
 
 /* A shared receive queue, in mlx5's format (providers/mlx5/srq.c): wq.wqe_cnt
@@ -350,6 +361,7 @@ struct emu_ah {
 struct emu_srq {
 	struct ibv_srq ibsrq;
 	struct emu_context *ctx;
+	uint32_t events_reported; /* async events handed out (the context's evq lock) */
 	struct emu_pd *pd;
 	uint32_t srqn;
 	struct emu_wq wq;
@@ -464,8 +476,9 @@ struct emu_qp {
 	struct mlx5dv_qp_ex dvqpx;    /* mlx5dv_qp_ex_from_ibv_qp_ex's view (qp_ex.c) */
 	const struct emu_qp_ops *ops; /* its type's engine behaviour (qp_ops.h) */
 	struct emu_context *ctx;
-	struct emu_pd *pd;     /* the protection domain (a parent domain's own PD) */
-	struct emu_pd *parent; /* the parent domain it was made on, or NULL */
+	uint32_t events_reported; /* async events handed out (the context's evq lock) */
+	struct emu_pd *pd;        /* the protection domain (a parent domain's own PD) */
+	struct emu_pd *parent;    /* the parent domain it was made on, or NULL */
 	struct emu_cq *scq, *rcq;
 	struct emu_srq *srq; /* receives come from it (no RQ then), or NULL */
 	struct emu_rss *rss; /* an RSS QP (rwq.h): receives go to its table's WQs, or NULL */
@@ -524,6 +537,9 @@ struct emu_qp {
 	 * request's sender with it (peer_id_ok false: dgid names no device) */
 	union ibv_gid peer_id;
 	bool peer_id_ok;
+	/* emu_device_by_gid(dgid), made with it: the in-process device every
+	 * send goes to, or NULL (another process, or none) */
+	struct emu_device *peer_dev;
 	uint32_t dest_qpn;
 	uint8_t gid_type; /* enum ibv_gid_type of the sgid entry: its requests' framing */
 
@@ -546,8 +562,8 @@ struct emu_qp {
 };
 
 struct emu_channel {
-	struct ibv_comp_channel ibch; /* fd = read end of pipe */
-	int wfd;                      /* write end: one struct emu_cq * per event */
+	struct ibv_comp_channel ibch; /* fd = q.fd */
+	struct emu_evq q;             /* completion events: element.cq names the CQ */
 };
 
 /* Process-wide NIC: devices and object tables (the workers are worker.c's). */
@@ -638,6 +654,10 @@ struct emu_cqe_info {
 	uint8_t rss_htype;
 };
 bool emu_cqe_write(struct emu_cq *cq, const struct emu_cqe_info *info);
+/* A QP's CQE: false if the CQ is (or just became) full, and then qp is put in
+ * ERR (why is logged) before IBV_EVENT_CQ_ERR is raised. */
+bool emu_qp_cqe_write(struct emu_qp *qp, struct emu_cq *cq, const struct emu_cqe_info *info,
+                      const char *why);
 
 void emu_cqe_lock(struct emu_cq *cq); /* the CQ's write lock (cqe.c) */
 void emu_cqe_unlock(struct emu_cq *cq);
@@ -675,6 +695,9 @@ int emu_mr_check(struct emu_pd *pd, uint32_t key, uint64_t addr, uint64_t len, i
                                         * EMU_MR_BAD_RANGE (bounds or access), see mr.c */
 int emu_mem_read(const struct emu_mr *mr, uint64_t addr, void *dst, uint64_t len);
 int emu_mem_write(const struct emu_mr *mr, uint64_t addr, const void *src, uint64_t len);
+/* Host memory to host memory as a NIC's DMA lands it: last byte last
+ * (release), overlap allowed. */
+void emu_mem_place(void *dst, const void *src, size_t len);
 void *emu_mem_host_ptr(const struct emu_mr *mr, uint64_t addr); /* NULL if not host */
 
 /* cuda.c: CUDA device memory, through the process's own libcuda.so.1 (never
@@ -735,6 +758,12 @@ extern const char emu_copy_kernel_ptx[];
 /* channel.c */
 void emu_channel_notify(struct emu_cq *cq); /* engine: CQE written and armed */
 void emu_async_event(struct emu_context *ctx, const struct ibv_async_event *ev);
+/* At destroy, once the engine can no longer raise events for the object: drop
+ * its unread events; return how many were handed out (to wait for). */
+uint32_t emu_channel_drop(struct emu_cq *cq);
+uint32_t emu_async_drop(struct emu_context *ctx, const void *owner, const uint32_t *reads);
+void emu_events_wait(pthread_mutex_t *mutex, pthread_cond_t *cond, const uint32_t *completed,
+                     uint32_t reported);
 
 /* gid helpers (device.c). A port's GID table is that of a RoCE port with
  * one IPv4 address, as the kernel fills it: 0 RoCE v1 fe80::<EUI-64 of the

@@ -29,13 +29,17 @@ static int engine_users;
 
 /* One sweep over the worker's inbox, sockets and QPs. Runs with w->lock
  * held. Input comes first: answers that arrived while the worker did not run
- * must be seen before any retransmission timer is judged. */
+ * must be seen before any retransmission timer is judged. The tests before
+ * the DMA, inbox and outbox calls are the callees' own first ones, made here
+ * since most passes find nothing: w->dma exists once a GPU copy was queued,
+ * inbox_nonempty is set by pushes, the outbox by this pass. */
 static int engine_pass(struct emu_worker *w)
 {
-	int work = emu_dma_poll(w); /* GPU copies done: their ACKs, CQEs, responses */
+	int work = w->dma ? emu_dma_poll(w) : 0; /* GPU copies done: their ACKs, CQEs, responses */
 	uint64_t now;
 
-	work += emu_inbox_drain(w);
+	if (atomic_load_explicit(&w->inbox_nonempty, memory_order_acquire))
+		work += emu_inbox_drain(w);
 	work += emu_fabric_poll();
 	now = emu_now_ns();
 	for (uint32_t i = 0; i < w->nactive; i++) {
@@ -43,8 +47,10 @@ static int engine_pass(struct emu_worker *w)
 
 		work += qp->ops->progress(qp, now);
 	}
-	emu_dma_submit(w); /* the pass's GPU copies, issued together */
-	emu_outbox_flush(w);
+	if (w->dma)
+		emu_dma_submit(w); /* the pass's GPU copies, issued together */
+	if (w->outbox_mask || atomic_load_explicit(&w->draining, memory_order_relaxed))
+		emu_outbox_flush(w);
 	if (emu_fabric_flush() > 0)
 		work++;
 	w->passes++;

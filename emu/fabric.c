@@ -32,7 +32,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <stddef.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -96,6 +98,33 @@ void fab_set_nodelay(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
+/* Deeper socket buffers for the AF_UNIX connections: fewer wake-ups per
+ * large message. */
+void fab_set_local_bufs(int fd)
+{
+	int n = FAB_LOCAL_SOCKBUF;
+
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &n, sizeof(n));
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &n, sizeof(n));
+}
+
+/* The abstract AF_UNIX name of the twin of the listener at a: seen only by
+ * processes of this host (of its network namespace), which reach that
+ * listener there without the TCP stack. Returns the name's length. */
+socklen_t fab_local_name(const struct sockaddr_in *a, struct sockaddr_un *un)
+{
+	char ip[INET_ADDRSTRLEN];
+	int n;
+
+	if (!inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip)))
+		strcpy(ip, "?");
+	memset(un, 0, sizeof(*un));
+	un->sun_family = AF_UNIX;
+	n = snprintf(un->sun_path + 1, sizeof(un->sun_path) - 1, "gnic-emu-fabric/%s:%u", ip,
+	             ntohs(a->sin_port));
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
 /* ---- attach / send / reply ------------------------------------------------ */
 
 int emu_fabric_attach(struct emu_qp *qp)
@@ -150,7 +179,8 @@ static int send_local(struct emu_qp *qp, const union ibv_gid *dgid, const struct
 {
 	struct emu_reply_path path = {
 	    .local = qp, .peer_gid = &qp->ctx->dev->gid, .payload_mr = src};
-	struct emu_device *dev = emu_device_by_gid(dgid);
+	/* a connected QP's peer device was looked up when its path was set */
+	struct emu_device *dev = dgid == &qp->dgid ? qp->peer_dev : emu_device_by_gid(dgid);
 	int owner = emu_qpn_worker(m->dst_qpn);
 	struct emu_qp *peer;
 
@@ -220,9 +250,9 @@ int emu_fabric_send_dgram(struct emu_qp *qp, const union ibv_gid *dgid, const st
 		return -ENOTCONN;
 	if (!fab_conn_revive(c))
 		return -ENOTCONN;
-	if (fab_buf_used(&c->out) + fab_buf_used(&c->hold) >= FAB_OUT_HIGH_WATER)
+	if (fab_out_used(c) + fab_buf_used(&c->hold) >= FAB_OUT_HIGH_WATER)
 		return -EAGAIN;
-	return fab_conn_post(c, m, payload);
+	return fab_conn_post(c, m, payload, src);
 }
 
 void emu_fabric_dgram_release(struct emu_qp *qp)
@@ -250,9 +280,9 @@ int emu_fabric_send(struct emu_qp *qp, const struct emu_msg *m, const void *payl
 		return send_local(qp, &qp->dgid, m, payload, src);
 	if (!fab_conn_revive(c))
 		return -ENOTCONN;
-	if (fab_buf_used(&c->out) + fab_buf_used(&c->hold) >= FAB_OUT_HIGH_WATER)
+	if (fab_out_used(c) + fab_buf_used(&c->hold) >= FAB_OUT_HIGH_WATER)
 		return -EAGAIN;
-	return fab_conn_post(c, m, payload);
+	return fab_conn_post(c, m, payload, src);
 }
 
 int emu_fabric_reply(struct emu_reply_path *path, const struct emu_msg *m, const void *payload,
@@ -278,7 +308,7 @@ int emu_fabric_reply(struct emu_reply_path *path, const struct emu_msg *m, const
 	if (path->conn->state != CONN_UP)
 		return -ENOTCONN; /* dropped: the requester retransmits */
 	/* No high-water check: requests stop being parsed above the mark. */
-	return fab_conn_post(path->conn, m, payload);
+	return fab_conn_post(path->conn, m, payload, src);
 }
 
 void emu_fabric_path_save(const struct emu_reply_path *path, struct emu_reply_saved *saved)
@@ -307,13 +337,25 @@ int emu_fabric_reply_saved(const struct emu_reply_saved *saved, const struct emu
 	return emu_fabric_reply(&path, m, payload, NULL);
 }
 
+void emu_fabric_detach_mr(const struct emu_mr *mr)
+{
+	for (int i = 0; i < emu_workers_count() && atomic_load(&mr->wire_refs); i++) {
+		struct emu_worker *w = emu_worker_at(i);
+
+		emu_worker_lock(w);
+		for (struct emu_conn *c = fab.conns; c; c = c->next)
+			fab_out_detach_mr(c, mr);
+		emu_worker_unlock(w);
+	}
+}
+
 void emu_fabric_conn_reply(uint64_t conn_id, const struct emu_msg *m, const void *payload)
 {
 	for (struct emu_conn *c = fab.conns; c; c = c->next) {
 		if (c->id != conn_id)
 			continue;
 		if (c->state == CONN_UP && !c->doomed)
-			fab_conn_post(c, m, payload);
+			fab_conn_post(c, m, payload, NULL); /* the inbox's copy: freed after */
 		return;
 	}
 	/* gone: the reply is lost, the requester retransmits */
@@ -458,7 +500,7 @@ int emu_fabric_flush(void)
 		c->wrote_this_pass = false;
 		if (c->state != CONN_UP && c->state != CONN_AUTH)
 			continue;
-		if (fab_buf_used(&c->out))
+		if (fab_out_used(c))
 			total += fab_conn_write(c);
 		fab_conn_update_events(c);
 	}
@@ -472,7 +514,7 @@ int emu_fabric_flush(void)
 bool emu_fabric_pending(void)
 {
 	for (struct emu_conn *c = fab.conns; c; c = c->next)
-		if ((c->state == CONN_UP || c->state == CONN_AUTH) && fab_buf_used(&c->out) &&
+		if ((c->state == CONN_UP || c->state == CONN_AUTH) && fab_out_used(c) &&
 		    !c->sock_full)
 			return true;
 	return false;

@@ -93,10 +93,15 @@ int emu_fabric_reply(struct emu_reply_path *path, const struct emu_msg *m, const
 /* src (send and reply): the registered host MR payload lies in, or NULL (a
  * scratch buffer, inline data). A large payload in an MR goes to another
  * worker's inbox by reference, the MR held until the item is done (mr.c's
- * dereg waits for that), so an in-process 1 GiB WRITE is not copied twice. */
+ * dereg waits for that), so an in-process 1 GiB WRITE is not copied twice;
+ * on a connection it is not copied at all: the socket takes it from the MR
+ * (fabric_out.c), unless the MR is deregistered first. */
 
 /* An inbox item from another worker: send reply m (+ payload) on this
  * worker's connection conn_id (dropped if it is gone or down). */
+/* MR mr is being deregistered (no worker can look it up any more): output
+ * still to be sent from its memory is copied first, on every worker. */
+void emu_fabric_detach_mr(const struct emu_mr *mr);
 void emu_fabric_conn_reply(uint64_t conn_id, const struct emu_msg *m, const void *payload);
 
 /* An inbox item from the worker that accepted inbound connection c: this

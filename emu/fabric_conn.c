@@ -6,6 +6,7 @@
  * dispatched to the QP each message names through its type's table
  * (qp_ops.h). The handshake before any of that is fabric_hs.c's.
  */
+#define _GNU_SOURCE /* struct ucred */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,8 +24,11 @@ const char *fab_conn_name(const struct emu_conn *c, char *buf, size_t size)
 {
 	char a[48];
 
-	snprintf(buf, size, "%s %s", c->outbound ? "to" : "from",
-	         fab_addr_str(&c->addr, a, sizeof(a)));
+	if (c->local && !c->outbound)
+		snprintf(buf, size, "from a local process");
+	else
+		snprintf(buf, size, "%s %s%s", c->outbound ? "to" : "from",
+		         fab_addr_str(&c->addr, a, sizeof(a)), c->local ? " (local)" : "");
 	return buf;
 }
 
@@ -35,7 +39,7 @@ static uint32_t conn_want_events(const struct emu_conn *c)
 	if (c->state == CONN_CONNECTING)
 		return EPOLLOUT;
 	ev = c->in_blocked ? 0 : EPOLLIN;
-	if (fab_buf_used(&c->out))
+	if (fab_out_used(c))
 		ev |= EPOLLOUT;
 	return ev;
 }
@@ -70,10 +74,12 @@ void fab_conn_down(struct emu_conn *c)
 	c->state = CONN_DEAD;
 	c->in_blocked = false;
 	c->admitted = false;
+	c->landing = false;
+	c->land_lost = false;
 	c->skip = 0;
 	c->progress_at = 0;
 	c->in.head = c->in.tail = 0;
-	c->out.head = c->out.tail = 0;
+	fab_out_clear(c);
 	c->hold.head = c->hold.tail = 0;
 	c->out_hs = 0;
 	c->tx_sent = c->tx_posted; /* lost on the wire: the timers run */
@@ -109,15 +115,74 @@ void fab_conn_connect_failed(struct emu_conn *c, int err)
 
 /* ---- connect -------------------------------------------------------------- */
 
-/* Start a non-blocking connect; the hello goes first in the output. On
- * failure the connection stays DEAD until retry_ns. */
+/* Whether a is an address of this host (its network namespace): only then
+ * is the listener behind it a process here, which its twin may stand for. */
+static bool addr_is_local(const struct sockaddr_in *a)
+{
+	struct sockaddr_in any = *a;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	bool local;
+
+	if (fd < 0)
+		return false;
+	any.sin_port = 0;
+	local = !bind(fd, (const struct sockaddr *)&any, sizeof(any));
+	close(fd);
+	return local;
+}
+
+/* Any process may bind an abstract name, so the name proves nothing: the
+ * process that listens there must run as our user or as root. */
+static bool listener_trusted(int fd)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	return !getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) &&
+	       (cr.uid == geteuid() || cr.uid == 0);
+}
+
+/* A connection to the AF_UNIX twin of c's listener, when that listener is a
+ * process of this host and the twin's owner is trusted: connected at once,
+ * or -1 (then TCP). */
+static int local_connect(const struct emu_conn *c)
+{
+	struct sockaddr_un un;
+	socklen_t len = fab_local_name(&c->addr, &un);
+	char name[48];
+	int fd;
+
+	if (!emu_cfg.fabric_local || !addr_is_local(&c->addr))
+		return -1;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (const struct sockaddr *)&un, len)) {
+		close(fd);
+		return -1;
+	}
+	if (!listener_trusted(fd)) {
+		emu_warn("fabric: connection %s: its listener's local twin is held by a process "
+		         "of another user: ignored, connecting over TCP",
+		         fab_conn_name(c, name, sizeof(name)));
+		close(fd);
+		return -1;
+	}
+	fab_set_local_bufs(fd);
+	return fd;
+}
+
+/* Start a non-blocking connect, over AF_UNIX when the listener is of this
+ * host, else TCP; the hello goes first in the output. On failure the
+ * connection stays DEAD until retry_ns. */
 void fab_conn_connect(struct emu_conn *c)
 {
 	uint64_t now = emu_now_ns();
 	int fd, err;
 
 	c->retry_ns = now + FAB_RECONNECT_NS;
-	c->in.head = c->in.tail = c->out.head = c->out.tail = 0;
+	c->in.head = c->in.tail = 0;
+	fab_out_clear(c);
 	c->hold.head = c->hold.tail = 0;
 	c->out_hs = 0;
 	c->tx_sent = c->tx_posted;
@@ -128,14 +193,18 @@ void fab_conn_connect(struct emu_conn *c)
 		return;
 	}
 	fab_hs_arm(c, now);
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		fab_conn_connect_failed(c, errno);
-		return;
+	fd = local_connect(c);
+	c->local = fd >= 0;
+	if (!c->local) {
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd < 0) {
+			fab_conn_connect_failed(c, errno);
+			return;
+		}
+		fab_set_nodelay(fd);
 	}
-	fab_set_nodelay(fd);
 	c->fd = fd;
-	if (!connect(fd, (const struct sockaddr *)&c->addr, sizeof(c->addr)))
+	if (c->local || !connect(fd, (const struct sockaddr *)&c->addr, sizeof(c->addr)))
 		c->state = CONN_AUTH;
 	else if (errno == EINPROGRESS)
 		c->state = CONN_CONNECTING;
@@ -225,6 +294,10 @@ static bool conn_hand(struct emu_conn **pp, struct emu_conn *c)
 	struct emu_worker *to = emu_worker_at(c->handoff - 1);
 	int ret;
 
+	/* no piece of its output points into an MR once it is in transit
+	 * (fab_out_detach_mr finds only connections in a worker's list) */
+	if (fab_out_detach_mr(c, NULL))
+		return false;
 	if (c->fd >= 0)
 		fab_epoll_forget(c->fd);
 	c->events = 0;
@@ -264,7 +337,7 @@ void fab_reap(void)
 
 		if (c->state == CONN_DEAD || c->doomed) {
 			fab_buf_free(&c->in);
-			fab_buf_free(&c->out);
+			fab_out_free(c);
 			fab_buf_free(&c->hold);
 		}
 		if (c->doomed) {
@@ -310,7 +383,7 @@ static ssize_t out_direct(struct emu_conn *c, const struct emu_msg *m, const voi
 	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = plen ? 2 : 1};
 	ssize_t n;
 
-	if (c->state != CONN_UP || fab_buf_used(&c->out) || c->wrote_this_pass)
+	if (c->state != CONN_UP || fab_out_used(c) || c->wrote_this_pass)
 		return 0;
 	c->wrote_this_pass = true;
 	do
@@ -323,14 +396,15 @@ static ssize_t out_direct(struct emu_conn *c, const struct emu_msg *m, const voi
 
 int fab_out_hs(struct emu_conn *c, const void *p, size_t n)
 {
-	int ret = fab_buf_append(&c->out, p, n, FAB_OUT_MIN);
+	int ret = fab_out_copy(c, p, n);
 
 	if (!ret)
 		c->out_hs += n;
 	return ret;
 }
 
-int fab_conn_post(struct emu_conn *c, const struct emu_msg *m, const void *payload)
+int fab_conn_post(struct emu_conn *c, const struct emu_msg *m, const void *payload,
+                  struct emu_mr *src)
 {
 	uint32_t plen = emu_wire_payload_len(m);
 	size_t size = sizeof(*m) + plen;
@@ -347,7 +421,7 @@ int fab_conn_post(struct emu_conn *c, const struct emu_msg *m, const void *paylo
 	 * not hold all but the first answer back until its end: the peer's
 	 * requester would hear nothing for that long (its timer runs). What is
 	 * queued goes first, as far as the socket takes it. */
-	if (plen >= EMU_PROGRESS_BYTES && fab_buf_used(&c->out))
+	if (plen >= EMU_PROGRESS_BYTES && fab_out_used(c))
 		fab_conn_write(c);
 	sent = out_direct(c, m, payload, plen);
 	if (sent < 0) {
@@ -359,7 +433,7 @@ int fab_conn_post(struct emu_conn *c, const struct emu_msg *m, const void *paylo
 	if ((size_t)sent == size)
 		return 0;
 	/* out of memory: like a full queue, the requester tries again later */
-	if (fab_msg_append(&c->out, m, payload, plen, (size_t)sent))
+	if (fab_out_msg(c, m, payload, plen, (size_t)sent, src))
 		return -EAGAIN;
 	c->tx_posted += size - (size_t)sent;
 	return 0;
@@ -374,17 +448,20 @@ static void out_sent(struct emu_conn *c, size_t n)
 	c->tx_sent += n - hs;
 }
 
-/* Write what is queued until the socket is full. Returns bytes written. */
+/* Write what is queued until the socket is full, up to FAB_OUT_IOV pieces a
+ * call. Returns bytes written. */
 size_t fab_conn_write(struct emu_conn *c)
 {
+	struct iovec iov[FAB_OUT_IOV];
 	size_t total = 0;
 
-	while ((c->state == CONN_UP || c->state == CONN_AUTH) && fab_buf_used(&c->out)) {
-		ssize_t n = send(c->fd, c->out.data + c->out.head, fab_buf_used(&c->out),
-		                 MSG_NOSIGNAL | MSG_DONTWAIT);
+	while ((c->state == CONN_UP || c->state == CONN_AUTH) && fab_out_used(c)) {
+		struct msghdr mh = {.msg_iov = iov,
+		                    .msg_iovlen = (size_t)fab_out_iov(c, iov, FAB_OUT_IOV)};
+		ssize_t n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (n > 0) {
-			c->out.head += (size_t)n;
+			fab_out_consume(c, (size_t)n);
 			total += (size_t)n;
 			out_sent(c, (size_t)n);
 			c->sock_full = false;
@@ -398,7 +475,6 @@ size_t fab_conn_write(struct emu_conn *c)
 			return total;
 		}
 	}
-	fab_buf_settle(&c->out);
 	return total;
 }
 
@@ -505,7 +581,7 @@ static bool hold_request(const struct emu_conn *c, const struct emu_msg *m)
 {
 	int owner;
 
-	if (fab_buf_used(&c->out) >= FAB_OUT_ANSWERS_MAX)
+	if (fab_out_used(c) >= FAB_OUT_ANSWERS_MAX)
 		return true;
 	owner = emu_qpn_worker(m->dst_qpn);
 	if (!owner || owner == emu_worker_cur()->index + 1)
@@ -534,7 +610,7 @@ static bool conn_home(struct emu_conn *c, const struct emu_msg *m)
 	return true;
 }
 
-static void dispatch(struct emu_conn *c, const struct emu_msg *m, const void *payload)
+void fab_dispatch(struct emu_conn *c, const struct emu_msg *m, const void *payload)
 {
 	struct emu_reply_path path = {.conn = c, .peer_gid = &c->peer_gid};
 
@@ -547,7 +623,7 @@ static void dispatch(struct emu_conn *c, const struct emu_msg *m, const void *pa
 /* A large message's header is in, its data is not: offer the header alone
  * (emu_requester_on_response() in rc.h says how). true: it was handled
  * without the data, which is then dropped as it arrives. */
-static bool take_header(struct emu_conn *c, const struct emu_msg *m)
+bool fab_take_header(struct emu_conn *c, const struct emu_msg *m)
 {
 	struct emu_reply_path path = {.conn = c, .peer_gid = &c->peer_gid};
 
@@ -601,8 +677,15 @@ static int conn_parse(struct emu_conn *c)
 	while (c->state == CONN_AUTH || c->state == CONN_UP) {
 		const uint8_t *p;
 
+		if (c->landing)
+			return msgs; /* fab_conn_read() receives its data */
 		if (c->skip && skip_input(c))
 			return msgs;
+		if (c->land_lost) { /* its data is gone: what the header alone does */
+			c->land_lost = false;
+			fab_take_header(c, &c->skipping);
+			msgs++;
+		}
 		p = in_head(c);
 		emu_wire_input(&c->hs, p, fab_buf_used(&c->in), &st);
 		switch (st.ev) {
@@ -635,7 +718,9 @@ static int conn_parse(struct emu_conn *c)
 			break;
 		}
 		if (st.ev == EMU_WIRE_EV_NEED) {
-			if (!take_header(c, &st.msg)) {
+			if (!fab_take_header(c, &st.msg)) {
+				if (fab_land_start(c, &st.msg))
+					return msgs + 1;
 				c->admitted = true; /* in_room() makes room for all of it */
 				return msgs;
 			}
@@ -646,7 +731,7 @@ static int conn_parse(struct emu_conn *c)
 		c->in.head += st.size;
 		c->admitted = false;
 		c->progress_at = 0;
-		dispatch(c, &st.msg, p + sizeof(st.msg));
+		fab_dispatch(c, &st.msg, p + sizeof(st.msg));
 		msgs++;
 	}
 	return msgs;
@@ -700,7 +785,10 @@ static void conn_progress(struct emu_conn *c)
 
 	if (c->state != CONN_UP)
 		return;
-	if (c->skip) {
+	if (c->landing) {
+		m = c->land;
+		got = c->land_got;
+	} else if (c->skip) {
 		/* a READ response nobody took (a second answer to a READ sent
 		 * again after a timeout) fills the in-order stream ahead of the
 		 * answers still wanted: the peer works on, as the wire here is
@@ -723,7 +811,7 @@ static void conn_progress(struct emu_conn *c)
 	if (emu_wire_is_request(m.type) && (m.flags & EMU_MSG_F_ACKREQ)) {
 		p.dst_qpn = m.src_qpn;
 		p.src_qpn = m.dst_qpn;
-		fab_conn_post(c, &p, NULL);
+		fab_conn_post(c, &p, NULL, NULL);
 	} else if (m.type == EMU_MSG_READ_RESP) {
 		p.dst_qpn = m.dst_qpn;
 		p.src_qpn = m.src_qpn;
@@ -739,19 +827,33 @@ int fab_conn_read(struct emu_conn *c)
 
 	c->read_seq = fab.poll_seq;
 	while (budget && c->fd >= 0 && !c->in_blocked && !c->handoff) {
-		size_t room = in_room(c);
 		uint64_t t = emu_now_ns();
+		bool landing = c->landing;
+		size_t room;
+		uint8_t *at;
 		ssize_t n;
 
-		if (!room) {
-			fab_conn_fail(c, "input buffer", ENOMEM);
-			break;
+		if (landing) {
+			at = fab_land_at(c, &room);
+			if (!at)
+				continue; /* its target went away: skipped from here */
+		} else {
+			room = in_room(c);
+			if (!room) {
+				fab_conn_fail(c, "input buffer", ENOMEM);
+				break;
+			}
+			at = c->in.data + c->in.tail;
 		}
-		n = recv(c->fd, c->in.data + c->in.tail, room, MSG_DONTWAIT);
+		n = landing ? fab_land_recv(c, at, room) : recv(c->fd, at, room, MSG_DONTWAIT);
 		if (n > 0) {
-			c->in.tail += (size_t)n;
 			budget -= (size_t)n < budget ? (size_t)n : budget;
-			work += 1 + conn_parse(c);
+			if (landing) {
+				work += fab_land_got(c, (size_t)n);
+			} else {
+				c->in.tail += (size_t)n;
+				work += 1 + conn_parse(c);
+			}
 			conn_progress(c);
 			if ((size_t)n < room) { /* short read: the socket is drained */
 				conn_drained(c, t);
@@ -793,7 +895,7 @@ int fab_resume_blocked(void)
 	int work = 0;
 
 	for (struct emu_conn *c = fab.conns; c; c = c->next) {
-		if (!c->in_blocked || fab_buf_used(&c->out) >= FAB_OUT_ANSWERS_MAX)
+		if (!c->in_blocked || fab_out_used(c) >= FAB_OUT_ANSWERS_MAX)
 			continue;
 		c->in_blocked = false;
 		work += conn_parse(c);
@@ -836,7 +938,7 @@ void emu_fabric_orphan(struct emu_conn *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	fab_buf_free(&c->in);
-	fab_buf_free(&c->out);
+	fab_out_free(c);
 	fab_buf_free(&c->hold);
 	free(c);
 }

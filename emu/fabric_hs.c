@@ -145,8 +145,7 @@ static void conn_authenticated(struct emu_conn *c)
 	if (!c->outbound)
 		c->peer_gid = *emu_hs_peer_gid(&c->hs);
 	if (fab_buf_used(&c->hold)) {
-		if (fab_buf_append(&c->out, c->hold.data + c->hold.head, fab_buf_used(&c->hold),
-		                   FAB_OUT_MIN)) {
+		if (fab_out_copy(c, c->hold.data + c->hold.head, fab_buf_used(&c->hold))) {
 			fab_conn_fail(c, "output buffer", ENOMEM);
 			return;
 		}

@@ -12,6 +12,9 @@
  *   fabric_listen.c  listeners and the bounded set of pending inbound
  *                    handshakes, also when descriptors run out
  *   fabric_buf.c     the compacting byte buffers
+ *   fabric_out.c     a connection's output queue: copied bytes, and large
+ *                    payloads sent from their MR without a copy
+ *   fabric_land.c    a large message's data received straight at its target
  *   fabric_wire.c    the wire format and its parsers: no sockets, no engine
  *                    state (fuzzed by tests/fuzz/fuzz_fabric.c)
  *
@@ -34,7 +37,10 @@
 
 #include <netinet/in.h>
 #include <stdatomic.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "emu.h"
 #include "fabric.h"
@@ -46,14 +52,16 @@ enum {
 	FAB_IN_MIN = 2 * FAB_READ_CHUNK,   /* so a chunk fits after a partial message */
 	FAB_IN_FREE = 1024 * 1024,         /* larger messages: only once their QP takes them */
 	FAB_OUT_MIN = 64 * 1024,
+	FAB_OUT_IOV = 64,               /* pieces one sendmsg() takes */
 	FAB_KEEP_MAX = 4 * 1024 * 1024, /* idle buffers above this are released */
 	FAB_POLL_EVENTS = 64,
 	FAB_ACCEPT_BATCH = 16,
+	FAB_LOCAL_SOCKBUF = 1024 * 1024, /* SO_SNDBUF/SO_RCVBUF of an AF_UNIX connection */
 };
 #define FAB_OUT_HIGH_WATER ((size_t)64 << 20)
 /* Answers queued on a connection above which its requests wait: about one
- * large READ response at a time, so a pass does not copy many of them (and
- * slide the queue for each) while the requester hears nothing. */
+ * large READ response at a time, so a pass does not queue many of them
+ * while the requester hears nothing. */
 #define FAB_OUT_ANSWERS_MAX ((size_t)8 << 20)
 #define FAB_RECONNECT_NS    5000000ull    /* at most one connect() per 5 ms per peer */
 #define FAB_IDLE_POLL_NS    20000ull      /* epoll period while no connection exists */
@@ -82,6 +90,8 @@ struct flood_log {
 struct emu_listener {
 	struct fab_handle h;
 	int fd;
+	bool local;                /* the AF_UNIX twin of the device's TCP listener */
+	struct emu_listener *twin; /* the TCP one's AF_UNIX twin, or NULL */
 	struct emu_device *dev;
 	bool paused; /* out of epoll until resume_ns */
 	uint64_t resume_ns;
@@ -100,12 +110,30 @@ struct fab_buf {
 	size_t head, tail, cap; /* bytes [head, tail) are queued */
 };
 
+/* One stretch of a connection's output (fabric_out.c): ext NULL, the next
+ * len bytes of its out buffer; else len bytes at ext, in MR mr (counted in
+ * its wire_refs) or in own (malloc'd, freed with the piece). */
+struct fab_piece {
+	const uint8_t *ext;
+	size_t len;
+	struct emu_mr *mr;
+	void *own;
+};
+
+/* The pieces in order, a ring of cap; bytes: their lengths' sum. */
+struct fab_outq {
+	struct fab_piece *v;
+	size_t first, n, cap;
+	size_t bytes;
+};
+
 struct emu_conn {
 	struct fab_handle h;
 	uint64_t id; /* unique in the process: inbox replies name it (worker.h) */
 	int fd;
 	enum conn_state state;
 	bool outbound;
+	bool local;              /* an AF_UNIX connection to a process of this host */
 	bool in_blocked;         /* requests held back: our output is over the mark */
 	bool wrote_this_pass;    /* one direct write per pass, the rest is batched */
 	bool sock_full;          /* last write hit EAGAIN: EPOLLOUT will tell */
@@ -118,6 +146,11 @@ struct emu_conn {
 	                          * one being skipped) when its requester last heard it was
 	                          * arriving (conn_progress) */
 	struct emu_msg skipping; /* the header of the message whose data is skipped */
+	bool landing;            /* land's data is received at its target (fabric_land.c) */
+	bool land_lost;          /* ... its target went away: skipping, then offered again */
+	uint8_t land_last;       /* its last byte, received aside and stored last */
+	uint32_t land_got;       /* its data bytes received */
+	struct emu_msg land;
 	uint32_t events;         /* epoll interest registered now */
 	int refs;                /* attached QPs (outbound) */
 	unsigned int fails;      /* failed connects in a row: quiets the log */
@@ -129,7 +162,8 @@ struct emu_conn {
 	struct emu_device *dev;  /* outbound: hello source; inbound: listener's */
 	struct sockaddr_in addr; /* remote listener (outbound) or peer (inbound) */
 	union ibv_gid peer_gid;
-	struct fab_buf in, out;
+	struct fab_buf in, out; /* out: the bytes of outq's buffer pieces */
+	struct fab_outq outq;
 	struct fab_buf hold; /* outbound requests posted before CONN_UP */
 	/* message bytes posted (written at once or queued in out or hold) and
 	 * transmitted (written to the socket, or lost with the connection): a
@@ -152,6 +186,8 @@ int fab_epoll_set(int op, int fd, struct fab_handle *h, uint32_t events);
 void fab_epoll_forget(int fd);
 void fab_register_kick(void);
 void fab_set_nodelay(int fd);
+void fab_set_local_bufs(int fd);
+socklen_t fab_local_name(const struct sockaddr_in *a, struct sockaddr_un *un);
 
 /* fabric_buf.c */
 static inline size_t fab_buf_used(const struct fab_buf *b)
@@ -167,6 +203,24 @@ int fab_out_hs(struct emu_conn *c, const void *p, size_t n);
 int fab_msg_append(struct fab_buf *b, const struct emu_msg *m, const void *payload, uint32_t plen,
                    size_t skip);
 
+/* fabric_out.c: the output queue */
+static inline size_t fab_out_used(const struct emu_conn *c)
+{
+	return c->outq.bytes;
+}
+int fab_out_copy(struct emu_conn *c, const void *p, size_t n);
+/* Header m and plen bytes of payload but their first skip bytes; a large
+ * payload in host MR src is queued by reference. 0 or -ENOMEM (nothing
+ * queued). */
+int fab_out_msg(struct emu_conn *c, const struct emu_msg *m, const void *payload, uint32_t plen,
+                size_t skip, struct emu_mr *src);
+void fab_out_trim(struct emu_conn *c, size_t keep);
+int fab_out_iov(struct emu_conn *c, struct iovec *iov, int max);
+void fab_out_consume(struct emu_conn *c, size_t n);
+void fab_out_clear(struct emu_conn *c);
+void fab_out_free(struct emu_conn *c);
+int fab_out_detach_mr(struct emu_conn *c, const struct emu_mr *mr);
+
 /* fabric_conn.c: life cycle */
 const char *fab_conn_name(const struct emu_conn *c, char *buf, size_t size);
 void fab_conn_update_events(struct emu_conn *c);
@@ -181,12 +235,21 @@ bool fab_conn_revive(struct emu_conn *c);
 void fab_conn_retire(struct emu_conn *c);
 void fab_reap(void);
 /* fabric_conn.c: output and input */
-int fab_conn_post(struct emu_conn *c, const struct emu_msg *m, const void *payload);
+int fab_conn_post(struct emu_conn *c, const struct emu_msg *m, const void *payload,
+                  struct emu_mr *src);
 size_t fab_conn_write(struct emu_conn *c);
 int fab_conn_read(struct emu_conn *c);
+void fab_dispatch(struct emu_conn *c, const struct emu_msg *m, const void *payload);
+bool fab_take_header(struct emu_conn *c, const struct emu_msg *m);
 int fab_conn_event(struct emu_conn *c, uint32_t events);
 void fab_conn_heard(struct emu_conn *c, uint64_t t);
 int fab_resume_blocked(void);
+
+/* fabric_land.c */
+bool fab_land_start(struct emu_conn *c, const struct emu_msg *m);
+uint8_t *fab_land_at(struct emu_conn *c, size_t *room);
+ssize_t fab_land_recv(struct emu_conn *c, uint8_t *at, size_t room);
+int fab_land_got(struct emu_conn *c, size_t n);
 
 /* fabric_hs.c */
 int fab_hs_begin(struct emu_conn *c, enum emu_hs_role role);

@@ -160,7 +160,11 @@ static void conn_accepted(struct emu_listener *l, int fd, const struct sockaddr_
 		close(fd);
 		return;
 	}
-	fab_set_nodelay(fd);
+	c->local = l->local;
+	if (c->local)
+		fab_set_local_bufs(fd);
+	else
+		fab_set_nodelay(fd);
 	c->fd = fd;
 	ret = fab_hs_begin(c, EMU_HS_ACCEPTOR);
 	if (ret) { /* no secret (logged once): nobody gets in */
@@ -225,6 +229,25 @@ static void listener_pause(struct emu_listener *l)
 		atomic_store_explicit(&fab_accept_resume_ns, resume, memory_order_relaxed);
 }
 
+/* Paused listener l back in epoll once due; *next: the earliest return
+ * still to come. */
+static void listener_resume(struct emu_listener *l, uint64_t now, uint64_t *next)
+{
+	if (!l->paused)
+		return;
+	if (now < l->resume_ns) {
+		if (!*next || l->resume_ns < *next)
+			*next = l->resume_ns;
+		return;
+	}
+	if (fab_epoll_set(EPOLL_CTL_ADD, l->fd, &l->h, EPOLLIN)) {
+		l->resume_ns = now + FAB_ACCEPT_PAUSE_NS; /* try again then */
+		*next = *next && *next < l->resume_ns ? *next : l->resume_ns;
+		return;
+	}
+	l->paused = false;
+}
+
 void fab_listeners_resume(void)
 {
 	uint64_t now, next = 0;
@@ -235,19 +258,11 @@ void fab_listeners_resume(void)
 	for (int i = 0; i < emu_nic.num_devices; i++) {
 		struct emu_listener *l = emu_nic.devices[i].listener;
 
-		if (!l || !l->paused)
-			continue;
-		if (now < l->resume_ns) {
-			if (!next || l->resume_ns < next)
-				next = l->resume_ns;
-			continue;
+		if (l) {
+			listener_resume(l, now, &next);
+			if (l->twin)
+				listener_resume(l->twin, now, &next);
 		}
-		if (fab_epoll_set(EPOLL_CTL_ADD, l->fd, &l->h, EPOLLIN)) {
-			l->resume_ns = now + FAB_ACCEPT_PAUSE_NS; /* try again then */
-			next = next && next < l->resume_ns ? next : l->resume_ns;
-			continue;
-		}
-		l->paused = false;
 	}
 	atomic_store_explicit(&fab_accept_resume_ns, next, memory_order_relaxed);
 }
@@ -292,10 +307,11 @@ int fab_listener_accept(struct emu_listener *l)
 	int n;
 
 	for (n = 0; n < FAB_ACCEPT_BATCH; n++) {
-		struct sockaddr_in peer;
+		/* a local peer has no address: all count as 0.0.0.0 */
+		struct sockaddr_in peer = {.sin_family = AF_INET};
 		socklen_t len = sizeof(peer);
-		int fd =
-		    accept4(l->fd, (struct sockaddr *)&peer, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = accept4(l->fd, l->local ? NULL : (struct sockaddr *)&peer,
+		                 l->local ? NULL : &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0) {
 			int err = errno;
@@ -394,6 +410,43 @@ static int listen_socket(const struct sockaddr_in *addr, struct sockaddr_in *bou
 	return fd;
 }
 
+/* The AF_UNIX twin of the listener bound at addr: processes of this host
+ * connect there (fabric_conn.c), past the TCP stack, and the handshake is
+ * the same. NULL if it cannot be made: they then use TCP. */
+static struct emu_listener *twin_listen(struct emu_device *dev, const struct sockaddr_in *addr)
+{
+	struct sockaddr_un un;
+	socklen_t len = fab_local_name(addr, &un);
+	struct emu_listener *l;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), err;
+
+	if (fd < 0)
+		return NULL;
+	if (bind(fd, (const struct sockaddr *)&un, len) || listen(fd, SOMAXCONN))
+		goto fail;
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		errno = ENOMEM;
+		goto fail;
+	}
+	l->h.kind = FAB_LISTENER;
+	l->fd = fd;
+	l->local = true;
+	l->dev = dev;
+	err = fab_epoll_set(EPOLL_CTL_ADD, fd, &l->h, EPOLLIN);
+	if (!err)
+		return l;
+	free(l);
+	errno = -err;
+fail:
+	err = errno;
+	close(fd);
+	emu_info("fabric: device %d: no local listener (%s): processes of this host connect "
+	         "over TCP",
+	         dev->index, strerror(err));
+	return NULL;
+}
+
 int emu_fabric_listen(struct emu_device *dev)
 {
 	struct sockaddr_in addr, bound;
@@ -437,6 +490,7 @@ int emu_fabric_listen(struct emu_device *dev)
 		free(l);
 		return ret;
 	}
+	l->twin = emu_cfg.fabric_local ? twin_listen(dev, &bound) : NULL;
 	dev->listener = l;
 	dev->addr = bound;
 	emu_gid_make(&dev->gid, &dev->addr);
@@ -446,16 +500,24 @@ int emu_fabric_listen(struct emu_device *dev)
 	return 0;
 }
 
-void emu_fabric_close_listener(struct emu_device *dev)
+static void listener_free(struct emu_listener *l)
 {
-	struct emu_listener *l = dev ? dev->listener : NULL;
-
 	if (!l)
 		return;
 	if (!l->paused)
 		fab_epoll_forget(l->fd);
 	close(l->fd);
 	free(l);
+}
+
+void emu_fabric_close_listener(struct emu_device *dev)
+{
+	struct emu_listener *l = dev ? dev->listener : NULL;
+
+	if (!l)
+		return;
+	listener_free(l->twin);
+	listener_free(l);
 	dev->listener = NULL;
 	/* the device's port goes down: so do the connections it accepted */
 	for (struct emu_conn *c = fab.conns; c; c = c->next)

@@ -18,7 +18,10 @@
  * and destination), IPV4_EXT (+ protocol, TOS, TTL), IPV6 (source,
  * destination, flow label, next header, traffic class, hop limit), TCP and
  * UDP (ports), each with a mask; an L3 spec also matches the IP version, an
- * L4 spec the protocol, as mlx5 sets them. Not emulated (EOPNOTSUPP):
+ * L4 spec the protocol, as mlx5 sets them. Priorities 0..15 (mlx5's 16
+ * regular ones; above: ENOMEM); a rule whose first spec names a multicast
+ * destination (mlx5_ib's flow_is_multicast_only) goes after all of them,
+ * into mlx5_ib's multicast table. Not emulated (EOPNOTSUPP):
  * DONT_TRAP and EGRESS flags, ESP, tunnel, GRE, MPLS and
  * inner specs, flow actions by handle, counters, IPv4 flags.
  *
@@ -34,6 +37,12 @@
 #include "worker.h"
 
 #define FLOW_TAG_MAX 0xffffffu
+/* mlx5_ib's MLX5_IB_FLOW_LAST_PRIO: 16 regular bypass priorities
+ * (MLX5_BY_PASS_NUM_REGULAR_PRIOS); a rule above them is refused with
+ * ENOMEM, as mlx5_ib_create_flow does */
+#define FLOW_LAST_PRIO 15u
+/* mlx5_ib's MLX5_IB_FLOW_MCAST_PRIO: where a multicast-only rule goes */
+#define FLOW_MCAST_PRIO (FLOW_LAST_PRIO + 1)
 
 struct emu_flow {
 	struct ibv_flow ibflow; /* first: ibv_flow * casts back */
@@ -41,6 +50,7 @@ struct emu_flow {
 	struct emu_qp *qp;
 	enum ibv_flow_attr_type type;
 	uint16_t priority;
+	bool mcast_only; /* steered in mlx5_ib's multicast table, after every priority */
 	bool drop;
 	uint32_t tag;
 	/* the match: a field counts where its mask has bits */
@@ -321,6 +331,11 @@ static int parse_spec(struct emu_flow *f, const struct ibv_flow_spec *s)
 
 static int check_attr(const struct ibv_flow_attr *a)
 {
+	if (a->priority > FLOW_LAST_PRIO) {
+		emu_info("create_flow: priority %u above mlx5's last, %u", a->priority,
+		         FLOW_LAST_PRIO);
+		return ENOMEM;
+	}
 	if (a->comp_mask || a->port != 1)
 		return EINVAL;
 	if (a->flags & ~(uint32_t)(IBV_FLOW_ATTR_FLAGS_DONT_TRAP | IBV_FLOW_ATTR_FLAGS_EGRESS))
@@ -338,6 +353,25 @@ static int check_attr(const struct ibv_flow_attr *a)
 		return a->num_of_specs ? EINVAL : 0;
 	default:
 		return EINVAL;
+	}
+}
+
+/* mlx5_ib's flow_is_multicast_only(), on the rule's first spec: an ETH
+ * spec whose destination MAC mask and value are both multicast, or an IPv4
+ * spec whose destination value is multicast. Such a NORMAL rule goes into
+ * the multicast table, after every priority, whatever its own. */
+static bool multicast_only(const struct ibv_flow_spec *first)
+{
+	const uint8_t *ip = (const uint8_t *)&first->ipv4.val.dst_ip;
+
+	switch (first->hdr.type) {
+	case IBV_FLOW_SPEC_ETH:
+		return (first->eth.mask.dst_mac[0] & 1) && (first->eth.val.dst_mac[0] & 1);
+	case IBV_FLOW_SPEC_IPV4:
+	case IBV_FLOW_SPEC_IPV4_EXT: /* the kernel's IPV4 spec either way */
+		return (ip[0] & 0xf0) == 0xe0;
+	default:
+		return false;
 	}
 }
 
@@ -367,6 +401,8 @@ static int parse_rule(struct emu_flow *f, const struct ibv_flow_attr *a)
 		err = parse_spec(f, &s);
 		if (err)
 			return err;
+		if (i == 0)
+			f->mcast_only = a->type == IBV_FLOW_ATTR_NORMAL && multicast_only(&s);
 		p += ssize;
 		left -= ssize;
 	}
@@ -377,8 +413,9 @@ static int parse_rule(struct emu_flow *f, const struct ibv_flow_attr *a)
 	return 0;
 }
 
-/* Where f goes: NORMAL rules by priority (after those of its own), then
- * MC_DEFAULT, then ALL_DEFAULT, then SNIFFER. */
+/* Where f goes: NORMAL rules by priority (after those of its own; the
+ * multicast-only ones after every priority), then MC_DEFAULT, then
+ * ALL_DEFAULT, then SNIFFER. */
 static int rank(const struct emu_flow *f)
 {
 	switch (f->type) {
@@ -393,11 +430,17 @@ static int rank(const struct emu_flow *f)
 	}
 }
 
+/* The table a NORMAL rule sits in: its priority, or the multicast one. */
+static unsigned table(const struct emu_flow *f)
+{
+	return f->mcast_only ? FLOW_MCAST_PRIO : f->priority;
+}
+
 static bool goes_before(const struct emu_flow *f, const struct emu_flow *g)
 {
 	if (rank(f) != rank(g))
 		return rank(f) < rank(g);
-	return rank(f) == 0 && f->priority < g->priority;
+	return rank(f) == 0 && table(f) < table(g);
 }
 
 static void insert(struct emu_flow **head, struct emu_flow *f)

@@ -81,7 +81,7 @@ static const struct syndrome_info *syndrome_find(uint8_t syndrome)
 
 const char *emu_syndrome_str(uint8_t syndrome)
 {
-	static __thread char unknown[32];
+	static EMU_TLS char unknown[32];
 	const struct syndrome_info *s = syndrome_find(syndrome);
 
 	if (s)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "emu.h"
+#include "fabric.h"
 #include "worker.h"
 
 #define MR_REFS_WAIT_S 10
@@ -203,7 +204,8 @@ static bool inbox_refs_gone(struct emu_mr *mr)
 {
 	uint64_t end = emu_now_ns() + (uint64_t)MR_REFS_WAIT_S * 1000000000u;
 
-	while (atomic_load(&mr->inbox_refs) || atomic_load(&mr->dma_refs)) {
+	while (atomic_load(&mr->inbox_refs) || atomic_load(&mr->dma_refs) ||
+	       atomic_load(&mr->wire_refs)) {
 		if (emu_now_ns() > end)
 			return false;
 		usleep(50);
@@ -232,6 +234,7 @@ EMU_EXPORT int gemu_dereg_mr(struct ibv_mr *ibmr)
 	 * ended the pass it is in, none holds mr, except inbox items that read
 	 * its memory, which the next pass of their worker finishes */
 	emu_workers_sync();
+	emu_fabric_detach_mr(mr);
 	if (!inbox_refs_gone(mr)) {
 		emu_err("dereg_mr: key 0x%x: a message still reads its memory after %d s; the "
 		        "MR's bookkeeping is leaked",
@@ -287,20 +290,27 @@ int emu_mem_read(const struct emu_mr *mr, uint64_t addr, void *dst, uint64_t len
 	if (mr->mem_type == EMU_MEM_CUDA)
 		return emu_cuda_read(mr->cu.ctx, mr->dev_base + off, dst, len);
 	if (len)
-		memcpy(dst, (const char *)mr->host_base + off, len);
+		memmove(dst, (const char *)mr->host_base + off, len);
 	return 0;
 }
 
 /* Like a NIC's in-order DMA, the last byte lands last: programs (perftest,
  * gnic's own wait_signal users) poll a message's final byte and then read the
  * rest. memcpy gives no order (large copies write the head last), so copy all
- * but the last byte, then publish it with a release store. */
-static void place(const struct emu_mr *mr, uint64_t off, const void *src, uint64_t len)
+ * but the last byte, then publish it with a release store. Source and target
+ * may overlap (a WRITE or READ within one MR): a NIC reads a message before it
+ * lands it, so the target gets the source's bytes as they were (memmove's
+ * result), the last one read before anything is written. */
+void emu_mem_place(void *dst, const void *src, size_t len)
 {
-	uint8_t *dst = (uint8_t *)mr->host_base + off;
+	uint8_t last;
 
-	memcpy(dst, src, len - 1);
-	__atomic_store_n(dst + len - 1, ((const uint8_t *)src)[len - 1], __ATOMIC_RELEASE);
+	if (!len)
+		return;
+	last = ((const uint8_t *)src)[len - 1];
+	if (dst != src) /* equal: the fabric received the data in place */
+		memmove(dst, src, len - 1);
+	__atomic_store_n((uint8_t *)dst + len - 1, last, __ATOMIC_RELEASE);
 }
 
 int emu_mem_write(const struct emu_mr *mr, uint64_t addr, const void *src, uint64_t len)
@@ -311,8 +321,7 @@ int emu_mem_write(const struct emu_mr *mr, uint64_t addr, const void *src, uint6
 		return -EFAULT;
 	if (mr->mem_type == EMU_MEM_CUDA)
 		return emu_cuda_write(mr->cu.ctx, mr->dev_base + off, src, len);
-	if (len)
-		place(mr, off, src, len);
+	emu_mem_place((uint8_t *)mr->host_base + off, src, len);
 	return 0;
 }
 

@@ -402,10 +402,12 @@ static void bf_copy(struct emu_qp *qp, volatile uint64_t *reg, uint64_t ctrl8, u
 	memcpy(&c, &ctrl8, sizeof(ctrl8));
 	idx = (gnic_be32(c.opmod_idx_opcode) >> 8) & 0xffff;
 	words = (ds * GNIC_MLX5_SEG_SIZE + 63) / 64 * 8;
-	for (uint32_t w = 1; w < words; w++) {
-		const uint64_t *src = (const uint64_t *)emu_wq_at(&qp->sq, idx + w / 8) + w % 8;
+	/* a basic block (8 words) at a time: the next one may wrap to the SQ's start */
+	for (uint32_t w = 0; w < words; w += 8) {
+		const uint64_t *src = (const uint64_t *)emu_wq_at(&qp->sq, idx + w / 8);
 
-		__atomic_store_n(reg + w, *src, __ATOMIC_RELAXED);
+		for (uint32_t k = w ? 0 : 1; k < 8; k++)
+			__atomic_store_n(reg + w + k, src[k], __ATOMIC_RELAXED);
 	}
 	__atomic_store_n(reg, ctrl8, __ATOMIC_RELEASE);
 }

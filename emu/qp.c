@@ -849,6 +849,7 @@ static void commit_path(struct emu_qp *qp, const struct ibv_qp_attr *a, int mask
 		}
 		qp->gid_type = (uint8_t)type;
 		qp->peer_id_ok = !emu_gid_identity(&qp->dgid, &qp->peer_id);
+		qp->peer_dev = emu_device_by_gid(&qp->dgid);
 	}
 	if (mask & IBV_QP_PATH_MTU)
 		qp->attr.path_mtu = a->path_mtu;
@@ -940,6 +941,7 @@ static void reset_attr(struct emu_qp *qp)
 	qp->attr.path_mig_state = IBV_MIG_MIGRATED;
 	memset(&qp->dgid, 0, sizeof(qp->dgid));
 	qp->peer_id_ok = false;
+	qp->peer_dev = NULL;
 	qp->dest_qpn = 0;
 }
 
@@ -1062,6 +1064,8 @@ EMU_EXPORT int gemu_destroy_qp(struct ibv_qp *ibqp)
 	if (ibqp->qp_type == IBV_QPT_RAW_PACKET)
 		emu_eth_port_put(qp->ctx->dev);
 	emu_nic_unlock();
+	emu_events_wait(&ibqp->mutex, &ibqp->cond, &ibqp->events_completed,
+	                emu_async_drop(qp->ctx, qp, &qp->events_reported));
 	free(qp->rss);
 	destroy_ibqp(qp);
 	free_queues(qp);

@@ -6,8 +6,8 @@
  * Ethernet) is a new file with its own table and no new branch in theirs.
  *
  * Every operation runs on the QP's engine worker or on the control path,
- * with that worker's lock held (emu.h's threading note), and every one is
- * required.
+ * with that worker's lock held (emu.h's threading note), and every one but
+ * land_dest is required.
  */
 #ifndef GNIC_EMU_QP_OPS_H
 #define GNIC_EMU_QP_OPS_H
@@ -41,6 +41,14 @@ struct emu_qp_ops {
 	/* Requester side: response m to one of this QP's requests; false as
 	 * for on_request. */
 	bool (*on_response)(struct emu_qp *qp, const struct emu_msg *m, const void *payload);
+	/* Optional. Large request or response m, which on_request or
+	 * on_response just declined without its data: the host address its
+	 * m->len bytes of data go to, one contiguous stretch of a live MR, when
+	 * they may be received straight there (fabric_land.c), else NULL. Asked
+	 * again before every read of the data (start false): NULL then when the
+	 * QP, its state, the WQE or the MR changed. on_request / on_response
+	 * later get this address as the payload. */
+	void *(*land_dest)(struct emu_qp *qp, const struct emu_msg *m, bool start);
 };
 
 /* For the connected types' state_change (RC, UC) at INIT -> RTR: the

@@ -87,4 +87,12 @@ const struct emu_qp_ops emu_rc_qp_ops = {
     .progress = rc_progress,
     .on_request = emu_responder_on_request,
     .on_response = emu_requester_on_response,
+    .land_dest = emu_rc_land_dest,
 };
+
+void *emu_rc_land_dest(struct emu_qp *qp, const struct emu_msg *m, bool start)
+{
+	if (emu_wire_is_request(m->type))
+		return emu_responder_land_dest(qp, m, start);
+	return emu_requester_land_dest(qp, m);
+}

@@ -25,7 +25,7 @@ void emu_requester_reset(struct emu_qp *qp);
  * in or NULL. */
 struct emu_sgl;
 uint16_t emu_sq_doorbell(struct emu_qp *qp);
-uint8_t emu_requester_check_sgl(struct emu_qp *qp, const struct emu_sgl *s, int need);
+uint8_t emu_requester_check_sgl(struct emu_qp *qp, struct emu_sgl *s, int need);
 const void *emu_requester_gather(struct emu_qp *qp, const struct emu_sgl *s, struct emu_mr **src);
 /* A response or request whose data the fabric has not buffered (a large
  * message: payload NULL, m->len > 0) is carried out only as far as it goes
@@ -34,6 +34,11 @@ const void *emu_requester_gather(struct emu_qp *qp, const struct emu_sgl *s, str
  * means it would need its data: nothing was done, and it comes again with
  * the data. With the payload these return true. */
 bool emu_requester_on_response(struct emu_qp *qp, const struct emu_msg *m, const void *payload);
+/* qp_ops.h's land_dest: of a READ response (requester.c), of a WRITE or
+ * SEND (responder.c); emu_rc_land_dest picks. */
+void *emu_requester_land_dest(struct emu_qp *qp, const struct emu_msg *m);
+void *emu_responder_land_dest(struct emu_qp *qp, const struct emu_msg *m, bool start);
+void *emu_rc_land_dest(struct emu_qp *qp, const struct emu_msg *m, bool start);
 
 /* responder.c: execute one request for qp; the reply goes back along from
  * (emu_fabric_reply). */

@@ -117,11 +117,14 @@ static bool reg_matches_sq(const struct emu_qp *qp, const uint64_t *cur, const u
 		copy = cur[w] != snap[w];
 	if (!copy)
 		words = 1;
-	for (uint32_t w = 0; w < words; w++) {
-		const uint64_t *sq = (const uint64_t *)emu_wq_at(&qp->sq, idx + w / 8) + w % 8;
+	/* a basic block (8 words) at a time: the next one may wrap to the SQ's start */
+	for (uint32_t w = 0; w < words; w += 8) {
+		const uint64_t *sq = (const uint64_t *)emu_wq_at(&qp->sq, idx + w / 8);
+		uint32_t n = words - w < 8 ? words - w : 8;
 
-		if (cur[w] != __atomic_load_n(sq, __ATOMIC_RELAXED))
-			return false;
+		for (uint32_t k = 0; k < n; k++)
+			if (cur[w + k] != __atomic_load_n(sq + k, __ATOMIC_RELAXED))
+				return false;
 	}
 	return true;
 }
@@ -158,6 +161,7 @@ static int reg_doorbell(struct emu_qp *qp, int half, uint64_t v, uint16_t *pi)
 	bool ok, fresh;
 
 	cur[0] = v;
+#pragma GCC unroll 32 /* a fixed 31 loads; the loop's own count was as many again */
 	for (uint32_t w = 1; w < GNIC_MLX5_BF_SIZE / 8; w++)
 		cur[w] = atomic_load_explicit(&reg[w], memory_order_relaxed);
 	memcpy(&c, &v, sizeof(v));
@@ -235,6 +239,16 @@ static bool pull_rung(struct emu_qp *qp, uint64_t seen[2])
 	return true;
 }
 
+/* Has either register half changed since the last look? */
+static bool reg_changed(const struct emu_qp *qp)
+{
+	const _Atomic uint64_t *reg = (const _Atomic uint64_t *)qp->bf_reg;
+
+	return atomic_load_explicit(&reg[0], memory_order_acquire) != qp->req.db_last_reg[0] ||
+	       atomic_load_explicit(&reg[GNIC_MLX5_BF_SIZE / 8], memory_order_acquire) !=
+	           qp->req.db_last_reg[1];
+}
+
 /* Newest producer index rung through the doorbell record or either half of
  * the register. Only a source whose raw value changed since the last look is
  * a new doorbell: a stale or never-written half (0) would otherwise read as
@@ -249,6 +263,8 @@ uint16_t emu_sq_doorbell(struct emu_qp *qp)
 
 	if ((uint16_t)(best - qp->req.sq_ci) > qp->sq.wqe_cnt)
 		best = qp->req.sq_ci; /* after a rewind: nothing known ahead */
+	if (!mirrored && rec == qp->req.db_last_rec && !reg_changed(qp))
+		return qp->req.db_pi = best; /* most passes: no doorbell since the last */
 	if (mirrored && !pull_rung(qp, seen))
 		return qp->req.db_pi = best;
 	if (rec != qp->req.db_last_rec) {
@@ -283,8 +299,9 @@ static bool fetch_wqe(struct emu_qp *qp, uint16_t idx, struct emu_wqe *w)
 	return emu_wqe_fetch(&qp->sq, qp->ibqp.qp_num, idx, w);
 }
 
-/* Check every local buffer; need = IBV_ACCESS_LOCAL_WRITE when we write it. */
-uint8_t emu_requester_check_sgl(struct emu_qp *qp, const struct emu_sgl *s, int need)
+/* Check every local buffer; need = IBV_ACCESS_LOCAL_WRITE when we write it.
+ * Sets s->mr0 for emu_requester_gather. */
+uint8_t emu_requester_check_sgl(struct emu_qp *qp, struct emu_sgl *s, int need)
 {
 	for (int i = 0; i < s->n; i++) {
 		struct emu_mr *mr;
@@ -292,6 +309,8 @@ uint8_t emu_requester_check_sgl(struct emu_qp *qp, const struct emu_sgl *s, int 
 		if (emu_mr_check(qp->pd, gnic_be32(s->seg[i]->lkey), gnic_be64(s->seg[i]->addr),
 		                 emu_seg_len(s->seg[i]), need, &mr))
 			return GNIC_MLX5_SYND_LOCAL_PROT;
+		if (i == 0)
+			s->mr0 = mr; /* the gather's, not looked up again */
 	}
 	return s->len > EMU_MAX_MSG_SIZE ? GNIC_MLX5_SYND_LOCAL_LENGTH : GNIC_MLX5_SYND_OK;
 }
@@ -300,7 +319,8 @@ uint8_t emu_requester_check_sgl(struct emu_qp *qp, const struct emu_sgl *s, int 
  * host buffer as is, a single GPU buffer as its device address when the
  * peer is in this process (its responder's copy queue reads it, see
  * emu_reply_path), or everything gathered into the worker's scratch (valid
- * until its next gather: emu_fabric_send copies what it keeps). */
+ * until its next gather: emu_fabric_send copies what it keeps of it; a
+ * host buffer it may send from in place, *src naming its MR). */
 const void *emu_requester_gather(struct emu_qp *qp, const struct emu_sgl *s, struct emu_mr **src)
 {
 	static const uint8_t empty[1];
@@ -313,7 +333,7 @@ const void *emu_requester_gather(struct emu_qp *qp, const struct emu_sgl *s, str
 	if (s->n == 0)
 		return empty; /* zero-length message */
 	if (s->n == 1) {
-		struct emu_mr *mr = emu_mr_lookup(gnic_be32(s->seg[0]->lkey));
+		struct emu_mr *mr = s->mr0 ? s->mr0 : emu_mr_lookup(gnic_be32(s->seg[0]->lkey));
 		void *p = mr ? emu_mem_host_ptr(mr, gnic_be64(s->seg[0]->addr)) : NULL;
 
 		if (p) {
@@ -425,8 +445,7 @@ static void req_cqe(struct emu_qp *qp, const struct emu_outstanding *e, uint8_t 
 	    .inl_len = synd ? 0 : e->inl_len,
 	};
 
-	if (!emu_cqe_write(qp->scq, &ci) && atomic_load(&qp->state) != IBV_QPS_ERR)
-		emu_qp_enter_error(qp, "send CQ overrun");
+	emu_qp_cqe_write(qp, qp->scq, &ci, "send CQ overrun");
 }
 
 /* The transport timer runs for the oldest unanswered request from its
@@ -1044,6 +1063,33 @@ static void on_progress(struct emu_qp *qp, uint32_t psn)
 	qp->req.retries_left = qp->attr.retry_cnt;
 	qp->req.rnr_retries_left = qp->attr.rnr_retry;
 	arm_timer(qp, emu_now_ns());
+}
+
+/* The host address a large READ response's data may be received straight
+ * into (qp_ops.h's land_dest): the first scatter entry of the READ it
+ * answers, the oldest unanswered WQE, when that entry holds all of it. A
+ * second answer to a READ sent again finds no such WQE once the first
+ * completed it, so it never lands over memory the application has back. */
+void *emu_requester_land_dest(struct emu_qp *qp, const struct emu_msg *m)
+{
+	struct emu_outstanding *e;
+	struct emu_wqe w;
+	struct emu_sgl s;
+	struct emu_mr *mr;
+
+	if (m->type != EMU_MSG_READ_RESP || !m->len || atomic_load(&qp->state) != IBV_QPS_RTS)
+		return NULL;
+	e = find_psn(qp, m->psn);
+	if (!e || e != first_unanswered(qp) || e->done || e->copying ||
+	    e->opcode != GNIC_MLX5_OPCODE_RDMA_READ || !e->rd_atomic || m->len != e->byte_cnt ||
+	    to_cqe(qp, e, m->len))
+		return NULL;
+	reparse_sgl(qp, e, &w, &s);
+	if (s.n < 1 || emu_seg_len(s.seg[0]) < m->len ||
+	    emu_mr_check(qp->pd, gnic_be32(s.seg[0]->lkey), gnic_be64(s.seg[0]->addr), m->len,
+	                 IBV_ACCESS_LOCAL_WRITE, &mr))
+		return NULL;
+	return emu_mem_host_ptr(mr, gnic_be64(s.seg[0]->addr));
 }
 
 /* Without its data (payload NULL) a READ response does what its header

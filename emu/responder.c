@@ -156,8 +156,7 @@ static int scatter_recv(struct emu_reply_path *from, struct emu_qp *qp, const st
 
 static void cqe_write(struct emu_qp *qp, const struct emu_cqe_info *ci)
 {
-	if (!emu_cqe_write(qp->rcq, ci) && atomic_load(&qp->state) != IBV_QPS_ERR)
-		emu_qp_enter_error(qp, "receive CQ overrun");
+	emu_qp_cqe_write(qp, qp->rcq, ci, "receive CQ overrun");
 }
 
 /* The receive CQE; inl: a SEND's data scattered into it (inl_len bytes).
@@ -604,6 +603,50 @@ bool emu_responder_on_request(struct emu_qp *qp, struct emu_reply_path *from,
 	ret = execute(from, qp, m, payload);
 	rjob_end(qp);
 	return ret;
+}
+
+/* The host address a large request's data may be received straight into
+ * (qp_ops.h's land_dest): a WRITE's target, or a SEND's receive buffer when
+ * its first scatter entry holds all of it (no SRQ: another QP could take
+ * that WQE meanwhile). Only for the request expected next, from the peer
+ * (checked with its header), on host memory with no copies in flight at
+ * the start; the checks are those execute() makes, so where this gives
+ * NULL the request takes the buffered path with its error semantics. */
+void *emu_responder_land_dest(struct emu_qp *qp, const struct emu_msg *m, bool start)
+{
+	int state = atomic_load(&qp->state);
+	struct emu_recv_wqe w = {0};
+	struct emu_mr *mr;
+	uint64_t addr;
+
+	if ((state != IBV_QPS_RTR && state != IBV_QPS_RTS) || m->psn != qp->resp.psn_expected ||
+	    m->src_qpn != qp->dest_qpn || !m->len)
+		return NULL;
+	if (start && emu_dma_qp_busy(qp))
+		return NULL;
+	switch (m->type) {
+	case EMU_MSG_WRITE:
+	case EMU_MSG_WRITE_IMM:
+		mr = target(qp, m, m->len);
+		addr = m->raddr;
+		break;
+	case EMU_MSG_SEND:
+	case EMU_MSG_SEND_IMM:
+		if (qp->srq || !emu_recv_peek(qp, &w) || !w.nseg ||
+		    gnic_be32(w.seg[0].lkey) == GNIC_MLX5_INVALID_LKEY ||
+		    emu_seg_len(&w.seg[0]) < m->len)
+			return NULL;
+		addr = gnic_be64(w.seg[0].addr);
+		if (emu_mr_check(qp->pd, gnic_be32(w.seg[0].lkey), addr, m->len,
+		                 IBV_ACCESS_LOCAL_WRITE, &mr))
+			mr = NULL;
+		break;
+	default:
+		return NULL;
+	}
+	if (m->type != EMU_MSG_WRITE && !rq_available(qp))
+		return NULL;
+	return mr ? emu_mem_host_ptr(mr, addr) : NULL;
 }
 
 /* A QP of an SRQ in ERR consumes no more of the SRQ's WQEs (their WQEs are

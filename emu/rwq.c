@@ -242,6 +242,8 @@ EMU_EXPORT int gemu_destroy_wq(struct ibv_wq *ibwq)
 	emu_nic_unlock();
 	if (err)
 		return err;
+	emu_events_wait(&ibwq->mutex, &ibwq->cond, &ibwq->events_completed,
+	                emu_async_drop(wq->ctx, wq, &wq->events_reported));
 	emu_cq_clean(wq->cq, wq->wqn, NULL);
 	pthread_spin_destroy(&wq->lock);
 	pthread_mutex_destroy(&wq->eng_lock);

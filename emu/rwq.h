@@ -35,6 +35,7 @@
 struct emu_rwq {
 	struct ibv_wq ibwq;
 	struct emu_context *ctx;
+	uint32_t events_reported; /* async events handed out (the context's evq lock) */
 	struct emu_pd *pd;
 	struct emu_cq *cq;
 	uint32_t wqn;

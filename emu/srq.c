@@ -260,6 +260,8 @@ EMU_EXPORT int gemu_destroy_srq(struct ibv_srq *ibsrq)
 	emu_nic_unlock();
 	if (err)
 		return err;
+	emu_events_wait(&ibsrq->mutex, &ibsrq->cond, &ibsrq->events_completed,
+	                emu_async_drop(srq->ctx, srq, &srq->events_reported));
 	destroy_ibsrq(srq);
 	srq_free(srq);
 	return 0;

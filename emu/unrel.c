@@ -26,8 +26,7 @@ static void send_cqe(struct emu_qp *qp, const struct emu_wqe *w, uint8_t synd)
 	    .qpn = qp->ibqp.qp_num,
 	};
 
-	if (!emu_cqe_write(qp->scq, &ci) && atomic_load(&qp->state) != IBV_QPS_ERR)
-		emu_qp_enter_error(qp, "send CQ overrun");
+	emu_qp_cqe_write(qp, qp->scq, &ci, "send CQ overrun");
 }
 
 static void fail(struct emu_qp *qp, const struct emu_wqe *w, uint8_t synd)
@@ -182,6 +181,5 @@ void emu_unrel_recv_cqe(struct emu_qp *qp, struct emu_cqe_info *ci)
 		emu_qp_enter_error(qp, emu_syndrome_str(ci->syndrome));
 	}
 	ci->wqe_counter = emu_recv_take(qp);
-	if (!emu_cqe_write(qp->rcq, ci) && atomic_load(&qp->state) != IBV_QPS_ERR)
-		emu_qp_enter_error(qp, "receive CQ overrun");
+	emu_qp_cqe_write(qp, qp->rcq, ci, "receive CQ overrun");
 }

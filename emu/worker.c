@@ -31,7 +31,8 @@ struct emu_inbox_item {
 
 static struct emu_worker workers[EMU_MAX_WORKERS];
 static int nworkers;
-static __thread struct emu_worker *cur, *self; /* self: a worker's own thread */
+static EMU_TLS struct emu_worker *self; /* a worker's own thread */
+EMU_TLS struct emu_worker *emu_worker_tls;
 /* qpn - EMU_QPN_BASE -> index + 1 of its worker, 0: none. Written under the
  * worker's lock (and nic.lock), read by anyone. */
 static _Atomic uint8_t qp_owner[EMU_MAX_QP];
@@ -90,15 +91,15 @@ struct emu_worker *emu_worker_at(int index)
 	return index >= 0 && index < nworkers ? &workers[index] : NULL;
 }
 
-struct emu_worker *emu_worker_cur(void)
+struct emu_worker *emu_worker_first(void)
 {
-	return cur ? cur : &workers[0];
+	return &workers[0];
 }
 
 /* A worker's own thread marks itself current (engine.c). */
 void emu_worker_enter(struct emu_worker *w)
 {
-	cur = self = w;
+	emu_worker_tls = self = w;
 }
 
 void emu_worker_lock(struct emu_worker *w)
@@ -108,12 +109,12 @@ void emu_worker_lock(struct emu_worker *w)
 	atomic_fetch_add(&w->lock_waiters, 1);
 	pthread_mutex_lock(&w->lock);
 	atomic_fetch_sub(&w->lock_waiters, 1);
-	cur = w;
+	emu_worker_tls = w;
 }
 
 void emu_worker_unlock(struct emu_worker *w)
 {
-	cur = self;
+	emu_worker_tls = self;
 	pthread_mutex_unlock(&w->lock);
 }
 
@@ -336,7 +337,7 @@ static bool stage(struct emu_worker *w, struct emu_inbox_item *it)
 {
 	struct emu_outbox *o;
 
-	if (!self || cur != self || self == w)
+	if (!self || emu_worker_tls != self || self == w)
 		return false;
 	o = &self->outbox[w->index];
 	if (o->tail)

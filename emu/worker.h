@@ -105,7 +105,14 @@ struct emu_worker *emu_worker_at(int index);
 /* The worker this thread runs as: a worker's own thread, or the control
  * path while it holds a worker's lock (emu_worker_lock); worker 0 for
  * initialisation, which runs before any worker exists. */
-struct emu_worker *emu_worker_cur(void);
+extern EMU_TLS struct emu_worker *emu_worker_tls; /* worker.c's; read it as below */
+struct emu_worker *emu_worker_first(void);
+static inline struct emu_worker *emu_worker_cur(void)
+{
+	struct emu_worker *w = emu_worker_tls;
+
+	return w ? w : emu_worker_first();
+}
 void emu_worker_enter(struct emu_worker *w);  /* a worker's thread, once */
 void emu_worker_lock(struct emu_worker *w);   /* control path: fair w.r.t. the worker */
 void emu_worker_unlock(struct emu_worker *w); /* ... and back to the previous current */

@@ -66,6 +66,7 @@ bool emu_wqe_parse_sgl(struct emu_wqe *w, unsigned off, struct emu_sgl *s)
 	s->n = 0;
 	s->inl = NULL;
 	s->len = 0;
+	s->mr0 = NULL;
 	while (off < end) {
 		uint32_t bc = gnic_be32(*(const gnic_be32_t *)(w->bytes + off));
 

@@ -26,11 +26,14 @@ struct emu_wqe {
 };
 
 /* A WQE's local buffers: at most EMU_MAX_SGE + a little slack. */
+struct emu_mr;
+
 struct emu_sgl {
 	struct gnic_mlx5_data_seg *seg[GNIC_MLX5_MAX_DS];
 	int n;
 	const uint8_t *inl; /* inline data, or NULL */
 	uint64_t len;       /* total bytes */
+	struct emu_mr *mr0; /* seg[0]'s MR once emu_requester_check_sgl passed it */
 };
 
 /* The fields of ctrl segment c (nbb: 1 for ds 0, as for a NOP). */

@@ -57,12 +57,7 @@ static int add_rule(struct gnic_eth *eth, uint16_t port, uint32_t tag, int drop,
 {
 	struct gnic_eth_rule r;
 
-	memset(&r, 0, sizeof(r));
-	r.match = GNIC_ETH_MATCH_DST_PORT;
-	r.ip_version = 4;
-	r.l4 = GNIC_ETH_L4_UDP;
-	r.dst_port = port;
-	r.flow_tag = tag;
+	eth_udp_rule(&r, port, tag);
 	r.action = drop ? GNIC_ETH_DROP : GNIC_ETH_DELIVER;
 	return gnic_eth_rule_add(eth, &r, f) ? eth_fail("eth_count", "gnic_eth_rule_add") : 0;
 }
@@ -185,7 +180,6 @@ out:
 
 int main(int argc, char **argv)
 {
-	struct gnic_ctx_attr ca;
 	struct gnic_ctx *ctx;
 	int rc;
 
@@ -193,16 +187,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: eth_count COUNT\n");
 		return 2;
 	}
-#if defined(__CUDACC__)
-	if (eth_gpu_count() == 0) {
-		printf("SKIP: no GPU\n");
-		return 77;
-	}
-#endif
-	gnic_ctx_attr_init(&ca);
-	ca.gpu = ETH_GPU_CTX;
-	if (gnic_ctx_create(&ca, &ctx))
-		return eth_fail("eth_count", "gnic_ctx_create");
+	rc = eth_ctx_open("eth_count", &ctx);
+	if (rc)
+		return rc;
 	rc = run(ctx, strtoull(argv[1], NULL, 0));
 	gnic_ctx_destroy(ctx);
 	return rc;

@@ -12,9 +12,9 @@
  * Stops IDLE_MS (default 10000) without a frame, or, once COUNT echoes were
  * sent, 1.5 s without one; prints "ready" when the rule is in place and at
  * the end one line: "echoed N bad M rx_frames F rx_delivered V rx_no_rule R
- * rx_out_of_buffer O rx_drop_rule D rx_too_long L tx_frames T seconds S rate
- * P/s" (the port's counters; rate: echoes over the time from the first to
- * the last).
+ * rx_out_of_buffer O rx_drop_rule D rx_too_long L tx_frames T rx_overrun V
+ * tx_dropped X seconds S rate P/s" (the port's counters; rate: echoes over
+ * the time from the first to the last).
  * Exit 0 only when N >= COUNT, M == 0 and the device code met no error.
  * On gnic-emu GNIC_EMU_ETH_IF names the interface.
  */
@@ -43,12 +43,7 @@ static int run(struct gnic_ctx *ctx, uint16_t port, uint64_t count, unsigned idl
 	ea.share = GNIC_SHARE_EXCLUSIVE; /* one thread drives the queue */
 	if (gnic_eth_create(ctx, &ea, &eth))
 		return eth_fail("eth_echo", "gnic_eth_create");
-	memset(&rule, 0, sizeof(rule));
-	rule.match = GNIC_ETH_MATCH_DST_PORT;
-	rule.ip_version = 4;
-	rule.l4 = GNIC_ETH_L4_UDP;
-	rule.dst_port = port;
-	rule.flow_tag = TAG;
+	eth_udp_rule(&rule, port, TAG);
 	if (gnic_eth_rule_add(eth, &rule, &flow)) {
 		gnic_eth_destroy(eth);
 		return eth_fail("eth_echo", "gnic_eth_rule_add");
@@ -93,12 +88,13 @@ static int run(struct gnic_ctx *ctx, uint16_t port, uint64_t count, unsigned idl
 	secs = (double)(t_last - t_first) / 1e9;
 	printf("echoed %llu bad %llu rx_frames %llu rx_delivered %llu rx_no_rule %llu "
 	       "rx_out_of_buffer %llu rx_drop_rule %llu rx_too_long %llu tx_frames %llu "
-	       "seconds %.2f rate %.0f/s\n",
+	       "rx_overrun %llu tx_dropped %llu seconds %.2f rate %.0f/s\n",
 	       (unsigned long long)job.ctl->echoed, (unsigned long long)job.ctl->bad,
 	       (unsigned long long)s.rx_frames, (unsigned long long)s.rx_delivered,
 	       (unsigned long long)s.rx_no_rule, (unsigned long long)s.rx_out_of_buffer,
 	       (unsigned long long)s.rx_drop_rule, (unsigned long long)s.rx_too_long,
-	       (unsigned long long)s.tx_frames, secs,
+	       (unsigned long long)s.tx_frames, (unsigned long long)s.rx_overrun,
+	       (unsigned long long)s.tx_dropped, secs,
 	       secs > 0 ? (double)job.ctl->echoed / secs : 0.0);
 	if (!rc && (job.ctl->echoed < count || job.ctl->bad))
 		rc = 1;
@@ -109,7 +105,6 @@ static int run(struct gnic_ctx *ctx, uint16_t port, uint64_t count, unsigned idl
 
 int main(int argc, char **argv)
 {
-	struct gnic_ctx_attr ca;
 	struct gnic_ctx *ctx;
 	int rc;
 
@@ -117,16 +112,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: eth_echo PORT COUNT [IDLE_MS] [RX_BUFS]\n");
 		return 2;
 	}
-#if defined(__CUDACC__)
-	if (eth_gpu_count() == 0) {
-		printf("SKIP: no GPU\n");
-		return 77;
-	}
-#endif
-	gnic_ctx_attr_init(&ca);
-	ca.gpu = ETH_GPU_CTX;
-	if (gnic_ctx_create(&ca, &ctx))
-		return eth_fail("eth_echo", "gnic_ctx_create");
+	rc = eth_ctx_open("eth_echo", &ctx);
+	if (rc)
+		return rc;
 	rc = run(ctx, (uint16_t)atoi(argv[1]), strtoull(argv[2], NULL, 0),
 	         argc > 3 ? (unsigned)atoi(argv[3]) : 10000,
 	         argc > 4 ? (uint32_t)atoi(argv[4]) : 512);

@@ -3,7 +3,8 @@
  * Host side shared by the Ethernet examples: where their device code runs.
  * A C build starts it on a CPU thread; a CUDA build (the _gpu.cu files,
  * which include the .c) launches it as a one-thread kernel. The control
- * block is host memory either way (mapped into the GPU).
+ * block is host memory either way (mapped into the GPU). Also the set-up
+ * their main()s share: the context, and the UDP port rule each one adds.
  */
 #ifndef GNIC_EXAMPLE_ETH_RUN_H
 #define GNIC_EXAMPLE_ETH_RUN_H
@@ -158,6 +159,39 @@ static inline int eth_fail(const char *prog, const char *what)
 {
 	fprintf(stderr, "%s: %s: %s\n", prog, what, gnic_last_error());
 	return 2;
+}
+
+/*
+ * The context the examples run on: GPU 0 in a CUDA build (exit 77, skip,
+ * on a machine without one), no GPU in a C build, where the device code
+ * runs on CPU threads. Returns 0 with *ctx set, else the exit status.
+ */
+static inline int eth_ctx_open(const char *prog, struct gnic_ctx **ctx)
+{
+	struct gnic_ctx_attr ca;
+
+#if defined(__CUDACC__)
+	if (eth_gpu_count() == 0) {
+		printf("SKIP: no GPU\n");
+		return 77;
+	}
+#endif
+	gnic_ctx_attr_init(&ca);
+	ca.gpu = ETH_GPU_CTX;
+	if (gnic_ctx_create(&ca, ctx))
+		return eth_fail(prog, "gnic_ctx_create");
+	return 0;
+}
+
+/* A rule for IPv4 UDP to destination port `port`, delivered with `tag`. */
+static inline void eth_udp_rule(struct gnic_eth_rule *r, uint16_t port, uint32_t tag)
+{
+	memset(r, 0, sizeof(*r));
+	r->match = GNIC_ETH_MATCH_DST_PORT;
+	r->ip_version = 4;
+	r->l4 = GNIC_ETH_L4_UDP;
+	r->dst_port = port;
+	r->flow_tag = tag;
 }
 
 #endif /* GNIC_EXAMPLE_ETH_RUN_H */

@@ -463,6 +463,12 @@ static gnic_status_t check_rule(const struct gnic_eth_rule *r)
 	if ((r->match & (GNIC_ETH_MATCH_SRC_IP | GNIC_ETH_MATCH_DST_IP)) && !r->ip_version)
 		return gnic_error(GNIC_ERR_INVALID,
 		                  "eth rule: an IP address match needs ip_version");
+	/* a ConnectX matches the version on ethertype or on ip_version by model:
+	 * a contradicting EtherType would steer differently by model */
+	if ((r->match & GNIC_ETH_MATCH_ETHERTYPE) && r->ip_version &&
+	    r->ethertype != (r->ip_version == 4 ? 0x0800 : 0x86dd))
+		return gnic_error(GNIC_ERR_INVALID, "eth rule: ethertype %#x with ip_version %u",
+		                  r->ethertype, r->ip_version);
 	if (r->src_prefix > max_prefix || r->dst_prefix > max_prefix)
 		return gnic_error(GNIC_ERR_INVALID, "eth rule: prefix %u above %u for IPv%u",
 		                  r->src_prefix > r->dst_prefix ? r->src_prefix : r->dst_prefix,
@@ -474,9 +480,9 @@ static gnic_status_t check_rule(const struct gnic_eth_rule *r)
 	if (r->flow_tag > GNIC_MLX5_FLOW_TAG_MASK)
 		return gnic_error(GNIC_ERR_INVALID, "eth rule: flow_tag %#x above 0xffffff",
 		                  r->flow_tag);
-	if (r->priority > 0xfff)
-		return gnic_error(GNIC_ERR_INVALID, "eth rule: priority %u above 0xfff",
-		                  r->priority);
+	if (r->priority > GNIC_ETH_PRIO_MAX)
+		return gnic_error(GNIC_ERR_INVALID, "eth rule: priority %u above %u", r->priority,
+		                  GNIC_ETH_PRIO_MAX);
 	if (r->action != GNIC_ETH_DELIVER && r->action != GNIC_ETH_DROP)
 		return gnic_error(GNIC_ERR_INVALID, "eth rule: unknown action %u", r->action);
 	return GNIC_OK;
@@ -678,5 +684,7 @@ GNIC_API gnic_status_t gnic_eth_stats(struct gnic_eth *eth, struct gnic_eth_stat
 	out->rx_out_of_buffer = s.rx_no_wqe;
 	out->rx_too_long = s.rx_too_long;
 	out->tx_frames = s.tx_frames;
+	out->rx_overrun = s.rx_overrun;
+	out->tx_dropped = s.tx_dropped;
 	return GNIC_OK;
 }

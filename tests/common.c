@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* Shared helpers for the gnic-emu tests; see common.h. */
+#define _GNU_SOURCE /* sched_setaffinity */
 #include "common.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <time.h>
@@ -233,6 +236,42 @@ uint64_t t_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* Every thread of the process (gnic-emu's workers too) onto one CPU of the
+ * process's mask, or back to that mask. On one CPU a thread that wakes another
+ * is often preempted by it at once: an event raised before the state it
+ * announces is then seen before that state. */
+static cpu_set_t t_saved_cpus;
+
+static void set_all_threads(const cpu_set_t *set)
+{
+	struct dirent *d;
+	DIR *dir = opendir("/proc/self/task");
+
+	CHECK(dir != NULL);
+	while ((d = readdir(dir)))
+		if (d->d_name[0] != '.')
+			sched_setaffinity(atoi(d->d_name), sizeof(*set), set); /* may have exited */
+	closedir(dir);
+}
+
+void t_pin_one_cpu(void)
+{
+	cpu_set_t one;
+	int cpu = 0;
+
+	CHECK_OK(sched_getaffinity(0, sizeof(t_saved_cpus), &t_saved_cpus));
+	while (!CPU_ISSET(cpu, &t_saved_cpus))
+		cpu++;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	set_all_threads(&one);
+}
+
+void t_unpin(void)
+{
+	set_all_threads(&t_saved_cpus);
+}
+
 void t_sleep_ms(unsigned ms)
 {
 	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
@@ -315,6 +354,74 @@ struct ibv_qp *t_qp(struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq,
 	if (actual)
 		*actual = ia.cap;
 	return qp;
+}
+
+struct ibv_qp *t_qp_on(struct ibv_pd *pd, struct ibv_cq *cq, enum ibv_qp_type type, uint32_t depth)
+{
+	struct ibv_qp_init_attr a = {.send_cq = cq,
+	                             .recv_cq = cq,
+	                             .cap = {.max_send_wr = depth,
+	                                     .max_recv_wr = depth,
+	                                     .max_send_sge = 1,
+	                                     .max_recv_sge = 1},
+	                             .qp_type = type};
+
+	return CHECK_PTR(ibv_create_qp(pd, &a));
+}
+
+struct ibv_qp *t_small_qp(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	return t_qp_on(pd, cq, IBV_QPT_RC, 4);
+}
+
+struct ibv_qp_init_attr_ex t_qp_ex_attr(struct ibv_pd *pd, struct ibv_cq *cq, enum ibv_qp_type type,
+                                        uint64_t ops)
+{
+	return (struct ibv_qp_init_attr_ex){
+	    .send_cq = cq,
+	    .recv_cq = cq,
+	    .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
+	    .qp_type = type,
+	    .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+	    .pd = pd,
+	    .send_ops_flags = ops};
+}
+
+struct mlx5dv_qp t_dv_qp(struct ibv_qp *qp)
+{
+	struct mlx5dv_qp dv;
+	struct mlx5dv_obj o = {.qp = {.in = qp, .out = &dv}};
+
+	CHECK_OK(mlx5dv_init_obj(&o, MLX5DV_OBJ_QP));
+	return dv;
+}
+
+uintptr_t t_bf_reg(struct ibv_qp *qp)
+{
+	return (uintptr_t)t_dv_qp(qp).bf.reg;
+}
+
+void t_xpair_finish(struct t_xpair *xp, size_t len, int guard)
+{
+	struct t_pair *p = &xp->p;
+
+	t_connect(p->qp[0], &p->ep[1], &p->opts);
+	t_connect(p->qp[1], &p->ep[0], &p->opts);
+	xp->x = CHECK_PTR(ibv_qp_to_qp_ex(p->qp[0]));
+	xp->dv = t_dv_qp(p->qp[0]);
+	xp->a = t_alloc(len, 0);
+	xp->b = t_alloc(len, guard);
+	xp->amr = t_reg(p->pd, xp->a, len, T_ACCESS_ALL);
+	xp->bmr = t_reg(p->pd, xp->b, len, T_ACCESS_ALL);
+}
+
+void t_xpair_destroy(struct t_xpair *xp)
+{
+	CHECK_OK(ibv_dereg_mr(xp->amr));
+	CHECK_OK(ibv_dereg_mr(xp->bmr));
+	t_pair_destroy(&xp->p);
+	free(xp->a);
+	free(xp->b);
 }
 
 void t_conn_opts_default(struct t_conn_opts *o)

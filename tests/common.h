@@ -132,6 +132,8 @@ uint8_t t_pattern_byte(size_t i, uint32_t seed);
 void *t_alloc(size_t len, int fill); /* page-aligned, every byte = fill */
 uint64_t t_now_ms(void);
 void t_sleep_ms(unsigned ms);
+void t_pin_one_cpu(void); /* every thread of the process on one CPU (races show) */
+void t_unpin(void);       /* back to the mask t_pin_one_cpu found */
 
 /* ---- verbs helpers ------------------------------------------------------ */
 struct ibv_context *t_open(const char *name);
@@ -149,6 +151,23 @@ void t_qp_caps_default(struct t_qp_caps *c);
 /* Returns the QP; *actual (may be NULL) receives the caps the QP really got. */
 struct ibv_qp *t_qp(struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq,
                     const struct t_qp_caps *caps, struct ibv_qp_cap *actual);
+
+/* A QP of `type` on one CQ: depth send and receive WRs of one SGE each. */
+struct ibv_qp *t_qp_on(struct ibv_pd *pd, struct ibv_cq *cq, enum ibv_qp_type type, uint32_t depth);
+/* A small RC QP on one CQ: 4 send and 4 receive WRs of one SGE each. */
+struct ibv_qp *t_small_qp(struct ibv_pd *pd, struct ibv_cq *cq);
+/* ibv_create_qp_ex's attributes for a QP like t_qp_on(pd, cq, type, 4)
+ * with send_ops_flags ops. */
+struct ibv_qp_init_attr_ex t_qp_ex_attr(struct ibv_pd *pd, struct ibv_cq *cq, enum ibv_qp_type type,
+                                        uint64_t ops);
+
+#ifndef T_NO_VERBS
+#include <infiniband/mlx5dv.h>
+/* The QP as mlx5dv_init_obj shows it (queues, doorbell record, register). */
+struct mlx5dv_qp t_dv_qp(struct ibv_qp *qp);
+/* The address of the QP's BlueFlame / doorbell register (mlx5dv bf.reg). */
+uintptr_t t_bf_reg(struct ibv_qp *qp);
+#endif
 
 /* Connection parameters; t_conn_opts_default gives a fast, reliable RC QP. */
 struct t_conn_opts {
@@ -204,6 +223,25 @@ void t_pair_create(struct t_pair *p, struct ibv_context *ctx, const struct t_qp_
                    const struct t_conn_opts *opts, int cqe);
 void t_pair_reconnect(struct t_pair *p);
 void t_pair_destroy(struct t_pair *p);
+
+#ifndef T_NO_VERBS
+/* A t_pair whose QPs the test made itself (ibv_create_qp_ex,
+ * mlx5dv_create_qp), with two buffers: t_xpair_finish connects qp[0] and
+ * qp[1], takes qp[0]'s ibv_qp_ex and mlx5dv view (its SQ, to read WQE
+ * bytes) and registers len bytes of zeros (a, local) and of `guard` bytes
+ * (b, remote) on p.pd; t_xpair_destroy tears all of it down. dx is the
+ * test's (mlx5dv_qp_ex of a QP made by mlx5dv_create_qp). */
+struct t_xpair {
+	struct t_pair p;
+	struct ibv_qp_ex *x;
+	struct mlx5dv_qp_ex *dx;
+	struct mlx5dv_qp dv;
+	uint8_t *a, *b;
+	struct ibv_mr *amr, *bmr;
+};
+void t_xpair_finish(struct t_xpair *xp, size_t len, int guard);
+void t_xpair_destroy(struct t_xpair *xp);
+#endif
 
 /* Post exactly one WR or a chain and fail the test if post_send refuses it. */
 void t_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr);

@@ -79,6 +79,7 @@ enum perf_flag {
 	PERF_F_RECV = 1 << 7,        /* receive queues */
 	PERF_F_HOSTMEM = 1 << 8,     /* buffers in (pinned) host memory, also on a GPU */
 	PERF_F_LOOPBACK = 1 << 9,    /* one process, side A only, its QPs connected to themselves */
+	PERF_F_ETH = 1 << 10,        /* one process, an Ethernet queue pair per CTA (eth_echo) */
 };
 
 struct perf_run;
@@ -116,6 +117,8 @@ struct perf_test {
 	void (*run)(struct perf_run *r);
 	/* after the last chunk, on the sides this process holds */
 	bool (*validate)(struct perf_run *r);
+	/* a device thread failed: what the test knows of it, before the exit (may be NULL) */
+	void (*explain)(const struct perf_run *r);
 };
 
 /* A test's descriptor, in its file: the fixed fields, then designated ones. */
@@ -143,6 +146,7 @@ enum perf_set {
 	PERF_SET_BIDIR = 1 << 9,
 	PERF_SET_WARMUP = 1 << 10,
 	PERF_SET_GPU = 1 << 11,
+	PERF_SET_ETH = 1 << 12, /* --rx-bufs, --window */
 };
 
 struct perf_args {
@@ -170,6 +174,7 @@ struct perf_args {
 	int port;
 	enum perf_format format;
 	bool validate, quick;
+	int eth_rx_bufs, eth_window; /* eth_echo: receive buffers per queue, frames in flight */
 	char device[64];
 	int timeout_s;
 	unsigned set; /* enum perf_set */
@@ -256,6 +261,12 @@ struct perf_ep {
 	uint64_t *lat;
 	size_t lat_cap;
 	uint64_t posted[PERF_MAX_QPS], posted_row[PERF_MAX_QPS]; /* post_rate: BBs taken */
+	/* eth_echo: an Ethernet queue per CTA, their device views (device memory), and
+	 * the port's counters when the run began */
+	struct gnic_eth **eth;
+	struct gnic_dev_eth **deth;
+	int neth;
+	struct gnic_eth_stats eth_base;
 };
 
 /* What a side tells the other to connect (host mode: GID, QPNs, PSNs;
@@ -353,6 +364,7 @@ long perf_granule(const struct perf_args *a);     /* chunks are multiples of it 
 /* The CPU's view of [off, off + len) to the device's, or back (GPU memory). */
 void perf_ep_push(struct perf_ep *ep, size_t off, size_t len);
 void perf_ep_pull(struct perf_ep *ep, size_t off, size_t len);
+void perf_ep_eth_dev(struct perf_ep *ep); /* ep->deth from ep->eth */
 /* Runs the chunk's device body on the sides in mask this process holds,
  * phase for tests with several launches; r->ns, r->lat. */
 #define PERF_RUN_A 1u

@@ -47,6 +47,8 @@ static const char usage_text[] =
     "  --ctas N[,N..]     CTAs (CPU threads: at most %d)    --threads N (GPU: 128)\n"
     "  --scope S[,S..]    thread, warp, cta (put_bw, post_rate)    --gpu N   --host-mem\n"
     "  --server           wait for a client (it sends its settings)\n"
+    "  --rx-bufs N (512)  --window N (rx-bufs / 2 - 32): eth_echo's receive ring per queue\n"
+    "                     and frames in flight per CTA (more than the ring holds: drops)\n"
     "  --csv | --json     --plot FILE.png   --no-validate   --quick   --timeout S (%d)\n"
     "Last line: gnic-perf: PASS or gnic-perf: FAIL: why. Exit 0 pass, 1 fail, 2 usage.\n";
 
@@ -202,6 +204,8 @@ static const struct opt opts[] = {
     {"repeat", 0, O_INT, F(repeat), 0, 1, 100},
     {"timeout", 0, O_INT, F(timeout_s), 0, 1, 86400},
     {"threads", 0, O_INT, F(threads), PERF_SET_THREADS, 1, 1024},
+    {"rx-bufs", 0, O_INT, F(eth_rx_bufs), PERF_SET_ETH, 2, 32768},
+    {"window", 0, O_INT, F(eth_window), PERF_SET_ETH, 1, 32768},
     {"gpu", 0, O_INT, F(gpu), PERF_SET_GPU, 0, 1023},
     {"bidirectional", 'b', O_TRUE, F(bidir), PERF_SET_BIDIR, 0, 0},
     {"report_gbits", 0, O_TRUE, F(gbits), 0, 0, 0},
@@ -299,10 +303,12 @@ static void apply_defaults(struct perf_args *a)
 	if (!a->mode) /* post_rate needs device threads; the rest compares with host */
 		a->mode = &perf_modes[t->modes & 1 ? PERF_HOST : PERF_GPU];
 	if (!a->nscopes)
-		a->nscopes = parse_list(
-		    "--scope",
-		    t->flags & PERF_F_SCOPES && t->kind == PERF_RATE ? "thread,warp,cta" : "thread",
-		    0, 2, a->scopes, true);
+		a->nscopes = parse_list("--scope",
+		                        t->flags & PERF_F_ETH ? "thread,warp"
+		                        : t->flags & PERF_F_SCOPES && t->kind == PERF_RATE
+		                            ? "thread,warp,cta"
+		                            : "thread",
+		                        0, 2, a->scopes, true);
 	if (!a->nsizes)
 		parse_sizes(a, a->quick && !fixed ? "8,64,4096,65536" : t->sizes, "--sizes");
 	if (!(a->set & PERF_SET_ITERS))
@@ -311,6 +317,14 @@ static void apply_defaults(struct perf_args *a)
 		a->warmup = a->iters / 10;
 	if (!(a->set & PERF_SET_DEPTH))
 		a->tx_depth = a->mode->gnic ? 0 : 128; /* libgnic modes: from the CTA size */
+	if (!a->eth_rx_bufs)
+		a->eth_rx_bufs = 512;
+	/* Half the ring less 32: an echoed frame's buffer stays out of the ring until
+	 * its send completion is polled, so besides the window in flight up to a
+	 * window of sent buffers can be out, and up to 16 sends whose CQE has not
+	 * come (one every 16 BBs) and a burst being turned around. */
+	if (!a->eth_window)
+		a->eth_window = a->eth_rx_bufs / 2 > 33 ? a->eth_rx_bufs / 2 - 32 : 1;
 	a->scope = a->scopes[0];
 	a->qps = a->qps_list[0];
 	a->ctas = a->ctas_list[0];
@@ -389,6 +403,30 @@ bool perf_two_process(const struct perf_args *a)
 
 #define REFUSE(...) return snprintf(why, cap, __VA_ARGS__), false
 
+/* eth_echo: frames of 64 B .. the port's largest, a queue pair per CTA
+ * driven by one thread or one warp, the ring a power of two. */
+static bool eth_ok(const struct perf_args *a, char *why, size_t cap)
+{
+	for (int i = 0; i < a->nsizes; i++)
+		if (a->sizes[i] < 64 || a->sizes[i] > 9216)
+			REFUSE("%s: frames of 64 .. 9216 bytes (--size %zu)", a->test->name,
+			       a->sizes[i]);
+	for (int i = 0; i < a->nscopes; i++)
+		if (a->scopes[i] == PERF_SCOPE_CTA)
+			REFUSE("--scope cta: gnic_dev_eth has warp calls, no CTA calls; %s runs at "
+			       "thread and warp scope",
+			       a->test->name);
+	if (perf_list_max(a->qps_list, a->nqps) > 1)
+		REFUSE("%s has an Ethernet queue pair per CTA: --qp does not apply", a->test->name);
+	if (a->threads > 32)
+		REFUSE("--threads %d: %s drives a CTA's queue with one thread or one warp (at most "
+		       "32)",
+		       a->threads, a->test->name);
+	if (a->eth_rx_bufs & (a->eth_rx_bufs - 1))
+		REFUSE("--rx-bufs %d: a power of two, please", a->eth_rx_bufs);
+	return true;
+}
+
 bool perf_args_check(const struct perf_args *a, char *why, size_t cap)
 {
 	const struct perf_test *t = a->test;
@@ -402,7 +440,10 @@ bool perf_args_check(const struct perf_args *a, char *why, size_t cap)
 
 	if (!(t->modes & (1u << a->mode->id)))
 		REFUSE("%s has no --mode %s (it runs in %s)", t->name, a->mode->name,
-		       t->modes & 1 ? "host mode only" : "the libgnic modes only");
+		       t->modes & 1            ? "host mode only"
+		       : t->flags & PERF_F_ETH ? "gpu, gpu-bf and cpu-assisted: an Ethernet queue "
+		                                 "has no proxy doorbell"
+		                               : "the libgnic modes only");
 	for (int i = 0; i < a->nsizes; i++)
 		if (t->flags & PERF_F_OPERAND8 && a->sizes[i] != 8)
 			REFUSE("%s works on 8-byte operands: --size 8 only", t->name);
@@ -412,7 +453,8 @@ bool perf_args_check(const struct perf_args *a, char *why, size_t cap)
 		REFUSE("%s measures one QP: --qp must be 1", t->name);
 	if (t->kind == PERF_LAT && a->set & PERF_SET_DEPTH)
 		REFUSE("%s keeps one message in flight: --tx-depth does not apply", t->name);
-	if (t->flags & (PERF_F_LOCAL | PERF_F_UNCONNECTED | PERF_F_LOOPBACK) && perf_two_process(a))
+	if (t->flags & (PERF_F_LOCAL | PERF_F_UNCONNECTED | PERF_F_LOOPBACK | PERF_F_ETH) &&
+	    perf_two_process(a))
 		REFUSE("%s runs in one process: no server or client", t->name);
 	if (a->plot[0] && a->server)
 		REFUSE("--plot is for the side that reports (the client)");
@@ -425,10 +467,14 @@ bool perf_args_check(const struct perf_args *a, char *why, size_t cap)
 		REFUSE("--iters %ld is below --qp %d: some QPs would do nothing", a->iters,
 		       a->qps_list[0]);
 	for (int i = 0; a->mode->gnic && i < a->nscopes; i++)
-		if (a->scopes[i] != PERF_SCOPE_THREAD && !(t->flags & PERF_F_SCOPES))
+		if (a->scopes[i] != PERF_SCOPE_THREAD && !(t->flags & (PERF_F_SCOPES | PERF_F_ETH)))
 			REFUSE("--scope %s: gnic_dev has warp and CTA calls for puts only; %s runs "
 			       "at thread scope",
 			       perf_scope_name(a->scopes[i]), t->name);
+	if (t->flags & PERF_F_ETH && !eth_ok(a, why, cap))
+		return false;
+	if (!(t->flags & PERF_F_ETH) && a->set & PERF_SET_ETH)
+		REFUSE("--window and --rx-bufs are eth_echo's");
 	if (a->mode->gnic && t->kind == PERF_LAT &&
 	    (perf_list_max(a->ctas_list, a->nctas) > 1 || a->threads > 1))
 		REFUSE("%s is one device thread per side: --ctas and --threads must be 1", t->name);

@@ -24,7 +24,7 @@
 /* clang-format off */
 #define PERF_TESTS(X) X(put_bw) X(get_bw) X(atomic_rate) X(post_rate) X(memcpy) \
 	X(put_lat) X(send_lat) X(signal_lat) X(get_lat) X(atomic_lat) X(store_rate) X(flag_lat) \
-	X(dma_bw)
+	X(dma_bw) X(eth_echo)
 /* clang-format on */
 #define PERF_TEST_ENUM(name) PERF_TEST_##name,
 enum perf_test_id { PERF_TESTS(PERF_TEST_ENUM) PERF_NTESTS };
@@ -210,7 +210,11 @@ enum pd_op { PD_OP_NONE, PD_OPS(PD_OP_ENUM) PD_NOPS };
 	X(COUNTER, "a QP counter is off (at: 0 sq_reserved, 1 sq_ready, 2 sq_rung, "               \
 	           "3 sq_retired, 4 CPU doorbell, 5 doorbell record)")                             \
 	X(WQE, "a WQE field is off (iteration: 0 ctrl word 0, 1 ctrl word 1, 2 length, "           \
-	       "3 lkey, 4 rkey, 5 remote offset, 6 local offset; at: its BB)")
+	       "3 lkey, 4 rkey, 5 remote offset, 6 local offset; at: its BB)")                     \
+	X(LOST, "frames lost: an echo out of sequence (iteration: the one expected; got: the "     \
+	        "sequence number that came)")                                                      \
+	X(FRAME, "a frame with the wrong flow tag or checksum flags (got, expected: tag << 32 | "  \
+	         "GNIC_ETH_RX_* flags)")
 #define PD_BAD_ENUM(name, text) PD_BAD_##name,
 enum pd_bad { PD_BAD_BASE = -101, PD_BADS(PD_BAD_ENUM) PD_PEER_FAILED };
 
@@ -227,6 +231,7 @@ struct pd_status { /* the launch's first failure and the span of its iterations 
 struct pd_side {
 	struct gnic_dev_qp *const *qp; /* nqps (gnic_qp_group_dev); the doorbell mode says how work
 	                                * gets out */
+	struct gnic_dev_eth *const *eth; /* eth_echo: the side's Ethernet queues, one per CTA */
 	const uint64_t *bb; /* post_rate: QP q has taken bb[2q] BBs, bb[2q + 1] on in this row */
 	struct perf_ring r;
 	uint8_t *lbase; /* the local buffer as registered, device-accessible */

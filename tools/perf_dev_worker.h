@@ -230,6 +230,7 @@ GNIC_DEVFN void pd_pingpong(const struct pd_side *s, pd_pp_fn *send, pd_pp_fn *a
 #include "atomic_lat.c"
 #include "atomic_rate.c"
 #include "dma_bw.c"
+#include "eth_echo.c"
 #include "get_bw.c"
 #include "flag_lat.c"
 #include "get_lat.c"

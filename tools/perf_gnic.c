@@ -94,8 +94,8 @@ void perf_gnic_resolve(struct perf_args *a)
 		return;
 	if (!a->on_gpu)
 		fit_cpu(a);
-	else if (!a->threads)
-		a->threads = streams(a) ? 128 : 1;
+	else if (!a->threads) /* eth_echo: a warp drives a CTA's queue */
+		a->threads = a->test->flags & PERF_F_ETH ? 32 : streams(a) ? 128 : 1;
 	if (a->on_gpu && a->threads > perf_gpu_max_threads())
 		perf_usage_error("--threads %d: gnic-perf's kernel runs at most %d threads per CTA "
 		                 "on this GPU (its registers)",
@@ -157,6 +157,20 @@ void perf_ep_pull(struct perf_ep *ep, size_t off, size_t len)
 {
 	if (ep->gpu_mem && len)
 		perf_gpu_copy(ep->buf + off, ep->dev + off, len, 0);
+}
+
+/* The device views of ep's Ethernet queues, as an array device code reads. */
+void perf_ep_eth_dev(struct perf_ep *ep)
+{
+	struct gnic_dev_eth **v = calloc((size_t)ep->neth, sizeof(*v));
+
+	if (!v)
+		perf_fatal("out of memory");
+	for (int c = 0; c < ep->neth; c++)
+		v[c] = gnic_eth_dev(ep->eth[c]);
+	ep->deth = devmem_alloc(ep->on_gpu, (size_t)ep->neth * sizeof(*v));
+	devmem_copy(ep->on_gpu, ep->deth, v, (size_t)ep->neth * sizeof(*v), 1);
+	free(v);
 }
 
 /* ---- one side ------------------------------------------------------------------------------- */
@@ -233,6 +247,11 @@ static void perf_gnic_connect(struct perf_ep *ep, const struct perf_args *a,
 
 static void perf_gnic_close(struct perf_ep *ep)
 {
+	for (int c = 0; c < ep->neth; c++)
+		gnic_eth_destroy(ep->eth[c]);
+	free(ep->eth);
+	if (ep->deth)
+		devmem_free(ep->on_gpu, ep->deth, (size_t)ep->neth * sizeof(*ep->deth));
 	gnic_mr_dereg(ep->gmr);
 	gnic_qp_group_destroy(ep->group);
 	gnic_ctx_destroy(ep->gctx);
@@ -282,7 +301,7 @@ static void describe(const struct pd_status *st, int side, char *buf, size_t cap
 	snprintf(buf, cap, "side %c, %s on QP %u, iteration %lld: %s", side ? 'B' : 'A',
 	         st->op > 0 && st->op < PD_NOPS ? ops[st->op] : "?", st->q, (long long)st->iter,
 	         what);
-	if (st->rc <= PD_BAD_WQE)
+	if (st->rc > PD_BAD_BASE && st->rc < PD_PEER_FAILED)
 		snprintf(buf + strlen(buf), cap - strlen(buf),
 		         " (at %lld: %llu = 0x%llx, expected %llu = 0x%llx)", (long long)st->off,
 		         (unsigned long long)st->got, (unsigned long long)st->got,
@@ -299,6 +318,8 @@ static void check_side(const struct perf_run *r, struct perf_ep *ep, struct pd_s
 	if (!st->rc)
 		return;
 	describe(st, ep->side, what, sizeof(what));
+	if (r->t->explain)
+		r->t->explain(r);
 	if (st->rc > PD_BAD_DATA && st->q < (uint32_t)ep->nqps &&
 	    gnic_qp_error(gnic_qp_group_qp(ep->group, st->q), &e) == GNIC_OK && e.dev_status)
 		perf_fatal("%s (mode %s; QP error: %s)", what, r->a->mode->name, e.text);
@@ -314,6 +335,7 @@ static void side_init(struct perf_run *r, struct perf_ep *ep, struct pd_side *ps
 	memset(ps, 0, sizeof(*ps));
 	ps->nqps = (uint32_t)a->qps;
 	ps->qp = ep->dqp;
+	ps->eth = ep->deth;
 	ps->bb = ep->bb;
 	if (phase && r->t->flags & PERF_F_UNCONNECTED) { /* post_rate's check */
 		static uint64_t bb[2 * PERF_MAX_QPS];

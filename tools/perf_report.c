@@ -172,6 +172,11 @@ static void table_begin(const struct perf_session *s)
 		print_list("   QPs:", a->qps_list, a->nqps);
 		printf("\n QP settings  : share %s, SQ depth %d, CQE every 16 BBs\n",
 		       lat(a) ? "EXCLUSIVE" : "GPU", a->tx_depth);
+		if (a->test->flags & PERF_F_ETH)
+			printf(
+			    " Ethernet     : a queue pair per CTA, each queue a UDP-port rule and "
+			    "%d receive buffers; at most %d frames in flight per CTA\n",
+			    a->eth_rx_bufs, a->eth_window);
 	} else if (ep) {
 		printf(
 		    " QPs          : %-8d TX depth : %-6u Signaled : every %u   Inline : <= %u B\n",
@@ -321,6 +326,9 @@ void perf_report_begin(const struct perf_session *s)
 		         : a->test->flags & PERF_F_UNCONNECTED ? "none (QPs left unconnected)"
 		         : a->test->flags & PERF_F_LOOPBACK
 		             ? "loopback (QPs connected to themselves)"
+		         : a->test->flags & PERF_F_ETH
+		             ? "the NIC's Ethernet port, no interface (gnic-emu: loopback); "
+		               "side A the wire, side B the echo"
 		             : "in-process (sides A and B)");
 	rep.code = a->mode->gnic ? a->dev_name : "host CPU thread (verbs)";
 	rep.memory = !a->mode->gnic || !a->on_gpu ? "host memory"

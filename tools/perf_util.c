@@ -229,10 +229,25 @@ static void ring_pingpong(struct perf_ring *r, size_t size)
 	ring_place(r);
 }
 
+/* eth_echo: the first window frames of each CTA's chunk are built in its
+ * window slots (one source region, unused). */
+static void ring_eth(struct perf_ring *r, size_t size, uint32_t ctas, uint32_t window)
+{
+	memset(r, 0, sizeof(*r));
+	r->size = size;
+	r->stride = round_up(size, 64);
+	r->nw = ctas;
+	r->nslots = window;
+	r->nsrc = 1;
+	ring_place(r);
+}
+
 void perf_ring_for(struct perf_ring *r, const struct perf_args *a, size_t size)
 {
 	if (a->test->flags & PERF_F_PINGPONG)
 		ring_pingpong(r, size);
+	else if (a->test->flags & PERF_F_ETH)
+		ring_eth(r, size, (uint32_t)a->ctas, (uint32_t)a->eth_window);
 	else
 		ring_stream(r, size, perf_writers(a), (uint32_t)a->tx_depth);
 }

@@ -74,7 +74,9 @@ gnic_status_t gnic_eth_error(struct gnic_eth *eth, struct gnic_qp_error *err);
  * A rule matches the fields its match bits name, exactly (IP addresses on
  * the prefix length given); frames that no rule of the port takes are
  * dropped by the NIC (counted as rx_no_rule). Lower priority goes first;
- * one priority: in creation order. */
+ * one priority: in creation order; a rule for a multicast destination MAC
+ * (or, without a MAC or EtherType match, a multicast IPv4 destination)
+ * after every priority, as a ConnectX keeps them in a table of their own. */
 enum {
 	GNIC_ETH_MATCH_DST_MAC = 1 << 0,
 	GNIC_ETH_MATCH_ETHERTYPE = 1 << 1,
@@ -84,6 +86,10 @@ enum {
 	GNIC_ETH_MATCH_DST_PORT = 1 << 5,
 	GNIC_ETH_MATCH_ALL = (1 << 6) - 1,
 };
+
+/* The last priority: a ConnectX has 16 for verbs flow rules (mlx5_ib's
+ * MLX5_IB_FLOW_LAST_PRIO). */
+#define GNIC_ETH_PRIO_MAX 15u
 
 enum gnic_eth_l4 { GNIC_ETH_L4_ANY = 0, GNIC_ETH_L4_UDP = 17, GNIC_ETH_L4_TCP = 6 };
 
@@ -105,7 +111,7 @@ struct gnic_eth_rule {
 	uint16_t src_port; /* host order */
 	uint16_t dst_port;
 	uint32_t flow_tag; /* 0..0xffffff: reported in each CQE (0 = no tag) */
-	uint16_t priority; /* 0..0xfff */
+	uint16_t priority; /* 0..GNIC_ETH_PRIO_MAX */
 	uint8_t action;    /* enum gnic_eth_action */
 	uint8_t rsvd;
 };
@@ -113,8 +119,9 @@ struct gnic_eth_rule {
 struct gnic_eth_flow;
 
 /* Install rule on eth's port. GNIC_ERR_INVALID: unknown match bits, an IP
- * match without ip_version, a port match without l4, a prefix too long, a
- * tag above 0xffffff; GNIC_ERR_NOT_SUPPORTED: the provider refused it
+ * match without ip_version, an EtherType match that is not ip_version's, a
+ * port match without l4, a prefix too long, a tag above 0xffffff, a
+ * priority above GNIC_ETH_PRIO_MAX; GNIC_ERR_NOT_SUPPORTED: the provider refused it
  * (its reason in the text). */
 gnic_status_t gnic_eth_rule_add(struct gnic_eth *eth, const struct gnic_eth_rule *rule,
                                 struct gnic_eth_flow **flow_p);
@@ -133,6 +140,9 @@ struct gnic_eth_stats {
 	uint64_t rx_out_of_buffer; /* steered to a queue with no receive buffer posted: dropped */
 	uint64_t rx_too_long;      /* longer than a receive buffer: dropped */
 	uint64_t tx_frames;        /* sent */
+	uint64_t rx_overrun;       /* lost before steering: the host could not keep up with the
+	                              port (gnic-emu's interface socket was full) */
+	uint64_t tx_dropped;       /* handed to the port but not sent (its interface refused it) */
 };
 gnic_status_t gnic_eth_stats(struct gnic_eth *eth, struct gnic_eth_stats *out);
 

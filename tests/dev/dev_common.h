@@ -39,6 +39,24 @@ struct pair {
 	struct gnic_rmem brm, arm;
 };
 
+/* A gnic context on gnic-emu with no GPU (device code on CPU threads). */
+struct gnic_ctx *dev_ctx_open(void);
+/* len bytes, page-aligned, zeroed; free() them. */
+uint8_t *dev_buf_new(size_t len);
+/* Connect two QPs of this process to each other. */
+void dev_qp_connect(struct gnic_qp *x, struct gnic_qp *y);
+
+/* stderr into a scratch file from start to stop, which puts what was
+ * logged meanwhile, NUL-ended, into log (size bytes at most). */
+struct dev_log {
+	int fd, saved;
+};
+void dev_log_start(struct dev_log *l);
+void dev_log_stop(struct dev_log *l, char *log, size_t size);
+/* gnic_qp_create with what it logged in log. */
+gnic_status_t dev_qp_create_logged(struct gnic_ctx *ctx, const struct gnic_qp_attr *attr,
+                                   struct gnic_qp **qp, char *log, size_t size);
+
 /* attr may be NULL (defaults). */
 void pair_open(struct pair *p, const struct gnic_qp_attr *attr, size_t len);
 void pair_close(struct pair *p);

@@ -41,37 +41,6 @@ struct bfset {
 	struct gnic_rmem brm;
 };
 
-static struct gnic_ctx *ctx_new(void)
-{
-	struct gnic_ctx_attr ca;
-	struct gnic_ctx *ctx;
-
-	gnic_ctx_attr_init(&ca);
-	ca.provider = GNIC_PROVIDER_EMU;
-	ca.gpu = GNIC_GPU_NONE;
-	CHECK_GNIC(gnic_ctx_create(&ca, &ctx));
-	return ctx;
-}
-
-static uint8_t *buf_new(size_t len)
-{
-	void *b = NULL;
-
-	CHECK_EQ(posix_memalign(&b, 4096, len), 0);
-	memset(b, 0, len);
-	return b;
-}
-
-static void connect_qps(struct gnic_qp *x, struct gnic_qp *y)
-{
-	struct gnic_blob bx, by;
-
-	CHECK_GNIC(gnic_qp_export(x, &bx));
-	CHECK_GNIC(gnic_qp_export(y, &by));
-	CHECK_GNIC(gnic_qp_connect(x, &by));
-	CHECK_GNIC(gnic_qp_connect(y, &bx));
-}
-
 /* The BF QPs first, as a program making its latency-critical QPs first
  * would: with one register per QP the 17th to 24th share on a plain
  * context. */
@@ -81,7 +50,7 @@ static void bfset_open(struct bfset *s)
 	size_t len = (size_t)NQP * OPS * SLOT;
 
 	memset(s, 0, sizeof(*s));
-	s->ctx = ctx_new();
+	s->ctx = dev_ctx_open();
 	gnic_qp_attr_init(&ba);
 	ba.db_mode = GNIC_DB_BF;
 	ba.share = GNIC_SHARE_EXCLUSIVE;
@@ -92,14 +61,14 @@ static void bfset_open(struct bfset *s)
 		CHECK_GNIC(gnic_qp_create(s->ctx, &ba, &s->qa[i]));
 	for (int i = 0; i < NQP; i++) {
 		CHECK_GNIC(gnic_qp_create(s->ctx, &sa, &s->qb[i]));
-		connect_qps(s->qa[i], s->qb[i]);
+		dev_qp_connect(s->qa[i], s->qb[i]);
 		s->a[i] = gnic_qp_dev(s->qa[i]);
 		s->b[i] = gnic_qp_dev(s->qb[i]);
 		CHECK_EQ(s->a[i]->db_mode, GNIC_DB_BF);
 		CHECK_EQ(s->a[i]->bf_size, GNIC_MLX5_BF_SIZE);
 	}
-	s->abuf = buf_new(len);
-	s->bbuf = buf_new(len);
+	s->abuf = dev_buf_new(len);
+	s->bbuf = dev_buf_new(len);
 	CHECK_GNIC(gnic_mr_reg(s->ctx, s->abuf, len, GNIC_ACCESS_ALL, &s->amr));
 	CHECK_GNIC(gnic_mr_reg(s->ctx, s->bbuf, len, GNIC_ACCESS_ALL, &s->bmr));
 	gnic_mr_rmem(s->bmr, &s->brm);
@@ -240,7 +209,7 @@ static void test_nodomain(void)
 
 	if (!pages_set())
 		return;
-	ctx = ctx_new();
+	ctx = dev_ctx_open();
 	gnic_qp_attr_init(&ba);
 	ba.db_mode = GNIC_DB_BF;
 	gnic_qp_attr_init(&sa);
@@ -285,7 +254,7 @@ static void test_envbf(void)
 		printf("envbf: runs with GNIC_DB_MODE=bf only (its own CTest)\n");
 		return;
 	}
-	ctx = ctx_new();
+	ctx = dev_ctx_open();
 	gnic_qp_attr_init(&sa);
 	sa.db_mode = GNIC_DB_SM;
 	CHECK_GNIC(gnic_qp_create(ctx, &sa, &sm)); /* takes one of the 2 pages */

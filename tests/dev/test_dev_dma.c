@@ -33,14 +33,10 @@ struct env {
 
 static void env_open(struct env *e, uint32_t sq_depth)
 {
-	struct gnic_ctx_attr ca;
 	struct gnic_qp_attr qa;
 
 	memset(e, 0, sizeof(*e));
-	gnic_ctx_attr_init(&ca);
-	ca.provider = GNIC_PROVIDER_EMU;
-	ca.gpu = GNIC_GPU_NONE;
-	CHECK_GNIC(gnic_ctx_create(&ca, &e->ctx));
+	e->ctx = dev_ctx_open();
 	gnic_qp_attr_init(&qa);
 	qa.sq_depth = sq_depth;
 	qa.timeout_ns = 20ull * 1000 * 1000 * 1000;

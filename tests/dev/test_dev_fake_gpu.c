@@ -200,29 +200,6 @@ static void test_placement(void)
 	check_released();
 }
 
-/* Creates a QP with stderr going to a file; returns what was logged. */
-static gnic_status_t create_logged(struct gnic_ctx *ctx, const struct gnic_qp_attr *attr,
-                                   struct gnic_qp **qp, char *log, size_t size)
-{
-	char path[] = "/tmp/gnic-fake-gpu-log-XXXXXX";
-	int fd = mkstemp(path), saved = dup(2);
-	gnic_status_t st;
-	ssize_t n;
-
-	CHECK(fd >= 0 && saved >= 0);
-	unlink(path);
-	fflush(stderr);
-	CHECK(dup2(fd, 2) == 2);
-	st = gnic_qp_create(ctx, attr, qp);
-	fflush(stderr);
-	CHECK(dup2(saved, 2) == 2);
-	close(saved);
-	n = pread(fd, log, size - 1, 0);
-	close(fd);
-	log[n > 0 ? n : 0] = 0;
-	return st;
-}
-
 static void test_nomap(void)
 {
 	struct gnic_ctx *ctx = open_ctx();
@@ -233,7 +210,7 @@ static void test_nomap(void)
 
 	t_case("GNIC_DB_MAP=off, GPU placement: AUTO -> PROXY, said by default; SM refused");
 	gnic_qp_attr_init(&attr);
-	CHECK_GNIC(create_logged(ctx, &attr, &qp, log, sizeof(log)));
+	CHECK_GNIC(dev_qp_create_logged(ctx, &attr, &qp, log, sizeof(log)));
 	printf("logged: %s", log);
 	CHECK_EQ(gnic_qp_dev(qp)->db_mode, GNIC_DB_PROXY);
 	CHECK_EQ(gnic_qp_queue(qp), GNIC_QUEUE_HOST); /* the proxy writes host queues */
@@ -274,31 +251,23 @@ static void test_mr(void)
 	struct gnic_ctx *ctx = open_ctx();
 	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
 	int (*mem_alloc)(uint64_t *, size_t), (*mem_free)(uint64_t);
-	char path[] = "/tmp/gnic-fake-gpu-mr-XXXXXX", log[16384];
-	int fd = mkstemp(path), saved = dup(2);
+	char log[16384];
+	struct dev_log dl;
 	struct gnic_mr *gmr = NULL, *hmr = NULL;
 	uint64_t dptr = 0;
 	void *host = t_alloc(LEN, 0);
 	long ga, ha;
-	ssize_t n;
 
 	t_case("mr: GPU memory with IBV_ACCESS_RELAXED_ORDERING, host memory without");
-	CHECK(lib != NULL && fd >= 0 && saved >= 0);
+	CHECK(lib != NULL);
 	*(void **)&mem_alloc = dlsym(lib, "cuMemAlloc_v2");
 	*(void **)&mem_free = dlsym(lib, "cuMemFree_v2");
 	CHECK(mem_alloc && mem_free);
 	CHECK_EQ(mem_alloc(&dptr, LEN), 0);
-	unlink(path);
-	fflush(stderr);
-	CHECK(dup2(fd, 2) == 2);
+	dev_log_start(&dl);
 	CHECK_GNIC(gnic_mr_reg(ctx, (void *)(uintptr_t)dptr, LEN, GNIC_ACCESS_ALL, &gmr));
 	CHECK_GNIC(gnic_mr_reg(ctx, host, LEN, GNIC_ACCESS_ALL, &hmr));
-	fflush(stderr);
-	CHECK(dup2(saved, 2) == 2);
-	close(saved);
-	n = pread(fd, log, sizeof(log) - 1, 0);
-	close(fd);
-	log[n > 0 ? n : 0] = 0;
+	dev_log_stop(&dl, log, sizeof(log));
 	ga = logged_access(log, "CUDA");
 	ha = logged_access(log, "host");
 	printf("GPU MR asked 0x%lx, host MR asked 0x%lx\n", ga, ha);
@@ -403,11 +372,11 @@ static void test_queue_nodevx(void)
 
 	t_case("no DEVX, GPU context, queue AUTO: host queues, no note (gnic-emu's AUTO is host)");
 	gnic_qp_attr_init(&attr);
-	CHECK_GNIC(create_logged(ctx, &attr, &qp, log, sizeof(log)));
+	CHECK_GNIC(dev_qp_create_logged(ctx, &attr, &qp, log, sizeof(log)));
 	printf("logged: %s", log);
 	CHECK_EQ(gnic_qp_queue(qp), GNIC_QUEUE_HOST);
 	CHECK(strstr(log, "note:") == NULL);
-	CHECK_GNIC(create_logged(ctx, &attr, &qp2, log, sizeof(log)));
+	CHECK_GNIC(dev_qp_create_logged(ctx, &attr, &qp2, log, sizeof(log)));
 	CHECK_EQ(gnic_qp_queue(qp2), GNIC_QUEUE_HOST);
 	CHECK(strstr(log, "note:") == NULL);
 	gnic_qp_destroy(qp2);

@@ -260,50 +260,23 @@ static void test_stale_inline(void)
 
 /* ---- AUTO's fallback ---------------------------------------------------------------- */
 
-/* Creates a QP with stderr going to a file; returns what was logged. */
-static gnic_status_t create_logged(struct gnic_ctx *ctx, const struct gnic_qp_attr *attr,
-                                   struct gnic_qp **qp, char *log, size_t size)
-{
-	char path[] = "/tmp/gnic-proxy-log-XXXXXX";
-	int fd = mkstemp(path), saved = dup(2);
-	gnic_status_t st;
-	ssize_t n;
-
-	CHECK(fd >= 0 && saved >= 0);
-	unlink(path);
-	fflush(stderr);
-	CHECK(dup2(fd, 2) == 2);
-	st = gnic_qp_create(ctx, attr, qp);
-	fflush(stderr);
-	CHECK(dup2(saved, 2) == 2);
-	close(saved);
-	n = pread(fd, log, size - 1, 0);
-	close(fd);
-	log[n > 0 ? n : 0] = 0;
-	return st;
-}
-
 static void test_fallback(void)
 {
-	struct gnic_ctx_attr ca;
 	struct gnic_qp_attr attr;
 	struct gnic_qp *q1, *q2, *q3;
 	struct gnic_ctx *ctx;
 	char log[4096];
 
 	t_case("GNIC_DB_MAP=off: AUTO falls back to the proxy and says why, once");
-	gnic_ctx_attr_init(&ca);
-	ca.provider = GNIC_PROVIDER_EMU;
-	ca.gpu = GNIC_GPU_NONE;
-	CHECK_GNIC(gnic_ctx_create(&ca, &ctx));
+	ctx = dev_ctx_open();
 	gnic_qp_attr_init(&attr);
-	CHECK_GNIC(create_logged(ctx, &attr, &q1, log, sizeof(log)));
+	CHECK_GNIC(dev_qp_create_logged(ctx, &attr, &q1, log, sizeof(log)));
 	CHECK_EQ(gnic_qp_dev(q1)->db_mode, GNIC_DB_PROXY);
 	printf("logged: %s", log);
 	CHECK(strstr(log, "note:") != NULL);
 	CHECK(strstr(log, "GNIC_DB_MAP=off") != NULL);
 	CHECK(strstr(log, "CPU proxy") != NULL);
-	CHECK_GNIC(create_logged(ctx, &attr, &q2, log, sizeof(log)));
+	CHECK_GNIC(dev_qp_create_logged(ctx, &attr, &q2, log, sizeof(log)));
 	CHECK_EQ(gnic_qp_dev(q2)->db_mode, GNIC_DB_PROXY);
 	CHECK(strstr(log, "CPU proxy") == NULL); /* said once per context */
 

@@ -30,31 +30,6 @@
 
 static struct ibv_context *ctx;
 
-static struct ibv_qp *small_qp(struct ibv_pd *pd, struct ibv_cq *cq)
-{
-	struct ibv_qp_init_attr a = {
-	    .send_cq = cq,
-	    .recv_cq = cq,
-	    .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
-	    .qp_type = IBV_QPT_RC};
-
-	return CHECK_PTR(ibv_create_qp(pd, &a));
-}
-
-static struct mlx5dv_qp dv_of(struct ibv_qp *qp)
-{
-	struct mlx5dv_qp dv;
-	struct mlx5dv_obj o = {.qp = {.in = qp, .out = &dv}};
-
-	CHECK_OK(mlx5dv_init_obj(&o, MLX5DV_OBJ_QP));
-	return dv;
-}
-
-static uintptr_t reg_of(struct ibv_qp *qp)
-{
-	return (uintptr_t)dv_of(qp).bf.reg;
-}
-
 /* ---- assign ---------------------------------------------------------------- */
 
 static void test_assign(void)
@@ -66,9 +41,9 @@ static void test_assign(void)
 
 	t_case("assign: %d QPs: 4 dedicated registers, 12 shared, QP 17 shares QP 5's", NQP);
 	for (int i = 0; i < NQP; i++) {
-		qp[i] = small_qp(pd, cq);
-		reg[i] = reg_of(qp[i]);
-		CHECK_EQ(dv_of(qp[i]).bf.size, GNIC_MLX5_BF_SIZE);
+		qp[i] = t_small_qp(pd, cq);
+		reg[i] = t_bf_reg(qp[i]);
+		CHECK_EQ(t_dv_qp(qp[i]).bf.size, GNIC_MLX5_BF_SIZE);
 	}
 	for (int i = 0; i < NQP; i += 2) { /* two registers per page, made in pairs */
 		CHECK_EQ(reg[i] % 4096, 0x800);
@@ -82,8 +57,8 @@ static void test_assign(void)
 
 	t_case("assign: a destroyed QP's dedicated register goes to the next QP");
 	CHECK_OK(ibv_destroy_qp(qp[1]));
-	qp[NQP] = small_qp(pd, cq);
-	CHECK_EQ(reg_of(qp[NQP]), reg[1]);
+	qp[NQP] = t_small_qp(pd, cq);
+	CHECK_EQ(t_bf_reg(qp[NQP]), reg[1]);
 	qp[1] = qp[NQP];
 	for (int i = 0; i < NQP; i++)
 		CHECK_OK(ibv_destroy_qp(qp[i]));
@@ -141,8 +116,8 @@ static void test_env(void)
 	pd = CHECK_PTR(ibv_alloc_pd(c));
 	cq = t_cq(c, 16);
 	for (int i = 0; i < 5; i++) {
-		qp[i] = small_qp(pd, cq);
-		reg[i] = reg_of(qp[i]);
+		qp[i] = t_small_qp(pd, cq);
+		reg[i] = t_bf_reg(qp[i]);
 	}
 	CHECK(reg[0] != reg[1] && reg[2] != reg[3] && reg[1] != reg[2] && reg[0] != reg[3]);
 	CHECK_EQ(reg[4], reg[2]);
@@ -157,9 +132,9 @@ static void test_env(void)
 	pd = CHECK_PTR(ibv_alloc_pd(c));
 	cq = t_cq(c, 16);
 	for (int i = 0; i < 3; i++) {
-		qp[i] = small_qp(pd, cq);
-		CHECK_EQ(dv_of(qp[i]).bf.size, 0);
-		CHECK_EQ(reg_of(qp[i]), reg_of(qp[0]));
+		qp[i] = t_small_qp(pd, cq);
+		CHECK_EQ(t_dv_qp(qp[i]).bf.size, 0);
+		CHECK_EQ(t_bf_reg(qp[i]), t_bf_reg(qp[0]));
 	}
 	for (int i = 0; i < 3; i++)
 		CHECK_OK(ibv_destroy_qp(qp[i]));
@@ -192,7 +167,7 @@ static void bpair_create_on(struct bpair *x, struct ibv_context *c)
 	memset(x, 0, sizeof(*x));
 	o.cq.out = &x->cq;
 	t_pair_create(&x->p, c, NULL, NULL, 64);
-	x->dv = dv_of(x->p.qp[0]);
+	x->dv = t_dv_qp(x->p.qp[0]);
 	x->qpn = x->p.qp[0]->qp_num;
 	o.cq.in = x->p.scq[0];
 	CHECK_OK(mlx5dv_init_obj(&o, MLX5DV_OBJ_CQ));

@@ -8,6 +8,7 @@
  * report; the PRM error statuses (BAD_OP, BAD_PARAM, BAD_QP_STATE,
  * BAD_INPUT_LEN, BAD_OUTPUT_LEN) and the kernel's EINVAL refusals.
  */
+#include <poll.h>
 #include <sched.h>
 
 #include "devx_q.h"
@@ -647,6 +648,32 @@ static void test_close(void)
 	(void)data; /* the MR stays registered: verbs objects outlive a close here */
 }
 
+/* A DEVX QP's errors are not verbs async events: the kernel gives DEVX
+ * objects' events only to DEVX event channels subscribed to them. */
+static void test_no_async_events(void)
+{
+	struct pollfd pfd;
+	struct dq a, b;
+	union ibv_gid gid;
+	struct gnic_mlx5_cqe64 c;
+
+	t_case("a DEVX responder that fails an access check goes to ERR and raises no async event");
+	dq_gid(ctx, &gid);
+	dq_create(&a, ctx);
+	dq_create(&b, ctx);
+	dq_connect(&a, &gid, b.qpn);
+	dq_connect(&b, &gid, a.qpn);
+	dq_post(&a, GNIC_MLX5_OPCODE_RDMA_WRITE, (uintptr_t)a.data, 64, (uintptr_t)b.data,
+	        b.mr->rkey ^ 0x5a5a00);
+	c = dq_poll(&a, WAIT_MS, "the WRITE with a bad rkey");
+	CHECK_EQ(gnic_mlx5_cqe_opcode(c.op_own), GNIC_MLX5_CQE_REQ_ERR);
+	CHECK_EQ(dq_query_state(&b, NULL), PRM_QPS_ERR);
+	pfd = (struct pollfd){.fd = ctx->async_fd, .events = POLLIN};
+	CHECK_EQ(poll(&pfd, 1, 300), 0);
+	dq_destroy(&a);
+	dq_destroy(&b);
+}
+
 static const struct t_named_case cases[] = {
     {"caps", test_caps},
     {"vport", test_vport},
@@ -657,6 +684,7 @@ static const struct t_named_case cases[] = {
     {"errors", test_errors},
     {"close", test_close},
     {"reset_same_doorbell", test_reset_same_doorbell},
+    {"no_async_events", test_no_async_events},
 };
 
 int main(int argc, char **argv)

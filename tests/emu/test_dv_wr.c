@@ -26,15 +26,6 @@
 
 static struct ibv_context *ctx;
 
-struct dpair {
-	struct t_pair p; /* qp[0] made by mlx5dv_create_qp */
-	struct ibv_qp_ex *x;
-	struct mlx5dv_qp_ex *dx;
-	struct mlx5dv_qp dv; /* qp[0]'s SQ */
-	uint8_t *a, *b;
-	struct ibv_mr *amr, *bmr;
-};
-
 /* An RC QP with IBV send_ops_flags ops and mlx5 send_ops_flags dv_ops; NULL
  * and *err on failure. */
 static struct ibv_qp *dv_qp(struct ibv_pd *pd, struct ibv_cq *cq, uint64_t ops, uint64_t dv_ops,
@@ -60,10 +51,10 @@ static struct ibv_qp *dv_qp(struct ibv_pd *pd, struct ibv_cq *cq, uint64_t ops, 
 	return qp;
 }
 
-static void dpair_create(struct dpair *d, uint64_t dv_ops)
+/* qp[0] made by mlx5dv_create_qp with dv_ops, qp[1] a plain RC QP. */
+static void dpair_create(struct t_xpair *d, uint64_t dv_ops)
 {
 	struct t_pair *p = &d->p;
-	struct mlx5dv_obj o = {.qp = {.out = &d->dv}};
 	struct t_qp_caps caps;
 	int err;
 
@@ -81,28 +72,11 @@ static void dpair_create(struct dpair *d, uint64_t dv_ops)
 	p->qp[1] = t_qp(p->pd, p->scq[1], p->rcq[1], &caps, &p->cap[1]);
 	for (int i = 0; i < 2; i++)
 		t_local_ep(p->qp[i], &p->ep[i]);
-	t_connect(p->qp[0], &p->ep[1], &p->opts);
-	t_connect(p->qp[1], &p->ep[0], &p->opts);
-	d->x = CHECK_PTR(ibv_qp_to_qp_ex(p->qp[0]));
+	t_xpair_finish(d, BUF_LEN, GUARD);
 	d->dx = CHECK_PTR(mlx5dv_qp_ex_from_ibv_qp_ex(d->x));
-	o.qp.in = p->qp[0];
-	CHECK_OK(mlx5dv_init_obj(&o, MLX5DV_OBJ_QP));
-	d->a = t_alloc(BUF_LEN, 0);
-	d->b = t_alloc(BUF_LEN, GUARD);
-	d->amr = t_reg(p->pd, d->a, BUF_LEN, T_ACCESS_ALL);
-	d->bmr = t_reg(p->pd, d->b, BUF_LEN, T_ACCESS_ALL);
 }
 
-static void dpair_destroy(struct dpair *d)
-{
-	CHECK_OK(ibv_dereg_mr(d->amr));
-	CHECK_OK(ibv_dereg_mr(d->bmr));
-	t_pair_destroy(&d->p);
-	free(d->a);
-	free(d->b);
-}
-
-static uint16_t sq_pi(const struct dpair *d)
+static uint16_t sq_pi(const struct t_xpair *d)
 {
 	return (uint16_t)be32toh(d->dv.dbrec[MLX5_SND_DBR]);
 }
@@ -167,7 +141,7 @@ static void test_create(void)
 
 /* An RDMA WRITE WQE as a caller builds it for mlx5dv_wr_raw_wqe: ctrl (with
  * a wrong index, which the provider replaces), raddr, one data segment. */
-static void raw_write(struct dpair *d, uint8_t *wqe, uint32_t off, uint32_t len)
+static void raw_write(struct t_xpair *d, uint8_t *wqe, uint32_t off, uint32_t len)
 {
 	struct mlx5_wqe_ctrl_seg *c = (void *)wqe;
 	struct mlx5_wqe_raddr_seg *r = (void *)(wqe + 16);
@@ -186,7 +160,7 @@ static void test_raw(void)
 {
 	uint8_t wqe[64], got[64];
 	struct ibv_wc wc[2];
-	struct dpair d;
+	struct t_xpair d;
 	uint16_t pi;
 
 	dpair_create(&d, MLX5DV_QP_EX_WITH_RAW_WQE);
@@ -225,7 +199,7 @@ static void test_raw(void)
 	CHECK_MEM(d.b + 2048, d.a + 2048, 100);
 	CHECK_MEM(d.b + 4096, d.a + 4096, 64);
 	CHECK_EQ(t_qp_state(d.p.qp[0]), IBV_QPS_RTS);
-	dpair_destroy(&d);
+	t_xpair_destroy(&d);
 }
 
 /* ---- errors ------------------------------------------------------------------ */
@@ -234,7 +208,7 @@ static void test_errors(void)
 {
 	struct mlx5dv_mkey *no_mkey = NULL;
 	struct ibv_sge sge;
-	struct dpair d;
+	struct t_xpair d;
 	uint16_t pi;
 
 	dpair_create(&d, MLX5DV_QP_EX_WITH_RAW_WQE | MLX5DV_QP_EX_WITH_MR_LIST);
@@ -262,7 +236,7 @@ static void test_errors(void)
 	t_expect_empty(d.p.scq[0], "failed batches");
 	CHECK_BYTES(d.b, GUARD, BUF_LEN);
 	CHECK_EQ(t_qp_state(d.p.qp[0]), IBV_QPS_RTS);
-	dpair_destroy(&d);
+	t_xpair_destroy(&d);
 }
 
 static const struct t_named_case cases[] = {

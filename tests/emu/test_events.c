@@ -4,10 +4,14 @@
  * (observed with poll() on channel->fd, so a missing event fails instead of
  * hanging), ibv_get_cq_event returns the CQ and its context, ack, re-arm,
  * no event without arming, solicited-only arming, a non-blocking fd, and the
- * destroy order (a channel in use by a CQ cannot go first).
+ * destroy order (a channel in use by a CQ cannot go first). Destroying an
+ * object drops its unread events (completion and async, as the kernel drops
+ * them from its event files) and waits until those handed out are acked.
  */
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 
 #include "common.h"
 
@@ -205,18 +209,171 @@ static void test_nonblocking(void)
 	CHECK_OK(fcntl(ch->fd, F_SETFL, flags));
 }
 
+/* A destroy run on a thread of its own, to see it wait for an ack. */
+struct destroyer {
+	pthread_t thread;
+	int (*fn)(void *);
+	void *obj;
+	atomic_bool done;
+	int ret;
+};
+
+static void *destroyer_main(void *arg)
+{
+	struct destroyer *d = arg;
+
+	d->ret = d->fn(d->obj);
+	atomic_store(&d->done, true);
+	return NULL;
+}
+
+static void destroyer_start(struct destroyer *d, int (*fn)(void *), void *obj)
+{
+	d->fn = fn;
+	d->obj = obj;
+	atomic_store(&d->done, false);
+	CHECK_OK(pthread_create(&d->thread, NULL, destroyer_main, d));
+	t_sleep_ms(200);
+	if (atomic_load(&d->done))
+		T_FAIL("destroy returned (%d) while an event it had handed out was not acked",
+		       d->ret);
+}
+
+/* After the ack: the destroy must return 0 within T_WAIT_MS. */
+static void destroyer_finish(struct destroyer *d)
+{
+	uint64_t end = t_now_ms() + T_WAIT_MS;
+
+	while (!atomic_load(&d->done))
+		if (t_now_ms() > end)
+			T_FAIL("destroy still waits %d ms after the ack", T_WAIT_MS);
+		else
+			t_sleep_ms(1);
+	CHECK_OK(pthread_join(d->thread, NULL));
+	CHECK_OK(d->ret);
+}
+
+static int destroy_cq(void *cq)
+{
+	return ibv_destroy_cq(cq);
+}
+
+static int destroy_qp(void *qp)
+{
+	return ibv_destroy_qp(qp);
+}
+
+/* A nonblocking read of fd's events must find none, and poll() none. */
+static void expect_fd_empty(int fd, int (*get)(void), const char *what)
+{
+	int flags = fcntl(fd, F_GETFL);
+
+	if (fd_readable(fd, 50))
+		T_FAIL("the fd is readable: %s", what);
+	CHECK_OK(fcntl(fd, F_SETFL, flags | O_NONBLOCK));
+	CHECK_EQ(get(), -1);
+	CHECK_EQ(errno, EAGAIN);
+	CHECK_OK(fcntl(fd, F_SETFL, flags));
+}
+
+static int get_cq_event(void)
+{
+	struct ibv_cq *cq;
+	void *cctx;
+
+	return ibv_get_cq_event(ch, &cq, &cctx);
+}
+
+static int get_async_event(void)
+{
+	struct ibv_async_event ev;
+
+	return ibv_get_async_event(ctx, &ev);
+}
+
+/* scq[0]'s first event is handed out and not acked yet, its second never
+ * read: destroying the CQ drops the second and waits for the first's ack. */
+static void destroy_scq0_with_events(void)
+{
+	struct destroyer d;
+	struct ibv_cq *cq;
+	void *cctx;
+
+	t_case("destroy_cq: an unread completion event is dropped, a read one waits for its ack");
+	CHECK_OK(ibv_req_notify_cq(scq[0], 0));
+	post_write(10);
+	CHECK(fd_readable(ch->fd, T_WAIT_MS));
+	CHECK_OK(ibv_get_cq_event(ch, &cq, &cctx));
+	CHECK(cq == scq[0]);
+	CHECK_OK(ibv_req_notify_cq(scq[0], 0));
+	post_write(11);
+	CHECK(fd_readable(ch->fd, T_WAIT_MS));
+	CHECK_OK(ibv_destroy_qp(qp[0])); /* the CQ goes only when no QP uses it */
+	destroyer_start(&d, destroy_cq, scq[0]);
+	ibv_ack_cq_events(cq, 1);
+	destroyer_finish(&d);
+	expect_fd_empty(ch->fd, get_cq_event, "the destroyed CQ's unread event");
+}
+
+/* A WRITE with a bad rkey: qp[1] of p is the responder that fails, and its
+ * IBV_EVENT_QP_ACCESS_ERR is queued (within T_WAIT_MS). */
+static void raise_access_err(struct t_pair *p, uint8_t *buf)
+{
+	struct ibv_mr *mr = t_reg(p->pd, buf, 64, T_ACCESS_ALL);
+	struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = 64, .lkey = mr->lkey};
+	struct ibv_send_wr wr = {
+	    .wr_id = 1,
+	    .sg_list = &sge,
+	    .num_sge = 1,
+	    .opcode = IBV_WR_RDMA_WRITE,
+	    .send_flags = IBV_SEND_SIGNALED,
+	    .wr.rdma = {.remote_addr = (uintptr_t)buf, .rkey = mr->rkey ^ 0x5a5a00}};
+	struct ibv_wc wc;
+
+	t_post_send(p->qp[0], &wr);
+	wc = t_poll1(p->scq[0], "the WRITE with a bad rkey");
+	CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
+	CHECK(fd_readable(ctx->async_fd, T_WAIT_MS));
+	CHECK_OK(ibv_dereg_mr(mr));
+}
+
+static void test_async_destroy(void)
+{
+	struct t_pair p, q;
+	struct ibv_async_event ev;
+	struct destroyer d;
+	uint8_t buf[2][64];
+
+	t_case("destroy_qp: an unread async event is dropped, a read one waits for its ack");
+	t_pair_create(&p, ctx, NULL, NULL, 0);
+	t_pair_create(&q, ctx, NULL, NULL, 0);
+	raise_access_err(&p, buf[0]);
+	CHECK_OK(ibv_get_async_event(ctx, &ev));
+	CHECK_EQ(ev.event_type, IBV_EVENT_QP_ACCESS_ERR);
+	CHECK(ev.element.qp == p.qp[1]);
+	raise_access_err(&q, buf[1]);
+	CHECK_OK(ibv_destroy_qp(q.qp[1])); /* its event unread: nothing to wait for */
+	q.qp[1] = NULL;
+	destroyer_start(&d, destroy_qp, p.qp[1]);
+	ibv_ack_async_event(&ev);
+	destroyer_finish(&d);
+	p.qp[1] = NULL;
+	expect_fd_empty(ctx->async_fd, get_async_event, "the destroyed QP's unread event");
+	t_pair_destroy(&p);
+	t_pair_destroy(&q);
+}
+
 static void test_destroy_order(void)
 {
 	t_case("destroy: the channel outlives its CQs");
 	CHECK_RET(ibv_destroy_comp_channel(ch), EBUSY);
-	CHECK_OK(ibv_destroy_qp(qp[0]));
+	destroy_scq0_with_events();
 	CHECK_OK(ibv_destroy_qp(qp[1]));
 	CHECK_OK(ibv_dereg_mr(amr));
 	CHECK_OK(ibv_dereg_mr(bmr));
-	for (int i = 0; i < 2; i++) {
-		CHECK_OK(ibv_destroy_cq(scq[i]));
-		CHECK_OK(ibv_destroy_cq(rcq[i]));
-	}
+	CHECK_OK(ibv_destroy_cq(rcq[0]));
+	CHECK_OK(ibv_destroy_cq(scq[1]));
+	CHECK_OK(ibv_destroy_cq(rcq[1]));
 	CHECK_OK(ibv_destroy_comp_channel(ch));
 	CHECK_OK(ibv_dealloc_pd(pd));
 	CHECK_OK(ibv_close_device(ctx));
@@ -229,6 +386,7 @@ int main(void)
 	test_solicited();
 	test_two_cqs();
 	test_nonblocking();
+	test_async_destroy();
 	test_destroy_order();
 	free(abuf);
 	free(bbuf);

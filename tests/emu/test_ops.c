@@ -294,6 +294,36 @@ static void test_read(uint32_t len, int nsge)
 	t_expect_empty(p.rcq[1], "a READ consumes no receive");
 }
 
+/* A WRITE and a READ whose source and target overlap in one MR, shifted by
+ * `shift` bytes either way. A NIC reads a message before it lands it, so the
+ * target must end up holding the source's bytes as they were before the
+ * operation (memmove's result): every byte, the last one too. */
+static void test_overlap(uint32_t len, long shift, bool read)
+{
+	size_t src = BUF_SIZE / 4, dst = (size_t)((long)src + shift);
+	struct ibv_sge sge;
+	struct ibv_send_wr wr;
+	struct ibv_wc wc;
+
+	t_case("RDMA %s %u bytes onto itself shifted by %ld", read ? "READ" : "WRITE", len, shift);
+	t_fill(abuf, BUF_SIZE, ++seed);
+	memcpy(want, abuf, BUF_SIZE);
+	memmove(want + dst, abuf + src, len);
+	/* READ: the remote (source) and the local SGE (target) are both in A */
+	sge = sge_a(read ? dst : src, len);
+	wr = (struct ibv_send_wr){
+	    .wr_id = 7000 + len,
+	    .sg_list = &sge,
+	    .num_sge = 1,
+	    .opcode = read ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE,
+	    .send_flags = IBV_SEND_SIGNALED,
+	    .wr.rdma = {.remote_addr = (uintptr_t)abuf + (read ? src : dst), .rkey = amr->rkey}};
+	t_post_send(p.qp[0], &wr);
+	wc = t_poll1(p.scq[0], read ? "overlapping READ" : "overlapping WRITE");
+	CHECK_WC(&wc, 7000 + len, IBV_WC_SUCCESS, read ? IBV_WC_RDMA_READ : IBV_WC_RDMA_WRITE);
+	CHECK_MEM(abuf, want, BUF_SIZE);
+}
+
 static struct ibv_send_wr atomic_wr(uint64_t wr_id, struct ibv_sge *sge, enum ibv_wr_opcode op,
                                     uint64_t *target, uint64_t cmp_add, uint64_t swap)
 {
@@ -464,6 +494,13 @@ int main(void)
 	test_read(4096, 1);
 	test_read(1u << 20, 1);
 	test_read(10000, 3);
+	for (int rd = 0; rd < 2; rd++) {
+		test_overlap(64, 1, rd);
+		test_overlap(64, -1, rd);
+		test_overlap(4096, 7, rd);
+		test_overlap(1u << 20, 4096, rd);
+		test_overlap(1u << 20, -3, rd);
+	}
 	test_atomics();
 	test_chain();
 

@@ -25,14 +25,6 @@
 
 static struct ibv_context *ctx;
 
-struct xpair {
-	struct t_pair p; /* t_pair_destroy tears it down */
-	struct ibv_qp_ex *x;
-	struct mlx5dv_qp dv; /* qp[0]'s SQ, to read the WQE bytes */
-	uint8_t *a, *b;      /* local, remote memory */
-	struct ibv_mr *amr, *bmr;
-};
-
 static struct ibv_qp *ex_qp(struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq, uint64_t ops,
                             struct ibv_qp_cap *cap, int sig_all, int *err)
 {
@@ -60,11 +52,10 @@ static struct ibv_qp *ex_qp(struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq
 	 IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |                                 \
 	 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 
-static void xpair_create(struct xpair *xp, uint64_t ops, const struct ibv_qp_cap *cap, int cqe,
+static void xpair_create(struct t_xpair *xp, uint64_t ops, const struct ibv_qp_cap *cap, int cqe,
                          int sig_all)
 {
 	struct t_pair *p = &xp->p;
-	struct mlx5dv_obj obj = {0};
 	int err;
 
 	memset(xp, 0, sizeof(*xp));
@@ -81,35 +72,17 @@ static void xpair_create(struct xpair *xp, uint64_t ops, const struct ibv_qp_cap
 			       (unsigned long long)ops, strerror(err));
 		t_local_ep(p->qp[i], &p->ep[i]);
 	}
-	t_connect(p->qp[0], &p->ep[1], &p->opts);
-	t_connect(p->qp[1], &p->ep[0], &p->opts);
-	xp->x = CHECK_PTR(ibv_qp_to_qp_ex(p->qp[0]));
-	obj.qp.in = p->qp[0];
-	obj.qp.out = &xp->dv;
-	CHECK_OK(mlx5dv_init_obj(&obj, MLX5DV_OBJ_QP));
-	xp->a = t_alloc(BUF_LEN, 0);
-	xp->b = t_alloc(BUF_LEN, GUARD);
-	xp->amr = t_reg(p->pd, xp->a, BUF_LEN, T_ACCESS_ALL);
-	xp->bmr = t_reg(p->pd, xp->b, BUF_LEN, T_ACCESS_ALL);
-}
-
-static void xpair_destroy(struct xpair *xp)
-{
-	CHECK_OK(ibv_dereg_mr(xp->amr));
-	CHECK_OK(ibv_dereg_mr(xp->bmr));
-	t_pair_destroy(&xp->p);
-	free(xp->a);
-	free(xp->b);
+	t_xpair_finish(xp, BUF_LEN, GUARD);
 }
 
 /* The SQ producer index software last rang (doorbell record). */
-static uint16_t sq_pi(const struct xpair *xp)
+static uint16_t sq_pi(const struct t_xpair *xp)
 {
 	return (uint16_t)be32toh(__atomic_load_n(&xp->dv.dbrec[MLX5_SND_DBR], __ATOMIC_ACQUIRE));
 }
 
 /* The WQE at basic block idx, wrapping: returns its size in basic blocks. */
-static uint32_t sq_wqe(const struct xpair *xp, uint32_t idx, uint8_t *dst)
+static uint32_t sq_wqe(const struct t_xpair *xp, uint32_t idx, uint8_t *dst)
 {
 	const uint8_t *sq = xp->dv.sq.buf;
 	uint32_t mask = xp->dv.sq.wqe_cnt - 1, bb;
@@ -274,7 +247,7 @@ static __be32 req_imm(const struct req *r)
 
 /* The request's SGEs over xp->a (local data at 0, 256, 512), its target
  * at offset 0 of xp->b. */
-static uint32_t req_sges(struct xpair *xp, const struct req *r, struct ibv_sge *sg)
+static uint32_t req_sges(struct t_xpair *xp, const struct req *r, struct ibv_sge *sg)
 {
 	uint32_t total = 0;
 
@@ -286,7 +259,7 @@ static uint32_t req_sges(struct xpair *xp, const struct req *r, struct ibv_sge *
 	return total;
 }
 
-static void post_old(struct xpair *xp, const struct req *r, uint64_t wr_id)
+static void post_old(struct t_xpair *xp, const struct req *r, uint64_t wr_id)
 {
 	struct ibv_sge sg[3];
 	struct ibv_send_wr wr = {.wr_id = wr_id,
@@ -358,7 +331,7 @@ static void wr_data(struct ibv_qp_ex *x, const struct req *r, const struct ibv_s
 }
 
 /* One request through ibv_wr_*; wr_complete's result. */
-static int post_new(struct xpair *xp, const struct req *r, uint64_t wr_id)
+static int post_new(struct t_xpair *xp, const struct req *r, uint64_t wr_id)
 {
 	struct ibv_sge sg[3];
 
@@ -392,7 +365,7 @@ static const int wc_op_of[] = {
 };
 
 /* Fresh data, a receive where one is needed; the expected target bytes. */
-static void req_prepare(struct xpair *xp, const struct req *r, uint32_t seed, uint8_t *want,
+static void req_prepare(struct t_xpair *xp, const struct req *r, uint32_t seed, uint8_t *want,
                         uint32_t *want_len)
 {
 	uint32_t total = 0;
@@ -426,7 +399,7 @@ static void req_prepare(struct xpair *xp, const struct req *r, uint32_t seed, ui
 	*want_len = total;
 }
 
-static void req_check(struct xpair *xp, const struct req *r, uint64_t wr_id, const uint8_t *want,
+static void req_check(struct t_xpair *xp, const struct req *r, uint64_t wr_id, const uint8_t *want,
                       uint32_t len)
 {
 	struct ibv_wc wc = t_poll1(xp->p.scq[0], r->name);
@@ -468,7 +441,7 @@ static void check_same_wqe(const uint8_t *old, uint32_t old_bb, uint16_t old_idx
 	CHECK_MEM(neu + 4, old + 4, (size_t)old_bb * 64 - 4);
 }
 
-static void run_req(struct xpair *xp, const struct req *r)
+static void run_req(struct t_xpair *xp, const struct req *r)
 {
 	uint8_t want[1024], wqe_old[1024], wqe_new[1024];
 	uint32_t len, bb_old, bb_new;
@@ -556,12 +529,12 @@ static void test_ops(void)
 	                         .max_send_sge = 3,
 	                         .max_recv_sge = 1,
 	                         .max_inline_data = 128};
-	struct xpair xp;
+	struct t_xpair xp;
 
 	xpair_create(&xp, OPS_ALL, &cap, 64, 1);
 	for (size_t i = 0; i < sizeof(reqs) / sizeof(reqs[0]); i++)
 		run_req(&xp, &reqs[i]);
-	xpair_destroy(&xp);
+	t_xpair_destroy(&xp);
 }
 
 /* ---- abort -------------------------------------------------------------------- */
@@ -570,7 +543,7 @@ static void test_abort(void)
 {
 	struct ibv_qp_cap cap = {
 	    .max_send_wr = 16, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1};
-	struct xpair xp;
+	struct t_xpair xp;
 	uint8_t wqe[1024];
 	uint16_t pi;
 
@@ -612,7 +585,7 @@ static void test_abort(void)
 	ibv_wr_start(xp.x);
 	CHECK_OK(ibv_wr_complete(xp.x));
 	CHECK_EQ(sq_pi(&xp), (uint16_t)(pi + 1));
-	xpair_destroy(&xp);
+	t_xpair_destroy(&xp);
 }
 
 /* ---- errors ------------------------------------------------------------------- */
@@ -648,7 +621,7 @@ static const struct {
     [BAD_SQ_FULL] = {"more WQEs than the SQ holds", ENOMEM},
 };
 
-static void bad_step(struct xpair *xp, enum bad b)
+static void bad_step(struct t_xpair *xp, enum bad b)
 {
 	struct ibv_qp_ex *x = xp->x;
 	struct ibv_sge sg[8];
@@ -713,7 +686,7 @@ static void test_errors(void)
 	                         .max_send_sge = 2,
 	                         .max_recv_sge = 1,
 	                         .max_inline_data = 32};
-	struct xpair xp;
+	struct t_xpair xp;
 
 	xpair_create(&xp, OPS_ALL, &cap, 64, 0);
 	t_fill(xp.a, 64, 5);
@@ -768,7 +741,7 @@ static void test_errors(void)
 	ibv_wr_set_sge(xp.x, xp.amr->lkey, (uintptr_t)xp.a, 16);
 	CHECK_RET(ibv_wr_complete(xp.x), EINVAL);
 	CHECK_EQ(sq_pi(&xp), 0);
-	xpair_destroy(&xp);
+	t_xpair_destroy(&xp);
 }
 
 /* ---- signaling ------------------------------------------------------------------- */
@@ -777,7 +750,7 @@ static void test_signal(void)
 {
 	struct ibv_qp_cap cap = {
 	    .max_send_wr = 16, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1};
-	struct xpair xp;
+	struct t_xpair xp;
 	struct ibv_wc wc;
 
 	xpair_create(&xp, IBV_QP_EX_WITH_RDMA_WRITE, &cap, 64, 0);
@@ -802,7 +775,7 @@ static void test_signal(void)
 		CHECK_EQ(((struct mlx5_wqe_ctrl_seg *)w)->fm_ce_se,
 		         i == 3 ? MLX5_WQE_CTRL_CQ_UPDATE : 0);
 	}
-	xpair_destroy(&xp);
+	t_xpair_destroy(&xp);
 
 	t_case("signal: sq_sig_all signals every WQE whatever wr_flags says");
 	xpair_create(&xp, IBV_QP_EX_WITH_RDMA_WRITE, &cap, 64, 1);
@@ -818,7 +791,7 @@ static void test_signal(void)
 		wc = t_poll1(xp.p.scq[0], "sq_sig_all WRITE");
 		CHECK_WC(&wc, 50 + i, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
 	}
-	xpair_destroy(&xp);
+	t_xpair_destroy(&xp);
 }
 
 /* ---- wrap-around ---------------------------------------------------------------------- */
@@ -829,7 +802,7 @@ static void test_signal(void)
 
 /* WQE n of the wrap test: WRITE to slot n, of 1 (one SGE), 3 (eight SGEs)
  * or 4 (200 B inline) basic blocks; builds the expected bytes too. */
-static void wrap_wqe(struct xpair *xp, uint32_t n, uint8_t *want, uint8_t (*inl)[200])
+static void wrap_wqe(struct t_xpair *xp, uint32_t n, uint8_t *want, uint8_t (*inl)[200])
 {
 	uint8_t *src = xp->a + (size_t)(n % WRAP_SLOTS) * WRAP_SLOT * 2;
 	uint64_t dst = (uintptr_t)xp->b + (size_t)(n % WRAP_SLOTS) * WRAP_SLOT;
@@ -872,7 +845,7 @@ static void test_wrap(void)
 	                         .max_inline_data = 200};
 	static uint8_t inl[WRAP_SLOTS][200];
 	uint8_t *want = t_alloc(WRAP_SLOTS * WRAP_SLOT, GUARD);
-	struct xpair xp;
+	struct t_xpair xp;
 	uint32_t n = 0, wraps;
 	uint16_t pi0;
 
@@ -900,7 +873,7 @@ static void test_wrap(void)
 	wraps = (uint16_t)(sq_pi(&xp) - pi0) / xp.dv.sq.wqe_cnt;
 	t_case("wrap: %u WQEs went %u times around the SQ", n, wraps);
 	CHECK_GE(wraps, 100);
-	xpair_destroy(&xp);
+	t_xpair_destroy(&xp);
 	free(want);
 }
 

@@ -850,6 +850,54 @@ static void test_order(void)
 	CHECK_OK(ibv_destroy_flow(f3));
 	CHECK_OK(ibv_destroy_flow(f2));
 	CHECK_OK(ibv_destroy_flow(f1));
+
+	t_case("order: a rule whose first spec is a multicast MAC or IPv4 destination goes after "
+	       "every priority (mlx5_ib's multicast table)");
+	{
+		struct ibv_flow_spec_eth mc = eth_dst_rule;
+		struct ibv_flow_spec_ipv4 v4 = {.type = IBV_FLOW_SPEC_IPV4, .size = sizeof(v4)};
+
+		mc.val.dst_mac[0] = 0x01; /* 01:00:00:00:00:0b */
+		rule_init(&r, 0);
+		rule_add(&r, &mc, sizeof(mc));
+		add_tag(&r, 1);
+		f1 = flow(rx, &r); /* priority 0, multicast only */
+		rule_init(&r, 7);
+		rule_add(&r, &u, sizeof(u));
+		add_tag(&r, 7);
+		f2 = flow(rx2, &r); /* priority 7, any UDP to 2222 */
+		f[0] = 0x01;
+		g = expect_rx(rx2, f, len, 0);
+		CHECK_EQ(g.tag, 7);
+		CHECK_OK(ibv_destroy_flow(f2));
+		g = expect_rx(rx, f, len, 0);
+		CHECK_EQ(g.tag, 1);
+		CHECK_OK(ibv_destroy_flow(f1));
+		/* a multicast MAC after an IPv4 spec is not the first spec: priority counts */
+		rule_init(&r, 0);
+		rule_add(&r, &v4, sizeof(v4));
+		rule_add(&r, &mc, sizeof(mc));
+		add_tag(&r, 2);
+		f1 = flow(rx, &r);
+		rule_init(&r, 7);
+		rule_add(&r, &u, sizeof(u));
+		add_tag(&r, 7);
+		f2 = flow(rx2, &r);
+		g = expect_rx(rx, f, len, 0);
+		CHECK_EQ(g.tag, 2);
+		CHECK_OK(ibv_destroy_flow(f1));
+		/* an IPv4 spec first with a multicast destination: after priority 7 */
+		v4.val.dst_ip = htonl(0xe0000001);
+		rule_init(&r, 0);
+		rule_add(&r, &v4, sizeof(v4));
+		add_tag(&r, 3);
+		f1 = flow(rx, &r);
+		g = expect_rx(rx2, f, len, 0);
+		CHECK_EQ(g.tag, 7);
+		CHECK_OK(ibv_destroy_flow(f2));
+		CHECK_OK(ibv_destroy_flow(f1));
+		f[0] = 0x02;
+	}
 }
 
 /* Every receive completion waiting on rcqx (at most n): QP and tag. */
@@ -940,6 +988,12 @@ static void test_flow_errs(void)
 	rule_init(&r, 0);
 	r.attr.port = 2;
 	flow_refused(rx, &r, EINVAL, "port 2");
+	rule_init(&r, 16); /* mlx5 has 16 priorities: 0..15 */
+	rule_add(&r, &e, sizeof(e));
+	flow_refused(rx, &r, ENOMEM, "priority 16");
+	rule_init(&r, 0xffff);
+	rule_add(&r, &e, sizeof(e));
+	flow_refused(rx, &r, ENOMEM, "priority 0xffff");
 	rule_init(&r, 0);
 	e.size = sizeof(e) - 2;
 	rule_add(&r, &e, sizeof(e));

@@ -42,31 +42,6 @@ static struct ibv_context *open_dev(void)
 	return t_open(T_DEVICE);
 }
 
-static struct ibv_qp *small_qp(struct ibv_pd *pd, struct ibv_cq *cq)
-{
-	struct ibv_qp_init_attr a = {
-	    .send_cq = cq,
-	    .recv_cq = cq,
-	    .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
-	    .qp_type = IBV_QPT_RC};
-
-	return CHECK_PTR(ibv_create_qp(pd, &a));
-}
-
-static struct mlx5dv_qp dv_of(struct ibv_qp *qp)
-{
-	struct mlx5dv_qp dv;
-	struct mlx5dv_obj o = {.qp = {.in = qp, .out = &dv}};
-
-	CHECK_OK(mlx5dv_init_obj(&o, MLX5DV_OBJ_QP));
-	return dv;
-}
-
-static uintptr_t reg_of(struct ibv_qp *qp)
-{
-	return (uintptr_t)dv_of(qp).bf.reg;
-}
-
 static uintptr_t page_of(uintptr_t reg)
 {
 	return reg & ~(uintptr_t)(T_PAGE - 1);
@@ -100,18 +75,18 @@ static void test_reg(void)
 
 	t_case("reg: two QPs, then three thread domains' QPs, then a third QP");
 	for (int i = 0; i < 2; i++)
-		plain[i] = small_qp(pd, cq);
+		plain[i] = t_small_qp(pd, cq);
 	for (int i = 0; i < 3; i++) {
 		td[i] = td_new(c);
 		pdm[i] = parent_new(c, pd, td[i]);
-		q[i] = small_qp(pdm[i], cq);
+		q[i] = t_small_qp(pdm[i], cq);
 		CHECK(q[i]->pd == pdm[i]);
-		r[i] = reg_of(q[i]);
-		CHECK_EQ(dv_of(q[i]).bf.size, GNIC_MLX5_BF_SIZE);
+		r[i] = t_bf_reg(q[i]);
+		CHECK_EQ(t_dv_qp(q[i]).bf.size, GNIC_MLX5_BF_SIZE);
 	}
-	plain[2] = small_qp(pd, cq);
+	plain[2] = t_small_qp(pd, cq);
 	for (int i = 0; i < 3; i++)
-		rp[i] = reg_of(plain[i]);
+		rp[i] = t_bf_reg(plain[i]);
 	t_case("reg: a new page for the first domain (its 0x800), its 0xa00 for the second, "
 	       "a new page for the third");
 	CHECK_EQ(r[0] % T_PAGE, 0x800);
@@ -128,8 +103,8 @@ static void test_reg(void)
 	CHECK(page_of(rp[2]) != page_of(rp[0]));
 
 	t_case("reg: a second QP on the first domain's parent domain shares its register");
-	q0b = small_qp(pdm[0], cq);
-	CHECK_EQ(reg_of(q0b), r[0]);
+	q0b = t_small_qp(pdm[0], cq);
+	CHECK_EQ(t_bf_reg(q0b), r[0]);
 	CHECK_OK(ibv_destroy_qp(q0b));
 
 	t_case("reg: a freed domain's register goes to the end of the free list");
@@ -139,8 +114,8 @@ static void test_reg(void)
 	for (int i = 3; i < 5; i++) {
 		td[i] = td_new(c);
 		pdm[i] = parent_new(c, pd, td[i]);
-		q[i] = small_qp(pdm[i], cq);
-		r[i] = reg_of(q[i]);
+		q[i] = t_small_qp(pdm[i], cq);
+		r[i] = t_bf_reg(q[i]);
 	}
 	CHECK_EQ(r[3], r[2] + 0x200); /* the third domain's page's second register */
 	CHECK_EQ(r[4], r[0]);         /* then the freed one */
@@ -171,10 +146,10 @@ static void test_pdonly(void)
 
 	t_case("pdonly: a QP on a parent domain without a thread domain takes the context's "
 	       "next register: the first of a page, the next QP the second");
-	a = small_qp(pdm, cq);
-	b = small_qp(pd, cq);
-	CHECK_EQ(reg_of(a) % T_PAGE, 0x800);
-	CHECK_EQ(reg_of(b), reg_of(a) + 0x200);
+	a = t_small_qp(pdm, cq);
+	b = t_small_qp(pd, cq);
+	CHECK_EQ(t_bf_reg(a) % T_PAGE, 0x800);
+	CHECK_EQ(t_bf_reg(b), t_bf_reg(a) + 0x200);
 	t_case("pdonly: init_obj of the parent domain reports its PD's pdn");
 	CHECK_OK(mlx5dv_init_obj(&o, MLX5DV_OBJ_PD));
 	o.pd.in = pdm;
@@ -216,7 +191,7 @@ static void test_refs(void)
 	CHECK_RET(ibv_dealloc_td(td), EBUSY);
 	CHECK_RET(ibv_dealloc_pd(pd), EBUSY);
 	t_case("refs: a parent domain with a QP on it: EBUSY, until the QP is gone");
-	qp = small_qp(pdm, cq);
+	qp = t_small_qp(pdm, cq);
 	CHECK_RET(ibv_dealloc_pd(pdm), EBUSY);
 	CHECK_OK(ibv_destroy_qp(qp));
 	t_case("refs: a parent domain with a CQ on it: EBUSY, until the CQ is gone");
@@ -310,7 +285,7 @@ static void test_traffic(void)
 		t_local_ep(qp[i], &ep[i]);
 	t_connect(qp[0], &ep[1], &o);
 	t_connect(qp[1], &ep[0], &o);
-	dv = dv_of(qp[0]);
+	dv = t_dv_qp(qp[0]);
 	CHECK(amr->pd == pdm);
 	t_case("traffic: one WRITE through the thread domain's register: its WQE is copied "
 	       "there whole, and it lands (the MR of the parent domain is the PD's)");
@@ -369,12 +344,12 @@ static void test_shutup(void)
 	cq = t_cq(c, 16);
 	t_case("shutup: MLX5_SHUT_UP_BF=1: a QP gets bf.size 0, a thread domain's QP its "
 	       "domain's register and bf.size 256");
-	plain = small_qp(pd, cq);
-	qp = small_qp(pdm, cq);
-	CHECK_EQ(dv_of(plain).bf.size, 0);
-	dv = dv_of(qp);
+	plain = t_small_qp(pd, cq);
+	qp = t_small_qp(pdm, cq);
+	CHECK_EQ(t_dv_qp(plain).bf.size, 0);
+	dv = t_dv_qp(qp);
 	CHECK_EQ(dv.bf.size, GNIC_MLX5_BF_SIZE);
-	CHECK(page_of((uintptr_t)dv.bf.reg) != page_of(reg_of(plain)));
+	CHECK(page_of((uintptr_t)dv.bf.reg) != page_of(t_bf_reg(plain)));
 	t_case("shutup: ibv_post_send of one WR writes the register's 8 bytes only");
 	/* in ERR the WQE is written and rung, then flushed */
 	CHECK_OK(t_qp_to(qp, IBV_QPS_ERR));
@@ -425,7 +400,7 @@ static void test_pages(void)
 	cq = t_cq(c, 16);
 	qa.send_cq = qa.recv_cq = cq;
 	t_case("pages: 2 UAR pages: a QP takes one, two thread domains the other");
-	qp[0] = small_qp(pd, cq);
+	qp[0] = t_small_qp(pd, cq);
 	td[0] = td_new(c);
 	td[1] = td_new(c);
 	t_case("pages: a third thread domain needs a third page: ENOMEM");
@@ -434,7 +409,7 @@ static void test_pages(void)
 	CHECK_EQ(errno, ENOMEM);
 	t_case("pages: a second QP takes its page's other register; a third needs a page: "
 	       "ENOMEM");
-	qp[1] = small_qp(pd, cq);
+	qp[1] = t_small_qp(pd, cq);
 	errno = 0;
 	CHECK(ibv_create_qp(pd, &qa) == NULL);
 	CHECK_EQ(errno, ENOMEM);

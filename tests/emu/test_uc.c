@@ -52,17 +52,7 @@ struct uc {
 
 static struct ibv_qp *uc_qp(struct uc *u, int i)
 {
-	struct ibv_qp_init_attr ia = {
-	    .send_cq = u->cq[i],
-	    .recv_cq = u->cq[i],
-	    .cap = {.max_send_wr = DEPTH,
-	            .max_recv_wr = DEPTH,
-	            .max_send_sge = 1,
-	            .max_recv_sge = 1},
-	    .qp_type = IBV_QPT_UC,
-	};
-
-	return CHECK_PTR(ibv_create_qp(u->pd, &ia));
+	return t_qp_on(u->pd, u->cq[i], IBV_QPT_UC, DEPTH);
 }
 
 static void uc_init(struct ibv_qp *qp)
@@ -410,19 +400,14 @@ static void case_read(void)
 static void case_wr_api(void)
 {
 	struct uc u;
-	struct ibv_qp_init_attr_ex ia = {
-	    .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
-	    .qp_type = IBV_QPT_UC,
-	    .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
-	    .send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ,
-	};
+	struct ibv_qp_init_attr_ex ia;
 	struct ibv_qp *qp;
 	struct ibv_qp_ex *qpx;
 	struct ibv_wc wc;
 
 	uc_open(&u, IBV_QPS_RTS);
-	ia.pd = u.pd;
-	ia.send_cq = ia.recv_cq = u.cq[0];
+	ia = t_qp_ex_attr(u.pd, u.cq[0], IBV_QPT_UC,
+	                  IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ);
 	t_case("send_ops_flags with RDMA_READ on UC: EOPNOTSUPP");
 	errno = 0;
 	CHECK(ibv_create_qp_ex(u.ctx, &ia) == NULL);

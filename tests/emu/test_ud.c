@@ -71,18 +71,9 @@ static uint8_t *sbuf(struct ud *u, int i)
 
 static struct ibv_qp *ud_qp(struct ud *u, int i, uint32_t qkey)
 {
-	struct ibv_qp_init_attr ia = {
-	    .send_cq = u->cq[i],
-	    .recv_cq = u->cq[i],
-	    .cap = {.max_send_wr = DEPTH,
-	            .max_recv_wr = DEPTH,
-	            .max_send_sge = 1,
-	            .max_recv_sge = 1},
-	    .qp_type = IBV_QPT_UD,
-	};
 	struct ibv_qp_attr a = {
 	    .qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1, .qkey = qkey};
-	struct ibv_qp *qp = CHECK_PTR(ibv_create_qp(u->pd, &ia));
+	struct ibv_qp *qp = t_qp_on(u->pd, u->cq[i], IBV_QPT_UD, DEPTH);
 
 	CHECK_OK(
 	    ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY));
@@ -556,12 +547,7 @@ static void case_layout(void)
 static void case_wr_api(void)
 {
 	struct ud u;
-	struct ibv_qp_init_attr_ex ia = {
-	    .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
-	    .qp_type = IBV_QPT_UD,
-	    .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
-	    .send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE,
-	};
+	struct ibv_qp_init_attr_ex ia;
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY};
 	struct ibv_ah *ah;
 	struct ibv_qp *qp;
@@ -570,8 +556,8 @@ static void case_wr_api(void)
 
 	ud_open(&u);
 	ah = ud_ah(&u, 3, NULL);
-	ia.pd = u.pd;
-	ia.send_cq = ia.recv_cq = u.cq[0];
+	ia = t_qp_ex_attr(u.pd, u.cq[0], IBV_QPT_UD,
+	                  IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE);
 	t_case("send_ops_flags with RDMA_WRITE on UD: EOPNOTSUPP");
 	errno = 0;
 	CHECK(ibv_create_qp_ex(u.ctx, &ia) == NULL);

@@ -18,8 +18,9 @@
  * timeout has passed since the post, the requester continues and reports
  * the completion. A round counts only when the requester was stopped well
  * within its timeout and the answer was seen waiting in its socket (its
- * receive queue in /proc/net/tcp) while it was stopped: then only the
- * ordering of answer and timer decides.
+ * receive queue in /proc/net/tcp, so over TCP: CTest sets
+ * GNIC_EMU_FABRIC_LOCAL=0) while it was stopped: then only the ordering of
+ * answer and timer decides.
  */
 #define _GNU_SOURCE
 #include <signal.h>

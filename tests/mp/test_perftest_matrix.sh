@@ -17,10 +17,12 @@
 #   tests/mp/test_perftest_matrix.sh <build dir> <program>
 #
 # PERFTEST_A_ITERS=N gives -a N iterations a size (-n N) instead of
-# perftest's own (5000 for ib_write_bw, 1000 for the others): at 2 MiB to
-# 8 MiB those move 84 GB per ib_write_bw -a round, and 34 GB per round of a
-# latency test's -a, minutes each at the few hundred MB/s gnic-emu moves on
-# two CPUs. CTest sets it (tests/CMakeLists.txt); ROUNDS (5) and
+# perftest's own (5000 for ib_write_bw, 1000 for the others): those move
+# 84 GB per ib_write_bw -a round, 17 GB per round of the other bandwidth
+# tests' and 34 GB per round of a latency test's -a. CTest leaves it unset
+# (a round of all eight programs took about four minutes on two shared CPUs;
+# see tests/CMakeLists.txt and docs/data/large-messages-2026-12-02.md); a
+# smaller N makes a quick run by hand. ROUNDS (5) and
 # RUN_TIMEOUT (300 s a pair) can be set too.
 #
 # Each pair runs under `timeout $RUN_TIMEOUT` (a hang fails, it does not

@@ -20,66 +20,28 @@
 set -eu
 
 peer=${1:?usage: test_netns.sh PATH/TO/netns_peer}
-id=$$
-nsa=gnic-nsa-$id
-nsb=gnic-nsb-$id
-veth_a=gva$id
-veth_b=gvb$id
 addr_a=10.231.77.1
 addr_b=10.231.77.2
 port=18700
 cut_bound_s=15 # the initiator's QP gives up after ~0.5 s; generous slack
-work=$(mktemp -d /tmp/gnic-netns-XXXXXX)
 server_pid=""
 client_pid=""
 
-cleanup() {
-	[ -n "$client_pid" ] && kill -9 "$client_pid" 2>/dev/null || true
-	[ -n "$server_pid" ] && kill -9 "$server_pid" 2>/dev/null || true
-	ip netns del "$nsa" 2>/dev/null || true
-	ip netns del "$nsb" 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-if ! command -v ip >/dev/null || ! ip netns add "$nsa" 2>/dev/null; then
-	echo "SKIP: cannot create network namespaces (needs root / CAP_NET_ADMIN and iproute2)"
-	exit 77
-fi
-ip netns add "$nsb"
-ip link add "$veth_a" type veth peer name "$veth_b"
-ip link set "$veth_a" netns "$nsa"
-ip link set "$veth_b" netns "$nsb"
+. "$(dirname "$0")/../../scripts/lib/netns-pair.sh"
+np_init ns netns
+np_pids=(client_pid server_pid)
+np_create
 ip -n "$nsa" addr add "$addr_a/30" dev "$veth_a"
 ip -n "$nsb" addr add "$addr_b/30" dev "$veth_b"
-for ns in "$nsa" "$nsb"; do ip -n "$ns" link set lo up; done
-ip -n "$nsa" link set "$veth_a" up
-ip -n "$nsb" link set "$veth_b" up
 echo "namespaces $nsa ($addr_a) and $nsb ($addr_b) joined by $veth_a/$veth_b"
 
 # Both sides share this user's per-user secret file (same HOME); pin it to
 # a private one so the run does not depend on the caller's.
-export GNIC_EMU_SECRET="gnic-netns-test-secret-$id-$(date +%s)"
+export GNIC_EMU_SECRET="gnic-netns-test-secret-$$-$(date +%s)"
 
 start_server() { # $1: log file
 	ip netns exec "$nsb" env GNIC_EMU_ADDR=$addr_b "$peer" server $addr_b $port >"$1" 2>&1 &
 	server_pid=$!
-}
-
-wait_rc=0
-wait_pid() { # $1: pid, $2: bound in s; sets wait_rc: its exit status, 124 on timeout
-	local end=$((SECONDS + $2))
-	while kill -0 "$1" 2>/dev/null; do
-		if [ $SECONDS -ge "$end" ]; then
-			kill -9 "$1" 2>/dev/null || true
-			wait "$1" 2>/dev/null || true
-			wait_rc=124
-			return
-		fi
-		sleep 0.1
-	done
-	wait_rc=0
-	wait "$1" || wait_rc=$?
 }
 
 # Runs a whole transfer of $1 WRITEs; both sides must exit 0.
@@ -88,7 +50,7 @@ transfer_ok() { # $1: WRITEs, $2: label
 	rc=0
 	ip netns exec "$nsa" env GNIC_EMU_ADDR=$addr_a "$peer" client $addr_b $port "$1" 10000 \
 		>"$work/client-$2.log" 2>&1 || rc=$?
-	wait_pid "$server_pid" 30
+	np_wait_pid "$server_pid" 30
 	src=$wait_rc
 	server_pid=""
 	sed "s/^/  [$2 client] /" "$work/client-$2.log"
@@ -125,7 +87,7 @@ sleep 0.5
 ip -n "$nsa" link set "$veth_a" down
 cut_at=$(date +%s%N)
 echo "veth $veth_a down"
-wait_pid "$client_pid" $cut_bound_s
+np_wait_pid "$client_pid" $cut_bound_s
 rc=$wait_rc
 client_pid=""
 took_ms=$((($(date +%s%N) - cut_at) / 1000000))

@@ -8,11 +8,20 @@
  * goes to DST:PORT+1, which nothing may answer.
  *
  *   udp_blast DST PORT COUNT [WINDOW]
+ *   udp_blast DST PORT COUNT once [RCVBUF]
  *
  * A datagram unanswered for RESEND_MS is sent again (UDP may drop); one
  * unanswered after MAX_TRIES sends fails the run, as does any echo that
  * differs from what was sent or any answer to PORT+1. Prints one line:
  * "sent N others M echoed N resent R seconds S rate P/s"; exit 0 on success.
+ *
+ * "once" (overload): COUNT datagrams to PORT sent back to back, each once,
+ * none to PORT+1; echoes are taken meanwhile and until none came for
+ * QUIET_MS. An echo that differs, or one twice, fails the run; the ones that
+ * never came are counted, not failed. Prints "sent N send_failed F echoed E
+ * lost L seconds S" (L = N - E; a send() that failed is not sent). RCVBUF
+ * sets the socket's receive buffer (bytes; the kernel doubles it): a small
+ * one makes the kernel drop echoes the program has not read yet.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -29,6 +38,8 @@
 #define RESEND_MS 300
 #define MAX_TRIES 20
 #define MAX_LEN   1472 /* 1500 - IPv4 - UDP */
+#define QUIET_MS  2000
+#define ONCE_MS   60000 /* the most a "once" run waits for echoes */
 
 static uint64_t now_ms(void)
 {
@@ -62,6 +73,77 @@ static int sock(void)
 	return fd;
 }
 
+/* Take the echoes waiting on fd; answered[seq] marks each. 1: one differs or
+ * came twice (the run fails); 0 otherwise, *got += how many. */
+static int take_once(int fd, uint64_t sent, uint8_t *answered, uint64_t *got)
+{
+	uint8_t in[2048], out[MAX_LEN];
+
+	for (;;) {
+		ssize_t n = recv(fd, in, sizeof(in), MSG_DONTWAIT);
+		uint64_t seq;
+
+		if (n < 0)
+			return 0;
+		if (n < 8) {
+			fprintf(stderr, "udp_blast: a %zd-byte answer\n", n);
+			return 1;
+		}
+		memcpy(&seq, in, sizeof(seq));
+		if (seq >= sent || (size_t)n != dgram(seq, out) || memcmp(in, out, (size_t)n)) {
+			fprintf(stderr,
+			        "udp_blast: the echo of datagram %llu (%zd bytes) differs\n",
+			        (unsigned long long)seq, n);
+			return 1;
+		}
+		if (answered[seq]++) {
+			fprintf(stderr, "udp_blast: datagram %llu echoed twice\n",
+			        (unsigned long long)seq);
+			return 1;
+		}
+		(*got)++;
+	}
+}
+
+/* The overload run ("once"). */
+static int blast_once(int fd, uint64_t count)
+{
+	uint64_t sent = 0, failed = 0, got = 0, t0 = now_ms(), last;
+	uint8_t out[MAX_LEN], *answered = calloc(count + 1, 1);
+	int rc = 1;
+
+	if (!answered)
+		return 2;
+
+	for (uint64_t seq = 0; seq < count; seq++) {
+		size_t len = dgram(sent, out);
+
+		if (send(fd, out, len, 0) == (ssize_t)len)
+			sent++;
+		else
+			failed++; /* not sent: the next datagram takes its number */
+		if (seq % 32 == 31 && take_once(fd, sent, answered, &got))
+			goto out;
+	}
+	last = now_ms();
+	while (now_ms() - last < QUIET_MS && now_ms() - t0 < ONCE_MS) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		uint64_t before = got;
+
+		if (poll(&p, 1, 100) > 0 && take_once(fd, sent, answered, &got))
+			goto out;
+		if (got != before)
+			last = now_ms();
+	}
+	printf("sent %llu send_failed %llu echoed %llu lost %llu seconds %.2f\n",
+	       (unsigned long long)sent, (unsigned long long)failed, (unsigned long long)got,
+	       (unsigned long long)(sent - got), (double)(now_ms() - t0) / 1000.0);
+	rc = 0;
+out:
+	free(answered);
+	return rc;
+}
+
 /* The run; main frees what it allocated whatever this returns. */
 static int blast(int argc, char **argv, uint64_t **sent_at_p, uint64_t **tries_p)
 {
@@ -87,11 +169,19 @@ static int blast(int argc, char **argv, uint64_t **sent_at_p, uint64_t **tries_p
 	if (!sent_at || !tries)
 		return 2;
 	fd = sock();
-	fd2 = sock();
 	if (connect(fd, (struct sockaddr *)&dst, sizeof(dst))) {
 		perror("connect");
 		return 2;
 	}
+	if (argc > 4 && !strcmp(argv[4], "once")) {
+		if (argc > 5) {
+			int sz = atoi(argv[5]);
+
+			setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+		}
+		return blast_once(fd, count);
+	}
+	fd2 = sock();
 	t0 = now_ms();
 	while (done < count) {
 		struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = fd2, .events = POLLIN}};

@@ -60,6 +60,10 @@
  *   big_write_ok   a 16 MiB WRITE the target takes lands and is ACKed
  *   big_read       a 16 MiB READ answered in full lands; a 4 KiB READ
  *                  answered with 2 GiB fails at once, memory stays put
+ *   big_write_dereg  a 16 MiB WRITE the emulator sends from its MR waits
+ *                  behind a peer that reads nothing; the MR is deregistered
+ *                  (at once) and overwritten: the peer gets the bytes of
+ *                  the post
  *
  * The fake peer also counts what no in-process peer can show exactly:
  *   rnr_count      a SEND answered with RNR NAKs only: with rnr_retry N
@@ -77,11 +81,15 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/random.h>
+#include <stddef.h>
 #include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common.h"
 #include "fabric_wire.h"
+#include "gnic/gnic_mlx5.h"
 
 #define TB_LEN      8192
 #define W_OFF       512
@@ -123,9 +131,56 @@ static void addr_of(const union ibv_gid *gid, struct sockaddr_in *a)
 	memcpy(&a->sin_addr, &gid->raw[12], 4);
 }
 
+/* raw_connect() dials the listener's AF_UNIX twin, as the emulator does
+ * for a listener of this host (case_local_*). */
+static bool via_local;
+
+/* The twin's abstract name, as fabric.c's fab_local_name makes it. */
+static socklen_t twin_name(const struct sockaddr_in *a, struct sockaddr_un *un)
+{
+	char ip[INET_ADDRSTRLEN];
+	int n;
+
+	memset(un, 0, sizeof(*un));
+	un->sun_family = AF_UNIX;
+	CHECK(inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip)) != NULL);
+	n = snprintf(un->sun_path + 1, sizeof(un->sun_path) - 1, "gnic-emu-fabric/%s:%u", ip,
+	             ntohs(a->sin_port));
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+static int local_connect(const struct sockaddr_in *a)
+{
+	struct sockaddr_un un;
+	socklen_t len = twin_name(a, &un);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	CHECK(fd >= 0);
+	if (connect(fd, (const struct sockaddr *)&un, len))
+		T_FAIL("connect to the local twin of the emulator's listener (@%s): %s",
+		       un.sun_path + 1, strerror(errno));
+	return fd;
+}
+
+/* A socket listening on the twin name of a, as any process may bind one. */
+static int twin_squat(const struct sockaddr_in *a)
+{
+	struct sockaddr_un un;
+	socklen_t len = twin_name(a, &un);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0 || bind(fd, (const struct sockaddr *)&un, len) || listen(fd, 4))
+		return -1;
+	return fd;
+}
+
 static int raw_connect(const struct sockaddr_in *a)
 {
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+	int fd, one = 1;
+
+	if (via_local)
+		return local_connect(a);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	CHECK(fd >= 0);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -1187,6 +1242,78 @@ static void case_big_read(void)
 	expect_untouched("big_read");
 }
 
+/* A 16 MiB WRITE the emulator sends from its MR (not copied: the socket
+ * reads the MR as it takes the bytes) to a fake peer that reads nothing
+ * yet: most of it waits. Its MR is deregistered and the buffer overwritten
+ * meanwhile: deregistration does not wait for the peer, and what the peer
+ * then reads is exactly what the buffer held when the WRITE was posted,
+ * as nothing may read an MR's memory once ibv_dereg_mr returned. */
+static void case_big_write_dereg(void)
+{
+	uint8_t *buf = t_alloc(BIG_LEN, 0), *data = t_alloc(BIG_LEN, 0), *got = t_alloc(BIG_LEN, 0);
+	struct ibv_mr *bmr = t_reg(pd, buf, BIG_LEN, T_ACCESS_ALL);
+	struct ibv_cq *rq_cq = t_cq(ctx, 16);
+	struct t_conn_opts o;
+	struct t_qp_caps caps;
+	struct sockaddr_in fa;
+	struct emu_msg w, ack;
+	struct t_ep peer;
+	struct ibv_qp *rq;
+	struct ibv_wc wc;
+	uint64_t t0, ms;
+	int lfd = fake_listen(&fa), fd, small = 64 * 1024;
+
+	t_case("big_write_dereg: a queued 16 MiB WRITE's MR deregistered before it left");
+	/* a small window: the WRITE cannot leave while the fake reads nothing */
+	CHECK_EQ(setsockopt(lfd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+	t_conn_opts_default(&o);
+	o.timeout = 20; /* 4.3 s: no retransmission within the case */
+	t_qp_caps_default(&caps);
+	rq = t_qp(pd, rq_cq, rq_cq, &caps, NULL);
+	memset(&peer, 0, sizeof(peer));
+	gid_of(&fa, &peer.gid);
+	peer.qpn = FAKE_QPN;
+	/* before the QP dials (at RTR): under a sanitizer filling 16 MiB can take
+	 * longer than the handshake's deadline (GNIC_EMU_HANDSHAKE_MS) */
+	t_fill(buf, BIG_LEN, 7);
+	memcpy(data, buf, BIG_LEN);
+	t_connect(rq, &peer, &o);
+	fd = fake_session(lfd, &peer.gid);
+	t_sleep_ms(20); /* ... and is authenticated: no hold */
+	post_op(rq, 1, IBV_WR_RDMA_WRITE, buf, BIG_LEN, bmr->lkey);
+	CHECK(recv_exact(fd, &w, sizeof(w), CLOSE_MS));
+	CHECK_EQ(w.type, EMU_MSG_WRITE);
+	CHECK_EQ(w.len, BIG_LEN);
+	t_sleep_ms(50); /* the emulator's socket fills; the rest is queued */
+	t0 = t_now_ms();
+	CHECK_OK(ibv_dereg_mr(bmr));
+	ms = t_now_ms() - t0;
+	printf("big_write_dereg: ibv_dereg_mr took %llu ms\n", (unsigned long long)ms);
+	if (ms > 1000)
+		T_FAIL("ibv_dereg_mr waited %llu ms for a peer that reads nothing",
+		       (unsigned long long)ms);
+	memset(buf, GUARD, BIG_LEN);
+	if (!recv_exact(fd, got, BIG_LEN, T_WAIT_MS))
+		T_FAIL("the 16 MiB WRITE's data did not come");
+	CHECK_MEM(got, data, BIG_LEN);
+	memset(&ack, 0, sizeof(ack));
+	ack.type = EMU_MSG_ACK;
+	ack.dst_qpn = rq->qp_num;
+	ack.src_qpn = FAKE_QPN;
+	ack.psn = w.psn;
+	send_all(fd, &ack, sizeof(ack));
+	wc = t_poll1(rq_cq, "the 16 MiB WRITE the fake peer ACKed");
+	CHECK_WC(&wc, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	close(fd);
+	CHECK_OK(ibv_destroy_qp(rq));
+	CHECK_OK(ibv_destroy_cq(rq_cq));
+	close(lfd);
+	free(buf);
+	free(data);
+	free(got);
+	expect_untouched("big_write_dereg");
+}
+
 /* ---- main ---------------------------------------------------------------- */
 
 static void setup(void)
@@ -1420,50 +1547,96 @@ static void case_future_ack(void)
 	40 /* ms between pieces: 32 of them, 1.28 s, well past the                                 \
 	    * (retry_cnt 7 + 1) x 67 ms = 536 ms of tries */
 
+/* A 4 MiB landing buffer (GUARD bytes) registered on pd, and 4 MiB of data
+ * to send there. */
+struct slow_buf {
+	uint8_t *dst, *data;
+	struct ibv_mr *mr;
+};
+
+static void slow_buf_open(struct slow_buf *b)
+{
+	b->dst = t_alloc(SLOW_LEN, GUARD);
+	b->data = t_alloc(SLOW_LEN, 0);
+	b->mr = t_reg(pd, b->dst, SLOW_LEN, T_ACCESS_ALL);
+}
+
+static void slow_buf_close(struct slow_buf *b)
+{
+	CHECK_OK(ibv_dereg_mr(b->mr));
+	free(b->dst);
+	free(b->data);
+}
+
+/* data[from, SLOW_LEN) on fd in 128 KiB pieces, gap_ms apart. */
+static void send_pieces(int fd, const uint8_t *data, uint32_t from, unsigned gap_ms)
+{
+	for (uint32_t off = from; off < SLOW_LEN; off += SLOW_PIECE) {
+		send_all(fd, data + off, SLOW_PIECE);
+		if (gap_ms)
+			t_sleep_ms(gap_ms);
+	}
+}
+
+/* A QP of ours connected to the fake peer (default timeout and retries)
+ * with a 4 MiB READ (wr_id 1) into the buffer posted and its request taken
+ * from the session; resp: the READ_RESP header that answers it. */
+struct slow_read {
+	struct slow_buf b;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct emu_msg resp;
+	int lfd, fd;
+};
+
+static void slow_read_open(struct slow_read *s, uint32_t seed)
+{
+	struct t_conn_opts o;
+	struct sockaddr_in fa;
+	union ibv_gid gid;
+
+	slow_buf_open(&s->b);
+	s->cq = t_cq(ctx, 16);
+	s->lfd = fake_listen(&fa);
+	t_conn_opts_default(&o);
+	s->qp = fake_peer_qp(s->cq, &fa, &o, &gid);
+	post_op(s->qp, 1, IBV_WR_RDMA_READ, s->b.dst, SLOW_LEN, s->b.mr->lkey);
+	s->fd = fake_session(s->lfd, &gid);
+	memset(&s->resp, 0, sizeof(s->resp));
+	s->resp.type = EMU_MSG_READ_RESP;
+	s->resp.dst_qpn = s->qp->qp_num;
+	s->resp.src_qpn = FAKE_QPN;
+	s->resp.psn = read_request(s->fd, SLOW_LEN);
+	s->resp.len = SLOW_LEN;
+	t_fill(s->b.data, SLOW_LEN, seed);
+}
+
+static void slow_read_close(struct slow_read *s)
+{
+	close(s->fd);
+	close(s->lfd);
+	CHECK_OK(ibv_destroy_qp(s->qp));
+	CHECK_OK(ibv_destroy_cq(s->cq));
+	slow_buf_close(&s->b);
+}
+
 /* A 4 MiB READ response that takes 1.28 s to arrive, in 128 KiB pieces
  * 40 ms apart, against the default 67 ms timeout and 7 retries. A ConnectX
  * hears such a response packet by packet, each restarting its timer; a
  * requester that counted only whole responses ended it in RETRY_EXC. */
 static void case_slow_read_resp(void)
 {
-	uint8_t *dst = t_alloc(SLOW_LEN, GUARD), *data = t_alloc(SLOW_LEN, 0);
-	struct ibv_mr *dmr = t_reg(pd, dst, SLOW_LEN, T_ACCESS_ALL);
-	struct ibv_cq *cq = t_cq(ctx, 16);
-	struct t_conn_opts o;
-	struct sockaddr_in fa;
-	union ibv_gid gid;
-	struct emu_msg r;
-	struct ibv_qp *qp;
+	struct slow_read s;
 	struct ibv_wc wc;
-	int lfd = fake_listen(&fa), fd;
 
 	t_case("slow_read_resp: a 4 MiB READ response over 1.28 s, timeout 67 ms, retry_cnt 7");
-	t_conn_opts_default(&o);
-	qp = fake_peer_qp(cq, &fa, &o, &gid);
-	post_op(qp, 1, IBV_WR_RDMA_READ, dst, SLOW_LEN, dmr->lkey);
-	fd = fake_session(lfd, &gid);
-	memset(&r, 0, sizeof(r));
-	r.type = EMU_MSG_READ_RESP;
-	r.dst_qpn = qp->qp_num;
-	r.src_qpn = FAKE_QPN;
-	r.psn = read_request(fd, SLOW_LEN);
-	r.len = SLOW_LEN;
-	t_fill(data, SLOW_LEN, 8);
-	send_all(fd, &r, sizeof(r));
-	for (uint32_t off = 0; off < SLOW_LEN; off += SLOW_PIECE) {
-		send_all(fd, data + off, SLOW_PIECE);
-		t_sleep_ms(SLOW_GAP);
-	}
-	wc = t_poll1(cq, "the slow 4 MiB READ");
+	slow_read_open(&s, 8);
+	send_all(s.fd, &s.resp, sizeof(s.resp));
+	send_pieces(s.fd, s.b.data, 0, SLOW_GAP);
+	wc = t_poll1(s.cq, "the slow 4 MiB READ");
 	CHECK_WC(&wc, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
-	CHECK_MEM(dst, data, SLOW_LEN);
-	close(fd);
-	close(lfd);
-	CHECK_OK(ibv_destroy_qp(qp));
-	CHECK_OK(ibv_destroy_cq(cq));
-	CHECK_OK(ibv_dereg_mr(dmr));
-	free(dst);
-	free(data);
+	CHECK_MEM(s.b.dst, s.b.data, SLOW_LEN);
+	slow_read_close(&s);
 }
 
 /* A second answer to a READ that is done (as a peer sends for a READ
@@ -1473,80 +1646,48 @@ static void case_slow_read_resp(void)
  * when only the answers taken counted, it ended in RETRY_EXC. */
 static void case_slow_ghost_resp(void)
 {
-	uint8_t *dst = t_alloc(SLOW_LEN, GUARD), *data = t_alloc(SLOW_LEN, 0);
-	struct ibv_mr *dmr = t_reg(pd, dst, SLOW_LEN, T_ACCESS_ALL);
-	struct ibv_cq *cq = t_cq(ctx, 16);
-	struct t_conn_opts o;
-	struct sockaddr_in fa;
-	union ibv_gid gid;
-	struct emu_msg a, b;
-	struct ibv_qp *qp;
+	struct slow_read s;
+	struct emu_msg b;
 	struct ibv_wc wc;
-	int lfd = fake_listen(&fa), fd;
 
 	t_case("slow_ghost_resp: a READ behind 4 MiB of a done READ's second answer over 1.28 s");
-	t_conn_opts_default(&o);
-	qp = fake_peer_qp(cq, &fa, &o, &gid);
-	post_op(qp, 1, IBV_WR_RDMA_READ, dst, SLOW_LEN, dmr->lkey);
-	fd = fake_session(lfd, &gid);
-	memset(&a, 0, sizeof(a));
-	a.type = EMU_MSG_READ_RESP;
-	a.dst_qpn = qp->qp_num;
-	a.src_qpn = FAKE_QPN;
-	a.psn = read_request(fd, SLOW_LEN);
-	a.len = SLOW_LEN;
-	t_fill(data, SLOW_LEN, 10);
-	send_all(fd, &a, sizeof(a));
-	send_all(fd, data, SLOW_LEN);
-	wc = t_poll1(cq, "the first READ");
+	slow_read_open(&s, 10);
+	send_all(s.fd, &s.resp, sizeof(s.resp));
+	send_all(s.fd, s.b.data, SLOW_LEN);
+	wc = t_poll1(s.cq, "the first READ");
 	CHECK_WC(&wc, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
-	post_op(qp, 2, IBV_WR_RDMA_READ, dst, 4096, dmr->lkey);
-	b = a;
-	b.psn = read_request(fd, 4096);
+	post_op(s.qp, 2, IBV_WR_RDMA_READ, s.b.dst, 4096, s.b.mr->lkey);
+	b = s.resp;
+	b.psn = read_request(s.fd, 4096);
 	b.len = 4096;
-	send_all(fd, &a, sizeof(a)); /* the first READ's answer again, slowly */
-	for (uint32_t off = 0; off < SLOW_LEN; off += SLOW_PIECE) {
-		send_all(fd, data + off, SLOW_PIECE);
-		t_sleep_ms(SLOW_GAP);
-	}
-	t_fill(data, 4096, 11);
-	send_all(fd, &b, sizeof(b));
-	send_all(fd, data, 4096);
-	wc = t_poll1(cq, "the READ behind the second answer");
+	send_all(s.fd, &s.resp, sizeof(s.resp)); /* the first READ's answer again, slowly */
+	send_pieces(s.fd, s.b.data, 0, SLOW_GAP);
+	t_fill(s.b.data, 4096, 11);
+	send_all(s.fd, &b, sizeof(b));
+	send_all(s.fd, s.b.data, 4096);
+	wc = t_poll1(s.cq, "the READ behind the second answer");
 	CHECK_WC(&wc, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
-	CHECK_MEM(dst, data, 4096);
-	close(fd);
-	close(lfd);
-	CHECK_OK(ibv_destroy_qp(qp));
-	CHECK_OK(ibv_destroy_cq(cq));
-	CHECK_OK(ibv_dereg_mr(dmr));
-	free(dst);
-	free(data);
+	CHECK_MEM(s.b.dst, s.b.data, 4096);
+	slow_read_close(&s);
 }
 
-/* A 4 MiB WRITE that asks for an ACK, its data in 128 KiB pieces: the
- * responder acknowledges the pieces as they arrive (ACKs with
- * EMU_MSG_F_PROGRESS for its psn, nothing completed by them), the first
- * one before the rest is sent, then the WRITE itself once it landed. */
-static void case_progress_acks(void)
+/* A 4 MiB WRITE into b (seed 9) from a fresh session: its header and first
+ * 256 KiB are sent, and the progress ACK they earn is received. */
+static int slow_write_begin(struct slow_buf *b)
 {
-	uint8_t *big = t_alloc(SLOW_LEN, GUARD), *data = t_alloc(SLOW_LEN, 0);
-	struct ibv_mr *bmr = t_reg(pd, big, SLOW_LEN, T_ACCESS_ALL);
 	uint8_t w[sizeof(struct emu_msg) + W_LEN];
 	struct emu_msg m, ack;
-	unsigned progress = 0;
 	int fd;
 
-	t_case("progress_acks: a 4 MiB WRITE in 128 KiB pieces");
-	t_fill(data, SLOW_LEN, 9);
+	t_fill(b->data, SLOW_LEN, 9);
 	fd = client_handshake(secret, NULL);
 	write_msg(w);
 	memcpy(&m, w, sizeof(m));
 	m.len = SLOW_LEN;
-	m.raddr = (uintptr_t)big;
-	m.rkey = bmr->rkey;
+	m.raddr = (uintptr_t)b->dst;
+	m.rkey = b->mr->rkey;
 	send_all(fd, &m, sizeof(m));
-	send_all(fd, data, 2 * SLOW_PIECE);
+	send_all(fd, b->data, 2 * SLOW_PIECE);
 	if (!recv_exact(fd, &ack, sizeof(ack), CLOSE_MS))
 		T_FAIL("no ACK of the first 256 KiB of a 4 MiB WRITE while the rest is to come");
 	CHECK_EQ(ack.type, EMU_MSG_ACK);
@@ -1554,9 +1695,27 @@ static void case_progress_acks(void)
 	CHECK_EQ(ack.psn, PSN0);
 	CHECK_EQ(ack.dst_qpn, CLIENT_QPN);
 	CHECK_EQ(ack.src_qpn, tgt->qp_num);
-	CHECK_BYTES(big, GUARD, SLOW_LEN); /* nothing is written before all of it came */
-	for (uint32_t off = 2 * SLOW_PIECE; off < SLOW_LEN; off += SLOW_PIECE)
-		send_all(fd, data + off, SLOW_PIECE);
+	return fd;
+}
+
+/* A 4 MiB WRITE that asks for an ACK, its data in 128 KiB pieces: the
+ * responder acknowledges the pieces as they arrive (ACKs with
+ * EMU_MSG_F_PROGRESS for its psn, nothing completed by them), the first
+ * one before the rest is sent, then the WRITE itself once it landed. Its
+ * data lands as it comes, as a ConnectX writes each packet's: nothing
+ * beyond what came, and not the last byte, is written before the rest. */
+static void case_progress_acks(void)
+{
+	struct emu_msg ack;
+	struct slow_buf b;
+	unsigned progress = 0;
+	int fd;
+
+	t_case("progress_acks: a 4 MiB WRITE in 128 KiB pieces");
+	slow_buf_open(&b);
+	fd = slow_write_begin(&b);
+	CHECK_BYTES(b.dst + 2 * SLOW_PIECE, GUARD, SLOW_LEN - 2 * SLOW_PIECE);
+	send_pieces(fd, b.data, 2 * SLOW_PIECE, 0);
 	for (;;) {
 		if (!recv_exact(fd, &ack, sizeof(ack), T_WAIT_MS))
 			T_FAIL("no ACK for the 4 MiB WRITE");
@@ -1569,12 +1728,189 @@ static void case_progress_acks(void)
 	/* one per 128 KiB that came after the first: 30 at most */
 	printf("progress_acks: %u more progress ACKs\n", progress);
 	CHECK(progress <= SLOW_LEN / SLOW_PIECE - 2);
-	CHECK_MEM(big, data, SLOW_LEN);
+	CHECK_MEM(b.dst, b.data, SLOW_LEN);
 	close(fd);
-	CHECK_OK(ibv_dereg_mr(bmr));
-	free(big);
-	free(data);
+	slow_buf_close(&b);
 	target_reset();
+}
+
+/* The MR a 4 MiB WRITE lands in is deregistered after its first 256 KiB
+ * came: ibv_dereg_mr returns at once, nothing of the rest is written to the
+ * memory (the application's again), and the WRITE is NAKed as one whose key
+ * is gone, the target QP in ERR. */
+static void case_land_dereg(void)
+{
+	struct emu_msg ack;
+	struct slow_buf b;
+	int fd;
+
+	t_case("land_dereg: a landing 4 MiB WRITE's MR deregistered after 256 KiB");
+	slow_buf_open(&b);
+	fd = slow_write_begin(&b);
+	CHECK_OK(ibv_dereg_mr(b.mr));
+	memset(b.dst, 0x33, SLOW_LEN);
+	send_pieces(fd, b.data, 2 * SLOW_PIECE, 0);
+	do {
+		if (!recv_exact(fd, &ack, sizeof(ack), T_WAIT_MS))
+			T_FAIL("no NAK for a WRITE whose MR was deregistered");
+		CHECK_EQ(ack.psn, PSN0);
+	} while (ack.type == EMU_MSG_ACK && (ack.flags & EMU_MSG_F_PROGRESS));
+	CHECK_EQ(ack.type, EMU_MSG_NAK);
+	CHECK_EQ(ack.syndrome, GNIC_MLX5_SYND_REMOTE_ACCESS);
+	CHECK_BYTES(b.dst, 0x33, SLOW_LEN);
+	close(fd);
+	free(b.dst);
+	free(b.data);
+	target_reset();
+}
+
+/* A 4 MiB READ answered twice (as for a READ sent again): the first answer
+ * completes it and the application reuses the buffer; the second one's data
+ * must not land there. A 4 KiB READ behind it shows it was taken. */
+static void case_read_twice(void)
+{
+	struct slow_read s;
+	struct emu_msg b;
+	struct ibv_wc wc;
+
+	t_case("read_twice: a second answer to a completed 4 MiB READ lands nowhere");
+	slow_read_open(&s, 12);
+	send_all(s.fd, &s.resp, sizeof(s.resp));
+	send_all(s.fd, s.b.data, SLOW_LEN);
+	wc = t_poll1(s.cq, "the first READ");
+	CHECK_WC(&wc, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	CHECK_MEM(s.b.dst, s.b.data, SLOW_LEN);
+	memset(s.b.dst, 0x44, SLOW_LEN);
+	post_op(s.qp, 2, IBV_WR_RDMA_READ, s.b.dst, 4096, s.b.mr->lkey);
+	b = s.resp;
+	b.psn = read_request(s.fd, 4096);
+	b.len = 4096;
+	send_all(s.fd, &s.resp, sizeof(s.resp)); /* the first READ's answer again */
+	t_fill(s.b.data, SLOW_LEN, 13);
+	send_all(s.fd, s.b.data, SLOW_LEN);
+	send_all(s.fd, &b, sizeof(b));
+	send_all(s.fd, s.b.data, 4096);
+	wc = t_poll1(s.cq, "the READ behind the second answer");
+	CHECK_WC(&wc, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	CHECK_MEM(s.b.dst, s.b.data, 4096);
+	CHECK_BYTES(s.b.dst + 4096, 0x44, SLOW_LEN - 4096);
+	slow_read_close(&s);
+}
+
+/* The listener's AF_UNIX twin, where the processes of this host connect:
+ * the same handshake guards it (a WRITE before it, or after a hello with
+ * another secret, is refused), and a good session writes. */
+static void case_local(void)
+{
+	via_local = true;
+	t_case("local: the AF_UNIX twin: WRITEs without a handshake");
+	case_no_handshake();
+	t_case("local: a handshake with another secret");
+	case_wrong_secret();
+	t_case("local: a good session");
+	good_session(NULL);
+	target_reset();
+	via_local = false;
+}
+
+/* Bytes the squatter at lfd got within ms: -1 if nothing connected. */
+static long squatter_bytes(int lfd, int ms)
+{
+	struct pollfd p = {.fd = lfd, .events = POLLIN};
+	char buf[512];
+	long got = 0;
+	ssize_t n;
+	int fd;
+
+	if (poll(&p, 1, ms) <= 0)
+		return -1;
+	fd = accept(lfd, NULL, NULL);
+	if (fd < 0)
+		return -1;
+	p.fd = fd;
+	while (poll(&p, 1, ms) > 0 && (n = read(fd, buf, sizeof(buf))) > 0)
+		got += n;
+	close(fd);
+	return got;
+}
+
+/* A squatter of another user on the twin name of the fake peer's listener,
+ * in a child process; it reports what it got on the pipe. */
+static pid_t other_user_squatter(const struct sockaddr_in *fa, int *rfd)
+{
+	int pfd[2];
+	pid_t pid;
+
+	CHECK_OK(pipe(pfd));
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		long got = -2;
+		int lfd;
+
+		close(pfd[0]);
+		if (!setgid(65534) && !setuid(65534) && (lfd = twin_squat(fa)) >= 0) {
+			got = -1;
+			if (write(pfd[1], "r", 1) != 1)
+				_exit(1);
+			got = squatter_bytes(lfd, 3000);
+		}
+		if (write(pfd[1], &got, sizeof(got)) != sizeof(got))
+			_exit(1);
+		_exit(0);
+	}
+	close(pfd[1]);
+	*rfd = pfd[0];
+	return pid;
+}
+
+/* Any process may bind an abstract name: the emulator dials a twin only for
+ * a listener of this host, and only one owned by its user or root. */
+static void case_local_squat(void)
+{
+	struct sockaddr_in remote = {.sin_family = AF_INET, .sin_port = htons(4791)}, fa;
+	struct ibv_cq *cq = t_cq(ctx, 16);
+	struct t_conn_opts o;
+	union ibv_gid gid;
+	struct ibv_qp *qp;
+	int sq, lfd, rfd, status;
+	long got;
+	char c;
+	pid_t pid;
+
+	t_case("local_squat: the twin name of an address not of this host is not dialed");
+	inet_pton(AF_INET, "192.0.2.1", &remote.sin_addr); /* TEST-NET-1 */
+	sq = twin_squat(&remote);
+	CHECK(sq >= 0);
+	t_conn_opts_default(&o);
+	qp = fake_peer_qp(cq, &remote, &o, &gid);
+	post_op(qp, 1, IBV_WR_RDMA_WRITE, src, 64, smr->lkey);
+	got = squatter_bytes(sq, 1000);
+	if (got >= 0)
+		T_FAIL("the emulator connected to the twin name of 192.0.2.1 (%ld bytes)", got);
+	close(sq);
+	CHECK_OK(ibv_destroy_qp(qp));
+
+	t_case("local_squat: a twin held by another user is left for TCP, not one byte sent");
+	if (geteuid() != 0) {
+		printf("not root: the other-user case needs setuid, not run\n");
+		CHECK_OK(ibv_destroy_cq(cq));
+		return;
+	}
+	lfd = fake_listen(&fa);
+	pid = other_user_squatter(&fa, &rfd);
+	CHECK_EQ(read(rfd, &c, 1), 1);
+	qp = fake_peer_qp(cq, &fa, &o, &gid);
+	post_op(qp, 2, IBV_WR_RDMA_WRITE, src, 64, smr->lkey);
+	close(fake_session(lfd, &gid)); /* reached over TCP */
+	CHECK_EQ(read(rfd, &got, sizeof(got)), sizeof(got));
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	if (got > 0)
+		T_FAIL("the squatter of another user got %ld bytes", got);
+	close(rfd);
+	close(lfd);
+	CHECK_OK(ibv_destroy_qp(qp));
+	CHECK_OK(ibv_destroy_cq(cq));
 }
 
 static const struct t_named_case cases[] = {
@@ -1602,8 +1938,13 @@ static const struct t_named_case cases[] = {
     {"slow_read_resp", case_slow_read_resp},
     {"slow_ghost_resp", case_slow_ghost_resp},
     {"progress_acks", case_progress_acks},
+    {"land_dereg", case_land_dereg},
+    {"read_twice", case_read_twice},
+    {"local", case_local},
+    {"local_squat", case_local_squat},
     {"rnr_count", case_rnr_count},
     {"wrong_answer", case_wrong_answer},
+    {"big_write_dereg", case_big_write_dereg},
 };
 
 int main(int argc, char **argv)
