@@ -70,12 +70,8 @@ void fab_epoll_forget(int fd)
 /* The engine sleeps in emu_fabric_wait(); the kick eventfd must be in the set
  * to cut that sleep short. MOD also covers a registration made by someone else
  * with other event data. */
-void fab_register_kick(void)
+void fab_register_kick_now(int fd)
 {
-	int fd = emu_worker_cur()->kick_fd;
-
-	if (fd <= 0 || fd == fab.kick_registered)
-		return;
 	if (fab_epoll_set(EPOLL_CTL_ADD, fd, &kick_handle, EPOLLIN) == -EEXIST &&
 	    fab_epoll_set(EPOLL_CTL_MOD, fd, &kick_handle, EPOLLIN))
 		return;
@@ -436,19 +432,21 @@ int emu_fabric_poll(void)
 {
 	struct epoll_event ev[FAB_POLL_EVENTS];
 	bool first[FAB_POLL_EVENTS];
+	struct emu_worker *w = emu_worker_cur();
+	struct fab_state *fs = &fab; /* this worker's, looked up once */
 	uint64_t t0;
 	int n, work;
 
-	if (emu_worker_cur()->index == 0)
+	if (w->index == 0)
 		fab_listeners_resume(); /* worker 0 has the listeners */
 	if (idle_skip())
 		return 0;
 	fab_register_kick();
-	fab.dispatching = true;
-	fab.poll_seq++;
+	fs->dispatching = true;
+	fs->poll_seq++;
 	work = fab_resume_blocked();
 	t0 = emu_now_ns();
-	n = epoll_wait(emu_worker_cur()->epoll_fd, ev, FAB_POLL_EVENTS, 0);
+	n = epoll_wait(w->epoll_fd, ev, FAB_POLL_EVENTS, 0);
 	for (int i = 0; i < n; i++) {
 		first[i] = event_first(&ev[i]);
 		if (first[i])
@@ -459,7 +457,7 @@ int emu_fabric_poll(void)
 			work += handle_event(&ev[i]);
 	work += heard_rest(t0, n == FAB_POLL_EVENTS);
 	fab_hs_expire();
-	fab.dispatching = false;
+	fs->dispatching = false;
 	fab_reap();
 	return work;
 }
