@@ -195,7 +195,9 @@ static int send_local(struct emu_qp *qp, const union ibv_gid *dgid, const struct
 
 		return ret == -ENOMEM ? 0 : ret; /* out of memory: lost, the timer decides */
 	}
-	peer = emu_worker_qp(qp->worker, m->dst_qpn);
+	/* owner is this worker, which holds its lock: emu_worker_qp()'s check
+	 * of the owner again would find the same */
+	peer = emu_qp_lookup(m->dst_qpn);
 	if (!peer || !peer->ctx || peer->ctx->dev != dev)
 		return 0;
 	peer->ops->on_request(peer, &path, m, payload);
