@@ -410,8 +410,11 @@ struct emu_req_state {
 	uint32_t db_last_rec;    /* raw doorbell record / register halves last seen: */
 	uint64_t db_last_reg[2]; /* only a changed value is a new doorbell */
 	/* the register halves as last seen: bytes beyond the first 8 that
-	 * changed are a BlueFlame copy of the WQE, which must match the SQ */
-	uint8_t db_snap[2][GNIC_MLX5_BF_SIZE];
+	 * changed are a BlueFlame copy of the WQE, which must match the SQ.
+	 * Two buffers a half, db_snap_at[half] the current one: a look reads
+	 * the register into the other and takes it, rather than copying it. */
+	uint8_t db_snap[2][2][GNIC_MLX5_BF_SIZE];
+	uint8_t db_snap_at[2];
 	/* a copy that did not match, kept to see whether it was still being
 	 * written (it is dropped if the next look finds the same bytes) */
 	uint8_t db_pend[2][GNIC_MLX5_BF_SIZE];

@@ -70,12 +70,8 @@ void fab_epoll_forget(int fd)
 /* The engine sleeps in emu_fabric_wait(); the kick eventfd must be in the set
  * to cut that sleep short. MOD also covers a registration made by someone else
  * with other event data. */
-void fab_register_kick(void)
+void fab_register_kick_now(int fd)
 {
-	int fd = emu_worker_cur()->kick_fd;
-
-	if (fd <= 0 || fd == fab.kick_registered)
-		return;
 	if (fab_epoll_set(EPOLL_CTL_ADD, fd, &kick_handle, EPOLLIN) == -EEXIST &&
 	    fab_epoll_set(EPOLL_CTL_MOD, fd, &kick_handle, EPOLLIN))
 		return;
@@ -199,7 +195,9 @@ static int send_local(struct emu_qp *qp, const union ibv_gid *dgid, const struct
 
 		return ret == -ENOMEM ? 0 : ret; /* out of memory: lost, the timer decides */
 	}
-	peer = emu_worker_qp(qp->worker, m->dst_qpn);
+	/* owner is this worker, which holds its lock: emu_worker_qp()'s check
+	 * of the owner again would find the same */
+	peer = emu_qp_lookup(m->dst_qpn);
 	if (!peer || !peer->ctx || peer->ctx->dev != dev)
 		return 0;
 	peer->ops->on_request(peer, &path, m, payload);
@@ -381,16 +379,16 @@ static int handle_event(const struct epoll_event *ev)
 
 /* Without connections the sockets only matter for accepting one, and an
  * epoll_wait() per pass would double the cost of an in-process engine pass. */
-static bool idle_skip(void)
+static bool idle_skip(struct fab_state *fs)
 {
 	uint64_t now;
 
-	if (fab.conns)
+	if (fs->conns)
 		return false;
 	now = emu_now_ns();
-	if (now < fab.idle_next_ns)
+	if (now < fs->idle_next_ns)
 		return true;
-	fab.idle_next_ns = now + FAB_IDLE_POLL_NS;
+	fs->idle_next_ns = now + FAB_IDLE_POLL_NS;
 	return false;
 }
 
@@ -409,12 +407,12 @@ static bool conn_input_hidden(const struct emu_conn *c)
  * could, the others had no input at t0 (level-triggered); when it was full,
  * read them now, so a silent peer's connection is not left behind by busy
  * ones (its requesters' timers judge against heard_ns). */
-static int heard_rest(uint64_t t0, bool epoll_full)
+static int heard_rest(struct fab_state *fs, uint64_t t0, bool epoll_full)
 {
 	int work = 0;
 
-	for (struct emu_conn *c = fab.conns; c; c = c->next) {
-		if (c->read_seq == fab.poll_seq || c->doomed || c->handoff || conn_input_hidden(c))
+	for (struct emu_conn *c = fs->conns; c; c = c->next) {
+		if (c->read_seq == fs->poll_seq || c->doomed || c->handoff || conn_input_hidden(c))
 			continue;
 		if (epoll_full && c->fd >= 0 && (c->state == CONN_AUTH || c->state == CONN_UP))
 			work += fab_conn_read(c);
@@ -436,19 +434,24 @@ int emu_fabric_poll(void)
 {
 	struct epoll_event ev[FAB_POLL_EVENTS];
 	bool first[FAB_POLL_EVENTS];
+	struct emu_worker *w = emu_worker_cur();
+	struct fab_state *fs = &fab; /* this worker's, looked up once */
 	uint64_t t0;
 	int n, work;
 
-	if (emu_worker_cur()->index == 0)
+	if (w->index == 0)
 		fab_listeners_resume(); /* worker 0 has the listeners */
-	if (idle_skip())
+	if (idle_skip(fs))
 		return 0;
-	fab_register_kick();
-	fab.dispatching = true;
-	fab.poll_seq++;
-	work = fab_resume_blocked();
+	/* fab_register_kick(), fab_resume_blocked(), fab_hs_expire() and
+	 * fab_reap() with their first tests made on fs: one worker lookup */
+	if (w->kick_fd > 0 && w->kick_fd != fs->kick_registered)
+		fab_register_kick_now(w->kick_fd);
+	fs->dispatching = true;
+	fs->poll_seq++;
+	work = fs->conns ? fab_resume_blocked_conns() : 0;
 	t0 = emu_now_ns();
-	n = epoll_wait(emu_worker_cur()->epoll_fd, ev, FAB_POLL_EVENTS, 0);
+	n = epoll_wait(w->epoll_fd, ev, FAB_POLL_EVENTS, 0);
 	for (int i = 0; i < n; i++) {
 		first[i] = event_first(&ev[i]);
 		if (first[i])
@@ -457,10 +460,12 @@ int emu_fabric_poll(void)
 	for (int i = 0; i < n; i++)
 		if (!first[i])
 			work += handle_event(&ev[i]);
-	work += heard_rest(t0, n == FAB_POLL_EVENTS);
-	fab_hs_expire();
-	fab.dispatching = false;
-	fab_reap();
+	work += heard_rest(fs, t0, n == FAB_POLL_EVENTS);
+	if (fs->hs_next_ns)
+		fab_hs_expire_due();
+	fs->dispatching = false;
+	if (fs->reap_due)
+		fab_reap_due();
 	return work;
 }
 
@@ -494,9 +499,10 @@ bool emu_fabric_tx_done(const struct emu_qp *qp, uint64_t mark)
 
 int emu_fabric_flush(void)
 {
+	struct fab_state *fs = &fab;
 	size_t total = 0;
 
-	for (struct emu_conn *c = fab.conns; c; c = c->next) {
+	for (struct emu_conn *c = fs->conns; c; c = c->next) {
 		c->wrote_this_pass = false;
 		if (c->state != CONN_UP && c->state != CONN_AUTH)
 			continue;
@@ -504,7 +510,8 @@ int emu_fabric_flush(void)
 			total += fab_conn_write(c);
 		fab_conn_update_events(c);
 	}
-	fab_reap();
+	if (fs->reap_due)
+		fab_reap_due();
 	return total > INT_MAX ? INT_MAX : (int)total;
 }
 

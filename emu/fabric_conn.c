@@ -321,12 +321,10 @@ static bool conn_hand(struct emu_conn **pp, struct emu_conn *c)
 /* Free what dead connections hold, unlink the doomed ones and hand those
  * that belong to another worker over. Never called while a message is being
  * dispatched. */
-void fab_reap(void)
+void fab_reap_due(void)
 {
 	struct emu_conn **pp = &fab.conns;
 
-	if (!fab.reap_due)
-		return;
 	fab.reap_due = false;
 	while (*pp) {
 		struct emu_conn *c = *pp;
@@ -890,7 +888,7 @@ int fab_conn_event(struct emu_conn *c, uint32_t events)
 
 /* Connections whose output fell below the mark take requests again (and
  * hold them again at once if an inbox they go to is still full). */
-int fab_resume_blocked(void)
+int fab_resume_blocked_conns(void)
 {
 	int work = 0;
 

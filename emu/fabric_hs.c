@@ -156,12 +156,12 @@ static void conn_authenticated(struct emu_conn *c)
 	fab_conn_update_events(c);
 }
 
-/* Give up on handshakes past their deadline. */
-void fab_hs_expire(void)
+/* Give up on handshakes past their deadline (fab_hs_expire: one pending). */
+void fab_hs_expire_due(void)
 {
-	uint64_t now, next = 0;
+	uint64_t now = emu_now_ns(), next = 0;
 
-	if (!fab.hs_next_ns || (now = emu_now_ns()) < fab.hs_next_ns)
+	if (now < fab.hs_next_ns)
 		return;
 	for (struct emu_conn *c = fab.conns; c; c = c->next) {
 		if (c->state != CONN_CONNECTING && c->state != CONN_AUTH)

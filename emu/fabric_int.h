@@ -184,7 +184,16 @@ extern _Atomic uint64_t fab_accept_resume_ns;
 const char *fab_addr_str(const struct sockaddr_in *a, char *buf, size_t size);
 int fab_epoll_set(int op, int fd, struct fab_handle *h, uint32_t events);
 void fab_epoll_forget(int fd);
-void fab_register_kick(void);
+void fab_register_kick_now(int fd);
+/* Register the current worker's kick eventfd unless it is already: the
+ * test is inline since every engine pass with connections makes it. */
+static inline void fab_register_kick(void)
+{
+	int fd = emu_worker_cur()->kick_fd;
+
+	if (fd > 0 && fd != fab.kick_registered)
+		fab_register_kick_now(fd);
+}
 void fab_set_nodelay(int fd);
 void fab_set_local_bufs(int fd);
 socklen_t fab_local_name(const struct sockaddr_in *a, struct sockaddr_un *un);
@@ -233,7 +242,14 @@ struct emu_conn *fab_conn_find(const struct emu_device *dev, const struct sockad
 void fab_conn_connect(struct emu_conn *c);
 bool fab_conn_revive(struct emu_conn *c);
 void fab_conn_retire(struct emu_conn *c);
-void fab_reap(void);
+void fab_reap_due(void);
+/* Free, unlink and hand over what is due (fab_reap_due). The test is inline:
+ * the engine makes it twice a pass, and it is almost always false. */
+static inline void fab_reap(void)
+{
+	if (fab.reap_due)
+		fab_reap_due();
+}
 /* fabric_conn.c: output and input */
 int fab_conn_post(struct emu_conn *c, const struct emu_msg *m, const void *payload,
                   struct emu_mr *src);
@@ -243,7 +259,12 @@ void fab_dispatch(struct emu_conn *c, const struct emu_msg *m, const void *paylo
 bool fab_take_header(struct emu_conn *c, const struct emu_msg *m);
 int fab_conn_event(struct emu_conn *c, uint32_t events);
 void fab_conn_heard(struct emu_conn *c, uint64_t t);
-int fab_resume_blocked(void);
+int fab_resume_blocked_conns(void);
+/* Parse again what was held back; without connections there is none. */
+static inline int fab_resume_blocked(void)
+{
+	return fab.conns ? fab_resume_blocked_conns() : 0;
+}
 
 /* fabric_land.c */
 bool fab_land_start(struct emu_conn *c, const struct emu_msg *m);
@@ -256,7 +277,14 @@ int fab_hs_begin(struct emu_conn *c, enum emu_hs_role role);
 void fab_hs_arm(struct emu_conn *c, uint64_t now);
 void fab_conn_hs_step(struct emu_conn *c, const struct emu_wire_step *st);
 void fab_conn_auth_failed(struct emu_conn *c, const char *why);
-void fab_hs_expire(void);
+void fab_hs_expire_due(void);
+/* Give up on handshakes past their deadline; inline test: none pending is
+ * the engine's usual case, and it is checked every pass. */
+static inline void fab_hs_expire(void)
+{
+	if (fab.hs_next_ns)
+		fab_hs_expire_due();
+}
 
 /* fabric_listen.c */
 void fab_pending_del(struct emu_conn *c);

@@ -95,6 +95,47 @@ static uint16_t reg_pi(uint64_t v)
 	return (uint16_t)((w0 >> 8) + (ds ? (ds * 16 + 63) / 64 : 0));
 }
 
+/* Do n words of a register copy equal the SQ's at sq? All n are compared
+ * (no early exit): a mismatch is rare, and a full block unrolls. */
+static bool words_match_sq(const uint64_t *cur, const uint64_t *sq, uint32_t n)
+{
+	uint64_t diff = 0;
+
+	if (n == 8) {
+#pragma GCC unroll 8
+		for (uint32_t k = 0; k < 8; k++)
+			diff |= cur[k] ^ __atomic_load_n(sq + k, __ATOMIC_RELAXED);
+		return !diff;
+	}
+	for (uint32_t k = 0; k < n; k++)
+		diff |= cur[k] ^ __atomic_load_n(sq + k, __ATOMIC_RELAXED);
+	return !diff;
+}
+
+/* Nonzero if any of words 1 to words - 1 differs between cur and snap.
+ * Whole 64-byte blocks (words is one of those unless the half is smaller)
+ * unroll; no early exit. */
+static uint64_t words_changed(const uint64_t *cur, const uint64_t *snap, uint32_t words)
+{
+	uint64_t diff = 0;
+	uint32_t w = 1;
+
+	if (words % 8 == 0) {
+#pragma GCC unroll 7
+		for (uint32_t k = 1; k < 8; k++)
+			diff |= cur[k] ^ snap[k];
+		for (w = 8; w < words; w += 8) {
+#pragma GCC unroll 8
+			for (uint32_t k = 0; k < 8; k++)
+				diff |= cur[w + k] ^ snap[w + k];
+		}
+		return diff;
+	}
+	for (; w < words; w++)
+		diff |= cur[w] ^ snap[w];
+	return diff;
+}
+
 /* Does a register value that copies a WQE's ctrl segment (ds != 0) agree
  * with the SQ? Hardware executes a BlueFlame write only if it is the WQE
  * the SQ holds at that index; one that is not is dropped (the doorbell
@@ -107,24 +148,21 @@ static bool reg_matches_sq(const struct emu_qp *qp, const uint64_t *cur, const u
 {
 	uint32_t words = (ds * 16 + 63) / 64 * 8,
 	         max = (qp->bf ? qp->bf->buf_size : GNIC_MLX5_BF_SIZE) / 8, idx;
-	bool copy = false;
+	uint64_t changed = 0;
 
 	memcpy(&idx, cur, sizeof(idx));
 	idx = (gnic_be32(idx) >> 8) & 0xffff;
 	if (words > max)
 		words = max ? max : 1;
-	for (uint32_t w = 1; w < words && !copy; w++)
-		copy = cur[w] != snap[w];
-	if (!copy)
+	changed = words_changed(cur, snap, words);
+	if (!changed)
 		words = 1;
 	/* a basic block (8 words) at a time: the next one may wrap to the SQ's start */
 	for (uint32_t w = 0; w < words; w += 8) {
 		const uint64_t *sq = (const uint64_t *)emu_wq_at(&qp->sq, idx + w / 8);
-		uint32_t n = words - w < 8 ? words - w : 8;
 
-		for (uint32_t k = 0; k < n; k++)
-			if (cur[w + k] != __atomic_load_n(sq + k, __ATOMIC_RELAXED))
-				return false;
+		if (!words_match_sq(cur + w, sq, words - w < 8 ? words - w : 8))
+			return false;
 	}
 	return true;
 }
@@ -152,8 +190,9 @@ EMU_EXPORT uint64_t gemu_engine_bf_dropped(void)
  * the same bytes. */
 static int reg_doorbell(struct emu_qp *qp, int half, uint64_t v, uint16_t *pi)
 {
-	uint64_t cur[GNIC_MLX5_BF_SIZE / 8];
-	uint64_t *snap = (uint64_t *)qp->req.db_snap[half];
+	uint8_t at = qp->req.db_snap_at[half];
+	const uint64_t *snap = (const uint64_t *)qp->req.db_snap[half][at];
+	uint64_t *cur = (uint64_t *)qp->req.db_snap[half][!at]; /* becomes the snapshot */
 	const _Atomic uint64_t *reg =
 	    (const _Atomic uint64_t *)((const uint8_t *)qp->bf_reg + half * GNIC_MLX5_BF_SIZE);
 	struct gnic_mlx5_ctrl_seg c;
@@ -175,8 +214,9 @@ static int reg_doorbell(struct emu_qp *qp, int half, uint64_t v, uint16_t *pi)
 	if (!ok && qpn == qp->ibqp.qp_num) {
 		static struct emu_log_limit limit;
 
-		if (!qp->req.db_pend_set[half] || memcmp(qp->req.db_pend[half], cur, sizeof(cur))) {
-			memcpy(qp->req.db_pend[half], cur, sizeof(cur));
+		if (!qp->req.db_pend_set[half] ||
+		    memcmp(qp->req.db_pend[half], cur, GNIC_MLX5_BF_SIZE)) {
+			memcpy(qp->req.db_pend[half], cur, GNIC_MLX5_BF_SIZE);
 			qp->req.db_pend_set[half] = true;
 			return -1; /* maybe still being written */
 		}
@@ -189,7 +229,7 @@ static int reg_doorbell(struct emu_qp *qp, int half, uint64_t v, uint16_t *pi)
 		                 qp->ibqp.qp_num, (gnic_be32(c.opmod_idx_opcode) >> 8) & 0xffff);
 	}
 	qp->req.db_pend_set[half] = false;
-	memcpy(snap, cur, sizeof(cur));
+	qp->req.db_snap_at[half] = !at; /* cur is the register as last seen now */
 	if (ok)
 		*pi = reg_pi(v);
 	return ok;
@@ -253,20 +293,31 @@ static bool reg_changed(const struct emu_qp *qp)
  * the register. Only a source whose raw value changed since the last look is
  * a new doorbell: a stale or never-written half (0) would otherwise read as
  * "ahead" whenever ci comes within one SQ of the 16-bit wrap. */
+static __attribute__((noinline)) uint16_t sq_doorbell_look(struct emu_qp *qp, uint32_t rec,
+                                                           uint16_t best);
+
 uint16_t emu_sq_doorbell(struct emu_qp *qp)
 {
 	uint32_t rec = atomic_load_explicit((_Atomic uint32_t *)&qp->dbrec[GNIC_MLX5_SND_DBR],
 	                                    memory_order_acquire);
 	uint16_t best = qp->req.db_pi;
-	bool mirrored = qp->gpu_wq || qp->gpu_dbr;
-	uint64_t seen[2] = {0, 0};
 
 	if ((uint16_t)(best - qp->req.sq_ci) > qp->sq.wqe_cnt)
 		best = qp->req.sq_ci; /* after a rewind: nothing known ahead */
-	if (!mirrored && rec == qp->req.db_last_rec && !reg_changed(qp))
+	if (!qp->gpu_wq && !qp->gpu_dbr && rec == qp->req.db_last_rec && !reg_changed(qp))
 		return qp->req.db_pi = best; /* most passes: no doorbell since the last */
+	return qp->req.db_pi = sq_doorbell_look(qp, rec, best);
+}
+
+/* emu_sq_doorbell's look at the sources when one may have rung, out of
+ * line: most passes do not get here and need not pay for its registers. */
+static uint16_t sq_doorbell_look(struct emu_qp *qp, uint32_t rec, uint16_t best)
+{
+	bool mirrored = qp->gpu_wq || qp->gpu_dbr;
+	uint64_t seen[2] = {0, 0};
+
 	if (mirrored && !pull_rung(qp, seen))
-		return qp->req.db_pi = best;
+		return best;
 	if (rec != qp->req.db_last_rec) {
 		qp->req.db_last_rec = rec;
 		consider(qp, (uint16_t)gnic_be32(rec), &best);
@@ -287,7 +338,6 @@ uint16_t emu_sq_doorbell(struct emu_qp *qp)
 				consider(qp, pi, &best);
 		}
 	}
-	qp->req.db_pi = best;
 	return best;
 }
 
@@ -752,12 +802,21 @@ static void rewind_to_tail(struct emu_qp *qp)
 
 /* Judged against what the fabric has heard, not the bare clock: an answer
  * that came before the deadline but is not read yet must win (fabric.h). */
+static __attribute__((noinline)) int timer_armed(struct emu_qp *qp, uint64_t now);
+
 static int check_timer(struct emu_qp *qp, uint64_t now)
+{
+	if (ost_empty(qp) || !qp->req.timer_deadline_ns)
+		return 0;
+	return timer_armed(qp, now);
+}
+
+/* check_timer with a timer running, out of line: the engine checks every
+ * pass, and most find none. */
+static int timer_armed(struct emu_qp *qp, uint64_t now)
 {
 	struct emu_outstanding *e;
 
-	if (ost_empty(qp) || !qp->req.timer_deadline_ns)
-		return 0;
 	if (qp->req.timer_tx_wait && tx_wait(qp, now))
 		return 0;
 	if (emu_fabric_heard_ns(qp, now) < qp->req.timer_deadline_ns)
@@ -827,6 +886,8 @@ static int flush_sq(struct emu_qp *qp)
 
 /* ---- entry points ------------------------------------------------------------ */
 
+static __attribute__((noinline)) int issue_burst(struct emu_qp *qp, uint64_t now, uint16_t pi);
+
 int emu_requester_progress(struct emu_qp *qp, uint64_t now)
 {
 	int work = 0;
@@ -838,6 +899,18 @@ int emu_requester_progress(struct emu_qp *qp, uint64_t now)
 	if (now < qp->req.rnr_resume_ns || qp->req.sq_stalled)
 		return work;
 	pi = emu_sq_doorbell(qp);
+	if (qp->req.sq_ci == pi)
+		return work;
+	return work + issue_burst(qp, now, pi);
+}
+
+/* Issue the WQEs from the consumer index up to pi, at most BURST. Out of
+ * line: most engine passes find no WQE, and the fast path above stays
+ * light. */
+static int issue_burst(struct emu_qp *qp, uint64_t now, uint16_t pi)
+{
+	int work = 0;
+
 	for (int n = 0; n < BURST && qp->req.sq_ci != pi; n++) {
 		struct emu_wqe w;
 		int ret;
@@ -878,7 +951,7 @@ void emu_requester_reset(struct emu_qp *qp)
 		const _Atomic uint64_t *reg =
 		    (const _Atomic uint64_t *)((const uint8_t *)qp->bf_reg +
 		                               half * GNIC_MLX5_BF_SIZE);
-		uint64_t *snap = (uint64_t *)qp->req.db_snap[half];
+		uint64_t *snap = (uint64_t *)qp->req.db_snap[half][qp->req.db_snap_at[half]];
 
 		for (uint32_t w = 0; w < GNIC_MLX5_BF_SIZE / 8; w++)
 			snap[w] = atomic_load_explicit(&reg[w], memory_order_relaxed);

@@ -104,11 +104,13 @@ static bool payload_on_gpu(const struct emu_reply_path *from)
 static int land(struct emu_reply_path *from, struct emu_qp *qp, const struct emu_msg *m,
                 struct emu_mr *mr, uint64_t addr, const void *payload, uint64_t off, uint64_t n)
 {
-	struct emu_dma_src src = {from ? from->payload_mr : NULL, (const uint8_t *)payload + off};
+	struct emu_dma_src src;
 	struct emu_dma_job *j;
 
 	if (mr->mem_type == EMU_MEM_HOST && !payload_on_gpu(from) && !emu_dma_qp_busy(qp))
-		return emu_mem_write(mr, addr, src.p, n) ? -EIO : 0;
+		return emu_mem_write(mr, addr, (const uint8_t *)payload + off, n) ? -EIO : 0;
+	src.mr = from ? from->payload_mr : NULL;
+	src.p = (const uint8_t *)payload + off;
 	if (!rjob_of(qp, from, m, &j))
 		return -EIO;
 	return emu_dma_put(j, mr, addr, &src, n) ? -EIO : 0;
