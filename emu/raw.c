@@ -275,8 +275,9 @@ void emu_raw_deliver(struct emu_qp *qp, const struct emu_pkt *p, uint32_t tag)
 	ci.wqe_counter = emu_recv_take(qp);
 	ci.hds_ip_ext = emu_raw_csum_bits(p);
 	ci.l4_hdr_type_etc = emu_raw_hdr_types(p);
-	emu_cqe_write(qp->rcq, &ci);
+	/* counted before the CQE: whoever sees the frame sees it counted */
 	atomic_fetch_add_explicit(&c->rx_delivered, 1, memory_order_relaxed);
+	emu_cqe_write(qp->rcq, &ci);
 }
 
 /* ---- the ops table ------------------------------------------------------------- */

@@ -116,9 +116,10 @@ static void receive_plain(struct emu_rwq *wq, const struct emu_pkt *p, struct em
 	}
 	ci->wqe_counter = wq->ci++;
 	ci->byte_cnt = p->len;
-	emu_cqe_write(wq->cq, ci);
+	/* counted before the CQE: whoever sees the frame sees it counted */
 	atomic_fetch_add_explicit(&emu_eth_counters(wq->ctx->dev)->rx_delivered, 1,
 	                          memory_order_relaxed);
+	emu_cqe_write(wq->cq, ci);
 }
 
 /* The strides of the current WQE that are left, given back in a filler CQE. */
@@ -166,8 +167,8 @@ static void receive_striding(struct emu_rwq *wq, const struct emu_pkt *p, struct
 	ci->wqe_id = wq->ci;
 	ci->wqe_counter = (uint16_t)wq->used;
 	ci->byte_cnt = need << 16 | p->len;
-	emu_cqe_write(wq->cq, ci);
 	atomic_fetch_add_explicit(&c->rx_delivered, 1, memory_order_relaxed);
+	emu_cqe_write(wq->cq, ci);
 	wq->used += need;
 	if (wq->used == nstrides) {
 		wq->ci++;

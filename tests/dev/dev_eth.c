@@ -115,6 +115,12 @@ void dev_eth_stats(struct gnic_eth *e, struct gnic_eth_stats *s)
 	CHECK_GNIC(gnic_eth_stats(e, s));
 }
 
+static uint64_t fates(const struct gnic_eth_stats *s)
+{
+	return s->rx_delivered + s->rx_no_rule + s->rx_drop_rule + s->rx_out_of_buffer +
+	       s->rx_too_long;
+}
+
 void dev_eth_wait_frames(struct gnic_eth *e, const struct gnic_eth_stats *s0, uint64_t n)
 {
 	struct gnic_eth_stats s;
@@ -122,12 +128,12 @@ void dev_eth_wait_frames(struct gnic_eth *e, const struct gnic_eth_stats *s0, ui
 
 	for (;;) {
 		dev_eth_stats(e, &s);
-		if (s.rx_frames - s0->rx_frames >= n)
+		if (fates(&s) - fates(s0) >= n)
 			return;
 		if (gnic_now_ns() > end)
-			T_FAIL("the port saw %llu of %llu frames",
-			       (unsigned long long)(s.rx_frames - s0->rx_frames),
-			       (unsigned long long)n);
+			T_FAIL("%llu of %llu frames met their fate (the port saw %llu)",
+			       (unsigned long long)(fates(&s) - fates(s0)), (unsigned long long)n,
+			       (unsigned long long)(s.rx_frames - s0->rx_frames));
 		t_sleep_ms(1);
 	}
 }

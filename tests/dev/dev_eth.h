@@ -31,7 +31,9 @@ uint32_t dev_frame6(uint8_t *f, const uint8_t *src, const uint8_t *dst, uint8_t 
 /* Take exactly one frame (fails after 5 s). */
 struct gnic_eth_pkt dev_eth_rx_one(struct gnic_dev_eth *d);
 void dev_eth_stats(struct gnic_eth *e, struct gnic_eth_stats *s);
-/* Wait (5 s at most) until the port has seen n more frames than s0 says. */
+/* Wait (5 s at most) until n more frames than s0 says have met their fate
+ * (delivered, or dropped for a counted reason): rx_frames alone counts a
+ * frame as it reaches steering, before its fate is counted. */
 void dev_eth_wait_frames(struct gnic_eth *e, const struct gnic_eth_stats *s0, uint64_t n);
 
 /* A receiving queue q and a sending queue tx (no rule feeds it). */
