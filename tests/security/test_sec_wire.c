@@ -1639,6 +1639,40 @@ static void case_slow_read_resp(void)
 	slow_read_close(&s);
 }
 
+/* The first READ of s answered whole and checked (its buffer then set to
+ * 0x44), and a 4 KiB READ posted behind it: returns that READ's answer
+ * header, for the peer to send after whatever it sends first. */
+static struct emu_msg first_read_then_small(struct slow_read *s)
+{
+	struct emu_msg b;
+	struct ibv_wc wc;
+
+	send_all(s->fd, &s->resp, sizeof(s->resp));
+	send_all(s->fd, s->b.data, SLOW_LEN);
+	wc = t_poll1(s->cq, "the first READ");
+	CHECK_WC(&wc, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	CHECK_MEM(s->b.dst, s->b.data, SLOW_LEN);
+	memset(s->b.dst, 0x44, SLOW_LEN);
+	post_op(s->qp, 2, IBV_WR_RDMA_READ, s->b.dst, 4096, s->b.mr->lkey);
+	b = s->resp;
+	b.psn = read_request(s->fd, 4096);
+	b.len = 4096;
+	return b;
+}
+
+/* The 4 KiB READ's answer b, with the first 4 KiB of s's data: it completes
+ * and lands whole. */
+static void small_read_done(struct slow_read *s, const struct emu_msg *b)
+{
+	struct ibv_wc wc;
+
+	send_all(s->fd, b, sizeof(*b));
+	send_all(s->fd, s->b.data, 4096);
+	wc = t_poll1(s->cq, "the READ behind the second answer");
+	CHECK_WC(&wc, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	CHECK_MEM(s->b.dst, s->b.data, 4096);
+}
+
 /* A second answer to a READ that is done (as a peer sends for a READ
  * sent again after a timeout) holds the wanted answer behind it in the
  * in-order stream: 4 MiB of it over 1.28 s restart the next READ's timer as
@@ -1648,26 +1682,14 @@ static void case_slow_ghost_resp(void)
 {
 	struct slow_read s;
 	struct emu_msg b;
-	struct ibv_wc wc;
 
 	t_case("slow_ghost_resp: a READ behind 4 MiB of a done READ's second answer over 1.28 s");
 	slow_read_open(&s, 10);
-	send_all(s.fd, &s.resp, sizeof(s.resp));
-	send_all(s.fd, s.b.data, SLOW_LEN);
-	wc = t_poll1(s.cq, "the first READ");
-	CHECK_WC(&wc, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
-	post_op(s.qp, 2, IBV_WR_RDMA_READ, s.b.dst, 4096, s.b.mr->lkey);
-	b = s.resp;
-	b.psn = read_request(s.fd, 4096);
-	b.len = 4096;
+	b = first_read_then_small(&s);
 	send_all(s.fd, &s.resp, sizeof(s.resp)); /* the first READ's answer again, slowly */
 	send_pieces(s.fd, s.b.data, 0, SLOW_GAP);
 	t_fill(s.b.data, 4096, 11);
-	send_all(s.fd, &b, sizeof(b));
-	send_all(s.fd, s.b.data, 4096);
-	wc = t_poll1(s.cq, "the READ behind the second answer");
-	CHECK_WC(&wc, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
-	CHECK_MEM(s.b.dst, s.b.data, 4096);
+	small_read_done(&s, &b);
 	slow_read_close(&s);
 }
 
@@ -1771,28 +1793,14 @@ static void case_read_twice(void)
 {
 	struct slow_read s;
 	struct emu_msg b;
-	struct ibv_wc wc;
 
 	t_case("read_twice: a second answer to a completed 4 MiB READ lands nowhere");
 	slow_read_open(&s, 12);
-	send_all(s.fd, &s.resp, sizeof(s.resp));
-	send_all(s.fd, s.b.data, SLOW_LEN);
-	wc = t_poll1(s.cq, "the first READ");
-	CHECK_WC(&wc, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
-	CHECK_MEM(s.b.dst, s.b.data, SLOW_LEN);
-	memset(s.b.dst, 0x44, SLOW_LEN);
-	post_op(s.qp, 2, IBV_WR_RDMA_READ, s.b.dst, 4096, s.b.mr->lkey);
-	b = s.resp;
-	b.psn = read_request(s.fd, 4096);
-	b.len = 4096;
+	b = first_read_then_small(&s);
 	send_all(s.fd, &s.resp, sizeof(s.resp)); /* the first READ's answer again */
 	t_fill(s.b.data, SLOW_LEN, 13);
 	send_all(s.fd, s.b.data, SLOW_LEN);
-	send_all(s.fd, &b, sizeof(b));
-	send_all(s.fd, s.b.data, 4096);
-	wc = t_poll1(s.cq, "the READ behind the second answer");
-	CHECK_WC(&wc, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
-	CHECK_MEM(s.b.dst, s.b.data, 4096);
+	small_read_done(&s, &b);
 	CHECK_BYTES(s.b.dst + 4096, 0x44, SLOW_LEN - 4096);
 	slow_read_close(&s);
 }
