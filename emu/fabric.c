@@ -443,13 +443,10 @@ int emu_fabric_poll(void)
 		fab_listeners_resume(); /* worker 0 has the listeners */
 	if (idle_skip(fs))
 		return 0;
-	/* fab_register_kick(), fab_resume_blocked(), fab_hs_expire() and
-	 * fab_reap() with their first tests made on fs: one worker lookup */
-	if (w->kick_fd > 0 && w->kick_fd != fs->kick_registered)
-		fab_register_kick_now(w->kick_fd);
+	fab_register_kick(w, fs);
 	fs->dispatching = true;
 	fs->poll_seq++;
-	work = fs->conns ? fab_resume_blocked_conns() : 0;
+	work = fab_resume_blocked(fs);
 	t0 = emu_now_ns();
 	n = epoll_wait(w->epoll_fd, ev, FAB_POLL_EVENTS, 0);
 	for (int i = 0; i < n; i++) {
@@ -461,11 +458,9 @@ int emu_fabric_poll(void)
 		if (!first[i])
 			work += handle_event(&ev[i]);
 	work += heard_rest(fs, t0, n == FAB_POLL_EVENTS);
-	if (fs->hs_next_ns)
-		fab_hs_expire_due();
+	fab_hs_expire(fs);
 	fs->dispatching = false;
-	if (fs->reap_due)
-		fab_reap_due();
+	fab_reap(fs);
 	return work;
 }
 
@@ -510,8 +505,7 @@ int emu_fabric_flush(void)
 			total += fab_conn_write(c);
 		fab_conn_update_events(c);
 	}
-	if (fs->reap_due)
-		fab_reap_due();
+	fab_reap(fs);
 	return total > INT_MAX ? INT_MAX : (int)total;
 }
 

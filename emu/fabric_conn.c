@@ -355,7 +355,7 @@ void fab_conn_retire(struct emu_conn *c)
 	c->doomed = true;
 	fab.reap_due = true;
 	if (!fab.dispatching)
-		fab_reap();
+		fab_reap(&fab);
 }
 
 /* A dead connection is retried at most once per FAB_RECONNECT_NS. */
@@ -928,7 +928,7 @@ void emu_fabric_adopt(struct emu_conn *c)
 		fab.dispatching = false;
 		fab_conn_update_events(c);
 	}
-	fab_reap();
+	fab_reap(&fab);
 }
 
 void emu_fabric_orphan(struct emu_conn *c)

@@ -185,14 +185,12 @@ const char *fab_addr_str(const struct sockaddr_in *a, char *buf, size_t size);
 int fab_epoll_set(int op, int fd, struct fab_handle *h, uint32_t events);
 void fab_epoll_forget(int fd);
 void fab_register_kick_now(int fd);
-/* Register the current worker's kick eventfd unless it is already: the
- * test is inline since every engine pass with connections makes it. */
-static inline void fab_register_kick(void)
+/* Register worker w's kick eventfd in its fabric state fs unless it is
+ * already: the test is inline since every engine pass makes it. */
+static inline void fab_register_kick(const struct emu_worker *w, const struct fab_state *fs)
 {
-	int fd = emu_worker_cur()->kick_fd;
-
-	if (fd > 0 && fd != fab.kick_registered)
-		fab_register_kick_now(fd);
+	if (w->kick_fd > 0 && w->kick_fd != fs->kick_registered)
+		fab_register_kick_now(w->kick_fd);
 }
 void fab_set_nodelay(int fd);
 void fab_set_local_bufs(int fd);
@@ -245,9 +243,9 @@ void fab_conn_retire(struct emu_conn *c);
 void fab_reap_due(void);
 /* Free, unlink and hand over what is due (fab_reap_due). The test is inline:
  * the engine makes it twice a pass, and it is almost always false. */
-static inline void fab_reap(void)
+static inline void fab_reap(const struct fab_state *fs)
 {
-	if (fab.reap_due)
+	if (fs->reap_due)
 		fab_reap_due();
 }
 /* fabric_conn.c: output and input */
@@ -261,9 +259,9 @@ int fab_conn_event(struct emu_conn *c, uint32_t events);
 void fab_conn_heard(struct emu_conn *c, uint64_t t);
 int fab_resume_blocked_conns(void);
 /* Parse again what was held back; without connections there is none. */
-static inline int fab_resume_blocked(void)
+static inline int fab_resume_blocked(const struct fab_state *fs)
 {
-	return fab.conns ? fab_resume_blocked_conns() : 0;
+	return fs->conns ? fab_resume_blocked_conns() : 0;
 }
 
 /* fabric_land.c */
@@ -280,9 +278,9 @@ void fab_conn_auth_failed(struct emu_conn *c, const char *why);
 void fab_hs_expire_due(void);
 /* Give up on handshakes past their deadline; inline test: none pending is
  * the engine's usual case, and it is checked every pass. */
-static inline void fab_hs_expire(void)
+static inline void fab_hs_expire(const struct fab_state *fs)
 {
-	if (fab.hs_next_ns)
+	if (fs->hs_next_ns)
 		fab_hs_expire_due();
 }
 

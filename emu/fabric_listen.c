@@ -494,7 +494,7 @@ int emu_fabric_listen(struct emu_device *dev)
 	dev->listener = l;
 	dev->addr = bound;
 	emu_gid_make(&dev->gid, &dev->addr);
-	fab_register_kick();
+	fab_register_kick(emu_worker_cur(), &fab);
 	emu_dbg("fabric: device %d listens on %s", dev->index,
 	        fab_addr_str(&bound, name, sizeof(name)));
 	return 0;
@@ -524,5 +524,5 @@ void emu_fabric_close_listener(struct emu_device *dev)
 		if (!c->outbound && c->dev == dev)
 			fab_conn_down(c);
 	if (!fab.dispatching)
-		fab_reap();
+		fab_reap(&fab);
 }
